@@ -1,0 +1,77 @@
+# cocoonbox: the guest component set, the cbdesk image recipe and the api.
+# `make help` lists the targets. Run as root on Debian 12.
+
+export PATH := /usr/local/go/bin:$(HOME)/go/bin:$(PATH)
+SHELL := /bin/bash
+
+VERSION ?= $(shell cat image/VERSION)
+TIER ?= base
+REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
+LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(REV)
+IMAGE := out/images/cbdesk-v$(VERSION)-$(TIER)
+HELPERS := $(notdir $(wildcard guest/cmd/*))
+# How long each fuzz target runs inside `make test`.
+FUZZTIME ?= 4s
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+
+.PHONY: help setup build image demo box test unit-test box-test lint fuzz bench clean
+
+help:
+	@echo 'make setup   install the host packages and tools (Debian 12, root)'
+	@echo 'make demo    build, boot a cbdesk box, act as sandboxd and the api, print a report'
+	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing'
+	@echo 'make build   the static helpers into out/bin (version-stamped)'
+	@echo 'make image   cbdesk:v$$VERSION of $$TIER (base|desk) into out/images'
+	@echo 'make box     boot a box of the image and leave it running'
+	@echo 'make bench   the benchmarks'
+	@echo 'make lint    gofmt, go vet, staticcheck'
+
+setup:
+	tests/setup-host
+
+build:
+	@mkdir -p out/bin
+	@# out/ holds image roots with Go sources in them: its own module keeps them out of ./...
+	@echo 'module cocoonbox.invalid/out' >out/go.mod
+	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
+	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
+	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/cocoonbox-api ./cmd/cocoonbox-api
+
+image: build
+	image/build --version '$(VERSION)' --tier '$(TIER)' --bin out/bin --out out/images --rev '$(REV)'
+
+demo: setup image
+	go run ./tests/cmd/demo --image $(IMAGE)
+
+box: image
+	go run ./tests/cmd/box --image $(IMAGE)
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
+	go vet ./... ./api/...
+	go run $(STATICCHECK) ./... ./api/...
+
+unit-test:
+	go test -count=1 $$(go list ./... | grep -v /tests/) ./api/...
+
+box-test: image
+	tests/services
+	go test -count=1 -timeout 40m ./tests/... -args -image $(CURDIR)/$(IMAGE)
+
+# Each fuzz target runs for FUZZTIME; what it finds lands in testdata/fuzz.
+fuzz:
+	@for pkg in $$(go list ./...); do \
+	  for f in $$(go test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "fuzz $$pkg $$f"; go test -run '^$$' -fuzz "^$$f$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+test: lint unit-test box-test fuzz
+
+bench: image
+	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/)
+	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/... -args -image $(CURDIR)/$(IMAGE)
+
+clean:
+	rm -rf out

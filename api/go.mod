@@ -1,0 +1,3 @@
+module github.com/cocoonbox/cocoonbox/api
+
+go 1.26

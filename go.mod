@@ -1,0 +1,3 @@
+module github.com/cocoonbox/cocoonbox
+
+go 1.26

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+func init() { register(10, "the box (foundation)", foundation) }
+
+// foundation reports the image, the boot and every cocoonbox unit's state.
+func foundation(ctx context.Context, b *box.Box, r *report) {
+	img, err := b.ReadFile("/etc/cocoonbox/image")
+	r.check("image", err, "%s", strings.ReplaceAll(strings.TrimSpace(string(img)), "\n", ", "))
+	t, _ := b.Run("systemd-analyze", "time")
+	r.ok("boot", "running after %.2f s; %s", b.Booted.Seconds(), firstLine(t))
+	failed, err := b.FailedUnits()
+	switch {
+	case err != nil:
+		r.bad("failed units", "%v", err)
+	case len(failed) > 0:
+		r.bad("failed units", "%s", strings.Join(failed, " "))
+	default:
+		r.ok("failed units", "none")
+	}
+	out, err := b.Run("systemctl", "list-unit-files", "cocoonbox-*", "--no-legend", "--no-pager")
+	if strings.TrimSpace(out) == "" {
+		r.bad("units", "no cocoonbox unit is installed (%v)", err)
+		return
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		active, _ := b.Run("systemctl", "show", "-P", "ActiveState", f[0])
+		r.ok("unit", "%-34s %-9s %s", f[0], f[1], strings.TrimSpace(active))
+	}
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(strings.TrimSpace(s), "\n")
+	return fmt.Sprint(line)
+}
