@@ -1,3 +1,5 @@
 module github.com/cocoonbox/cocoonbox
 
-go 1.26
+go 1.26.0
+
+require github.com/coreos/go-systemd/v22 v22.7.0

@@ -1,0 +1,117 @@
+// Package journal is how every cocoonbox helper logs: one structured entry
+// per event, sent to journald with a MESSAGE_ID per kind of event and fields
+// naming the box and the file concerned, so an admin reads a wake's story
+// with `journalctl -m -t <helper>` and can filter by MESSAGE_ID=.
+//
+// Outside a box (no journald socket, as in unit tests) the entries go to
+// stderr as one line each, "PRIORITY: message key=value ...".
+package journal
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/coreos/go-systemd/v22/journal"
+)
+
+// Priority is a syslog priority (journal.PriErr, PriWarning, PriInfo, ...).
+type Priority = journal.Priority
+
+// The priorities the helpers use.
+const (
+	Err     = journal.PriErr
+	Warning = journal.PriWarning
+	Notice  = journal.PriNotice
+	Info    = journal.PriInfo
+)
+
+// Logger sends entries tagged with one SYSLOG_IDENTIFIER (the helper's
+// name) and fields common to all its entries.
+type Logger struct {
+	// Identifier is the SYSLOG_IDENTIFIER, e.g. "cocoonbox-hostname".
+	Identifier string
+	// Fields go with every entry (e.g. COCOONBOX_BOX_ID once it is known).
+	Fields map[string]string
+	// Stderr receives the entries when journald is not there; nil is os.Stderr.
+	Stderr io.Writer
+
+	mu sync.Mutex
+}
+
+// New returns a Logger for the named helper; an empty name takes the
+// program's own.
+func New(identifier string) *Logger {
+	if identifier == "" {
+		identifier = filepath.Base(os.Args[0])
+	}
+	return &Logger{Identifier: identifier, Fields: map[string]string{}}
+}
+
+// Set adds a field sent with every later entry. Field names are journal
+// field names: upper case letters, digits and '_'.
+func (l *Logger) Set(field, value string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.Fields[field] = value
+}
+
+// Send logs one event. messageID is a 128-bit id in 32 lower-case hex digits
+// (MESSAGE_ID, made once per kind of event with `systemd-id128 new`);
+// fields are pairs of name and value. An odd trailing name is dropped.
+// Errors of the journal itself are not returned: logging never stops a
+// helper; the entry goes to stderr instead.
+func (l *Logger) Send(pri Priority, messageID, message string, fields ...string) {
+	l.mu.Lock()
+	vars := make(map[string]string, len(l.Fields)+len(fields)/2+2)
+	for k, v := range l.Fields {
+		vars[k] = v
+	}
+	l.mu.Unlock()
+	vars["SYSLOG_IDENTIFIER"] = l.Identifier
+	if messageID != "" {
+		vars["MESSAGE_ID"] = messageID
+	}
+	for i := 0; i+1 < len(fields); i += 2 {
+		vars[fields[i]] = fields[i+1]
+	}
+	if journal.Enabled() {
+		if err := journal.Send(message, pri, vars); err == nil {
+			return
+		}
+	}
+	l.stderr(pri, message, vars)
+}
+
+func (l *Logger) stderr(pri Priority, message string, vars map[string]string) {
+	w := l.Stderr
+	if w == nil {
+		w = os.Stderr
+	}
+	keys := make([]string, 0, len(vars))
+	for k := range vars {
+		if k != "SYSLOG_IDENTIFIER" {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: %s", priorityNames[pri], message)
+	for _, k := range keys {
+		fmt.Fprintf(&b, " %s=%q", k, vars[k])
+	}
+	b.WriteByte('\n')
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	_, _ = io.WriteString(w, b.String())
+}
+
+var priorityNames = map[Priority]string{
+	journal.PriEmerg: "emerg", journal.PriAlert: "alert", journal.PriCrit: "crit",
+	journal.PriErr: "error", journal.PriWarning: "warning", journal.PriNotice: "notice",
+	journal.PriInfo: "info", journal.PriDebug: "debug",
+}
