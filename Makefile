@@ -14,7 +14,7 @@ HELPERS := $(notdir $(wildcard guest/cmd/*))
 FUZZTIME ?= 4s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help setup build image demo box test unit-test box-test lint fuzz bench clean
+.PHONY: help setup check-image build image demo box test unit-test box-test lint fuzz bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -29,6 +29,10 @@ help:
 setup:
 	tests/setup-host
 
+# Bad VERSION or TIER fails before anything is compiled.
+check-image:
+	@image/build --check --version '$(VERSION)' --tier '$(TIER)'
+
 build:
 	@mkdir -p out/bin
 	@# out/ holds image roots with Go sources in them: its own module keeps them out of ./...
@@ -37,7 +41,7 @@ build:
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
 	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/cocoonbox-api ./cmd/cocoonbox-api
 
-image: build
+image: check-image build
 	image/build --version '$(VERSION)' --tier '$(TIER)' --bin out/bin --out out/images --rev '$(REV)'
 
 demo: setup image
@@ -57,7 +61,7 @@ unit-test:
 
 box-test: image
 	tests/services
-	go test -count=1 -timeout 40m ./tests/... -args -image $(CURDIR)/$(IMAGE)
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -count=1 -timeout 40m ./tests/...
 
 # Each fuzz target runs for FUZZTIME; what it finds lands in testdata/fuzz.
 fuzz:
@@ -71,7 +75,7 @@ test: lint unit-test box-test fuzz
 
 bench: image
 	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/)
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./tests/... -args -image $(CURDIR)/$(IMAGE)
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
 
 clean:
 	rm -rf out

@@ -270,3 +270,7 @@ func randomHex(n int) string {
 	_, _ = rand.Read(buf)
 	return hex.EncodeToString(buf)
 }
+
+// ProcessRunning says whether a host process with that PID exists; the
+// tests use it to prove a stopped box left nothing running.
+func ProcessRunning(pid int) bool { return syscall.Kill(pid, 0) == nil }

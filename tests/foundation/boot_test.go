@@ -1,0 +1,138 @@
+// Package foundation holds the booted-box tests of the image recipe and the
+// box harness itself (issue: foundation): the box boots clean, every unit we
+// ship is enabled as its preset says and passes systemd-analyze verify, and
+// the image tar imports into a real Docker engine.
+package foundation
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// presets reads the box's cocoonbox preset files into unit → "enable" or
+// "disable", as `systemctl preset` applies them (first match wins).
+func presets(t *testing.T, b *box.Box) map[string]string {
+	t.Helper()
+	out := b.MustSh(t, "cat /usr/lib/systemd/system-preset/*cocoonbox*.preset")
+	want := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 && (f[0] == "enable" || f[0] == "disable") {
+			if _, seen := want[f[1]]; !seen {
+				want[f[1]] = f[0]
+			}
+		}
+	}
+	return want
+}
+
+// ourUnits lists the cocoonbox unit files installed in the box.
+func ourUnits(t *testing.T, b *box.Box) []string {
+	t.Helper()
+	out := b.MustSh(t, "cd /usr/lib/systemd/system && ls -d cocoonbox-* 2>/dev/null | grep -v '\\.d$' || true")
+	return strings.Fields(out)
+}
+
+func TestBaseImageBootsToRunningWithNoFailedUnit(t *testing.T) {
+	b := box.Boot(t, box.Options{})
+	state, _ := b.Run("systemctl", "is-system-running")
+	if s := strings.TrimSpace(state); s != "running" {
+		failed, _ := b.FailedUnits()
+		t.Fatalf("system state %q, want running; failed units: %v", s, failed)
+	}
+	img := string(b.Must(t, "cat", "/etc/cocoonbox/image"))
+	if !strings.HasPrefix(img, "cbdesk:v") || !strings.Contains(img, "tier=base") {
+		t.Errorf("/etc/cocoonbox/image = %q, want cbdesk:vN and tier=base", img)
+	}
+}
+
+func TestEveryCocoonboxUnitIsLoadedAndEnabledAsThePresetSays(t *testing.T) {
+	b := box.Boot(t, box.Options{})
+	want := presets(t, b)
+	units := ourUnits(t, b)
+	if len(units) == 0 {
+		t.Fatal("no cocoonbox unit is installed in /usr/lib/systemd/system")
+	}
+	for _, u := range units {
+		load := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "LoadState", u))
+		if load != "loaded" {
+			t.Errorf("%s: LoadState=%s, want loaded", u, load)
+		}
+		enabled, _ := b.Run("systemctl", "is-enabled", u)
+		enabled = strings.TrimSpace(enabled)
+		switch want[u] {
+		case "enable":
+			if enabled != "enabled" {
+				t.Errorf("%s: is-enabled=%s, but the preset says enable", u, enabled)
+			}
+		case "disable":
+			if enabled == "enabled" {
+				t.Errorf("%s: is-enabled=%s, but the preset says disable", u, enabled)
+			}
+		}
+	}
+	for u, verdict := range want {
+		if verdict == "enable" && !contains(units, u) {
+			t.Errorf("the preset enables %s, but no such unit is installed", u)
+		}
+	}
+}
+
+func TestSystemdAnalyzeVerifyPassesForEveryUnitWeShip(t *testing.T) {
+	b := box.Boot(t, box.Options{})
+	units := ourUnits(t, b)
+	user := strings.Fields(b.MustSh(t, "cd /usr/lib/systemd/user && ls cocoonbox-* 2>/dev/null || true"))
+	if len(units)+len(user) == 0 {
+		t.Fatal("no cocoonbox unit to verify")
+	}
+	for _, u := range units {
+		res, err := b.Exec(box.Cmd{Args: []string{"systemd-analyze", "verify", "/usr/lib/systemd/system/" + u}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 || strings.TrimSpace(res.Stderr) != "" {
+			t.Errorf("systemd-analyze verify %s: exit %d\n%s%s", u, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+	for _, u := range user {
+		res, err := b.Exec(box.Cmd{Args: []string{"systemd-analyze", "--user", "verify", "/usr/lib/systemd/user/" + u}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.ExitCode != 0 {
+			t.Errorf("systemd-analyze --user verify %s: exit %d\n%s%s", u, res.ExitCode, res.Stdout, res.Stderr)
+		}
+	}
+}
+
+// Several boxes run at once, each with its own machine name, and none is
+// left running after Stop.
+func TestSeveralBoxesRunAtOnceAndStopClean(t *testing.T) {
+	a := box.Boot(t, box.Options{})
+	c := box.Boot(t, box.Options{})
+	if a.Name == c.Name || a.Leader() == c.Leader() {
+		t.Fatalf("two boxes share a name or leader: %s/%d %s/%d", a.Name, a.Leader(), c.Name, c.Leader())
+	}
+	if err := a.WriteFile("/tmp/only-in-a", []byte("a\n"), 0o600, "root"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Run("test", "-e", "/tmp/only-in-a"); err == nil {
+		t.Fatal("a file written in one box is visible in the other")
+	}
+	leader := a.Leader()
+	a.Stop()
+	if box.ProcessRunning(leader) {
+		t.Fatalf("box %s's PID 1 (%d) still runs after Stop", a.Name, leader)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

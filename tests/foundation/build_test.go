@@ -1,0 +1,104 @@
+package foundation
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// runScript runs one of the image scripts with extra environment and
+// returns its combined output and exit code.
+func runScript(t *testing.T, env []string, script string, args ...string) (string, int) {
+	t.Helper()
+	root, err := box.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(root, script), args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if _, ok := err.(*exec.ExitError); err != nil && !ok {
+		t.Fatalf("%s: %v", script, err)
+	}
+	return string(out), cmd.ProcessState.ExitCode()
+}
+
+func TestImageBuildRefusesABadVersionNamingTheAllowedValues(t *testing.T) {
+	out, code := runScript(t, nil, "image/build", "--version", "abc", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(out, "VERSION='abc'") || !strings.Contains(out, "whole numbers from 1") {
+		t.Fatalf("exit %d, output %q: want exit 2 naming VERSION='abc' and the allowed values", code, out)
+	}
+}
+
+func TestImageBuildRefusesAnUnknownTierNamingTheAllowedValues(t *testing.T) {
+	out, code := runScript(t, nil, "image/build", "--tier", "nope", "--out", t.TempDir())
+	if code != 2 || !strings.Contains(out, "TIER='nope'") || !strings.Contains(out, "base") {
+		t.Fatalf("exit %d, output %q: want exit 2 naming TIER='nope' and the allowed tiers", code, out)
+	}
+}
+
+// A PATH without rsync: provision names the tool and its Debian package.
+func TestAMissingHostToolIsNamedWithItsDebianPackage(t *testing.T) {
+	bin := t.TempDir()
+	for _, tool := range []string{"bash", "dirname", "sed", "grep", "paste", "cat", "id"} {
+		p, err := exec.LookPath(tool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Symlink(p, filepath.Join(bin, tool)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := runScript(t, []string{"PATH=" + bin}, "image/provision", t.TempDir())
+	if code == 0 || !strings.Contains(out, "'rsync' is missing") || !strings.Contains(out, "apt-get install rsync") {
+		t.Fatalf("exit %d, output %q: want a failure naming rsync and its package", code, out)
+	}
+}
+
+// A provision that fails after the layer was copied leaves nothing under
+// the output directory that a later build would take for an image.
+func TestAFailedProvisionLeavesNoImageBehind(t *testing.T) {
+	if err := box.CanBoot(); err != nil {
+		t.Skip(err)
+	}
+	out := t.TempDir()
+	log, code := runScript(t, nil, "image/build", "--bin", filepath.Join(t.TempDir(), "missing"), "--out", out, "--rev", "test")
+	if code == 0 {
+		t.Fatalf("build with a missing --bin succeeded:\n%s", log)
+	}
+	if !strings.Contains(log, "make build") {
+		t.Errorf("the error does not say how to get the binaries: %q", log)
+	}
+	if left, _ := os.ReadDir(out); len(left) != 0 {
+		t.Fatalf("a failed build left %v under %s", names(left), out)
+	}
+}
+
+// A debootstrap that fails midway (here: its mirror refuses connections)
+// leaves no layer in the cache, and no temporary one either.
+func TestAFailedDebootstrapLeavesNoLayerInTheCache(t *testing.T) {
+	if err := box.CanBoot(); err != nil {
+		t.Skip(err)
+	}
+	cache := t.TempDir()
+	log, code := runScript(t, []string{"COCOONBOX_CACHE=" + cache, "DEBIAN_MIRROR=http://127.0.0.1:9/debian"}, "image/layer", "base")
+	if code == 0 {
+		t.Fatalf("image/layer with an unreachable mirror succeeded:\n%s", log)
+	}
+	left, _ := os.ReadDir(filepath.Join(cache, "layers"))
+	if len(left) != 0 {
+		t.Fatalf("a failed debootstrap left %v in the cache", names(left))
+	}
+}
+
+func names(entries []os.DirEntry) []string {
+	var n []string
+	for _, e := range entries {
+		n = append(n, e.Name())
+	}
+	return n
+}
