@@ -1,0 +1,108 @@
+package identity
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+
+	"golang.org/x/sys/unix"
+)
+
+// PendingFile is the marker Write creates in the directory after every
+// rename. The hostname helper removes it first thing and
+// cocoonbox-hostname.path has PathExists= on it: a path unit does not
+// watch while its service runs and PathChanged= does not look again when
+// the service ends, so without the marker a write that lands while the
+// helper runs would be missed. PathExists= is checked again at the end of
+// every run.
+const PendingFile = ".hostname-pending"
+
+// Write validates id and writes it as dir/identity (Contract: Box
+// identity): it makes sure dir is a directory owned by root with mode 0755
+// (creating it, or fixing its mode; refusing a symlink or a directory of
+// another owner), writes the canonical record to a new temporary file in
+// dir, sets it to root:root 0644 on the descriptor, fsyncs it, renames it
+// over dir/identity, fsyncs dir and creates PendingFile. Every step works
+// on the directory's descriptor, never its name, so the checked directory
+// is the one written to. On any error the previous file is untouched.
+//
+// renameio is not used: it works on names, and the directory check must
+// hold for the write.
+func Write(dir string, id *Identity) error {
+	if err := id.Validate(); err != nil {
+		return err
+	}
+	data := id.Marshal()
+	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	dfd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstat(dfd, &st); err != nil {
+		return fmt.Errorf("fstat %s: %w", dir, err)
+	}
+	if st.Uid != 0 {
+		return &UnsafeError{dir, fmt.Sprintf("belongs to uid %d; it must belong to root", st.Uid)}
+	}
+	if st.Mode&0o7777 != 0o755 {
+		if err := unix.Fchmod(dfd, 0o755); err != nil {
+			return fmt.Errorf("chmod 0755 %s: %w", dir, err)
+		}
+	}
+
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := ".identity." + hex.EncodeToString(rnd[:])
+	fd, err := openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create a temporary file in %s: %w", dir, err)
+	}
+	done := false
+	defer func() {
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if !done {
+			_ = unix.Unlinkat(dfd, tmp, 0)
+		}
+	}()
+	for b := data; len(b) > 0; {
+		n, err := unix.Write(fd, b)
+		if err != nil {
+			return fmt.Errorf("write %s/%s: %w", dir, tmp, err)
+		}
+		b = b[n:]
+	}
+	if err := unix.Fchown(fd, 0, 0); err != nil {
+		return fmt.Errorf("chown %s/%s: %w", dir, tmp, err)
+	}
+	if err := unix.Fchmod(fd, 0o644); err != nil {
+		return fmt.Errorf("chmod %s/%s: %w", dir, tmp, err)
+	}
+	if err := unix.Fsync(fd); err != nil {
+		return fmt.Errorf("fsync %s/%s: %w", dir, tmp, err)
+	}
+	if err := unix.Close(fd); err != nil {
+		fd = -1
+		return fmt.Errorf("close %s/%s: %w", dir, tmp, err)
+	}
+	fd = -1
+	if err := unix.Renameat(dfd, tmp, dfd, File); err != nil {
+		return fmt.Errorf("rename into %s/%s: %w", dir, File, err)
+	}
+	done = true
+	if err := unix.Fsync(dfd); err != nil {
+		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	mfd, err := openat(dfd, PendingFile, unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create %s/%s: %w", dir, PendingFile, err)
+	}
+	unix.Close(mfd)
+	return nil
+}
