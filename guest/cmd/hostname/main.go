@@ -1,0 +1,165 @@
+// Command hostname makes the box's hostname follow its identity
+// (Contract: Box identity). cocoonbox-hostname.path runs it on every change
+// of /run/cocoonbox-identity/identity. It reads the record through
+// identity.Load (root's file in root's directory, no symlink, not group- or
+// world-writable), maps the name to a hostname (identity.Hostname: '_' as
+// '-', the box id for an empty name) and sets the static hostname
+// (/etc/hostname) and the kernel hostname through systemd-hostnamed over
+// D-Bus, or, where hostnamed cannot be reached, by an atomic write of
+// /etc/hostname and sethostname(2). It then keeps one line of /etc/hosts,
+// marked "# cocoonbox-hostname", resolving the name to 127.0.1.1, so sudo
+// never warns that it cannot resolve the host.
+//
+// A refused file or name is logged (MESSAGE_ID hostname-refused) and the
+// hostname stays as it was.
+//
+// Exit codes:
+//
+//	0   done (also: no identity file yet, nothing to do)
+//	64  usage
+//	65  the record is invalid, or its name maps to no valid hostname
+//	73  the identity directory or file is unsafe (symlink, owner, mode, type, size)
+//	74  the hostname or /etc/hosts could not be set
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/internal/version"
+)
+
+// MESSAGE_IDs of the helper's journal entries (catalog:
+// /usr/lib/systemd/catalog/cocoonbox-identity.catalog).
+const (
+	msgSet       = "e0b601500b3d4870896d5094c0d12f6f"
+	msgRefused   = "ef3dd4313cec4853a7a8718ac879c8cc"
+	msgFailed    = "824369f3d4284f9bb7b6905e3bda0def"
+	msgUnchanged = "927343fbd2fa4621862eb78c0957435f"
+)
+
+const (
+	exitOK      = 0
+	exitUsage   = 64
+	exitInvalid = 65
+	exitUnsafe  = 73
+	exitIO      = 74
+)
+
+const usage = `usage: hostname [--help | --version]
+
+Sets the box's hostname from /run/cocoonbox-identity/identity: the name with
+'_' as '-', or the box id when the name is empty. Sets the kernel and the
+static hostname (through systemd-hostnamed, else /etc/hostname and
+sethostname) and the marked 127.0.1.1 line of /etc/hosts. A refused file or
+name is logged to the journal and the hostname stays.
+cocoonbox-hostname.path runs it on every change of the identity file.
+
+exit codes: 0 done (or no identity yet); 64 usage; 65 invalid record or a
+name that maps to no hostname; 73 unsafe identity directory or file;
+74 the hostname or /etc/hosts could not be set.
+`
+
+// maxRounds bounds how often one run applies a record that changed while
+// it was being applied.
+const maxRounds = 5
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "-h", "--help":
+			fmt.Print(usage)
+			os.Exit(exitOK)
+		case "--version":
+			fmt.Println("hostname", version.Version)
+			os.Exit(exitOK)
+		}
+		fmt.Fprintf(os.Stderr, "hostname: unknown argument %q (allowed: --help, --version)\n", os.Args[1])
+		os.Exit(exitUsage)
+	}
+	log := journal.New("cocoonbox-hostname")
+	os.Exit(run(log))
+}
+
+func run(log *journal.Logger) int {
+	// First thing: take the marker. A write after this point makes a new
+	// one, and the path unit starts us again when this run ends.
+	if err := os.Remove(identity.Dir + "/" + identity.PendingFile); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		log.Send(journal.Warning, msgFailed, "cannot remove the pending marker: "+err.Error(),
+			"COCOONBOX_PATH", identity.Dir+"/"+identity.PendingFile)
+	}
+	applied := ""
+	for round := 0; round < maxRounds; round++ {
+		id, err := identity.Load()
+		if errors.Is(err, fs.ErrNotExist) && round == 0 {
+			log.Send(journal.Info, msgUnchanged, "no identity yet; the hostname stays", "COCOONBOX_PATH", identity.Path)
+			return exitOK
+		}
+		if err != nil {
+			return refuse(log, err)
+		}
+		log.Set("COCOONBOX_BOX_ID", id.BoxID)
+		log.Set("COCOONBOX_WAKE_ID", id.WakeID)
+		want, err := id.Hostname()
+		if err != nil {
+			return refuse(log, fmt.Errorf("%s: %w", identity.Path, err))
+		}
+		if want == applied {
+			return exitOK // stable: what is in the file is what we set
+		}
+		if code := apply(log, want); code != exitOK {
+			return code
+		}
+		applied = want
+	}
+	return exitOK
+}
+
+func refuse(log *journal.Logger, err error) int {
+	code := exitIO
+	switch {
+	case errors.Is(err, identity.ErrInvalid):
+		code = exitInvalid
+	case errors.Is(err, identity.ErrUnsafe):
+		code = exitUnsafe
+	}
+	log.Send(journal.Err, msgRefused, "identity refused, the hostname stays: "+err.Error(),
+		"COCOONBOX_PATH", identity.Path, "COCOONBOX_REASON", err.Error())
+	return code
+}
+
+// apply sets the hostnames and /etc/hosts to name and logs what changed.
+func apply(log *journal.Logger, name string) int {
+	h, err := newHostnamer()
+	if err != nil {
+		log.Send(journal.Warning, msgFailed, "systemd-hostnamed unreachable, setting the hostname directly: "+err.Error())
+	}
+	defer h.Close()
+	oldKernel, oldStatic := h.Current()
+	changed := oldKernel != name || oldStatic != name
+	if changed {
+		if err := h.Set(name); err != nil {
+			log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot set the hostname to %s: %v", name, err),
+				"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_NEW_HOSTNAME", name)
+			return exitIO
+		}
+	}
+	hostsChanged, err := ensureHosts(hostsFile, name)
+	if err != nil {
+		log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot update %s for %s: %v", hostsFile, name, err),
+			"COCOONBOX_PATH", hostsFile, "COCOONBOX_NEW_HOSTNAME", name)
+		return exitIO
+	}
+	if !changed && !hostsChanged {
+		log.Send(journal.Info, msgUnchanged, "hostname already "+name, "COCOONBOX_NEW_HOSTNAME", name)
+		return exitOK
+	}
+	log.Send(journal.Notice, msgSet, fmt.Sprintf("hostname %s → %s", oldKernel, name),
+		"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_OLD_STATIC_HOSTNAME", oldStatic,
+		"COCOONBOX_NEW_HOSTNAME", name, "COCOONBOX_PATH", identity.Path, "COCOONBOX_VIA", h.Via())
+	return exitOK
+}
