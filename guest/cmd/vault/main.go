@@ -1,0 +1,192 @@
+// Command vault renders the box's API key records from the claim env file
+// into /run/cocoonbox-vault (vault.sh, names, keys). cocoonbox-vault.path
+// runs it (through cocoonbox-vault.service) on every change of
+// /run/silkd.env, and at boot.
+//
+// Contract: Box API keys.
+//
+// Exit codes: 0 rendered, or nothing to do (no claim env file yet);
+// 65 the claim env file is unreadable or unparsable (the last good render
+// stays; a retry of the same file fails again); 75 the render could not be
+// put in place (try again later); 2 bad usage.
+package main
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
+	"github.com/cocoonbox/cocoonbox/internal/version"
+	"golang.org/x/sys/unix"
+)
+
+// MESSAGE_IDs, one per kind of event (journalctl MESSAGE_ID=...).
+const (
+	msgRendered      = "b2089241d49f460bbbd6c6b20ee456f4" // a render is in place
+	msgBadEnvFile    = "f7f04645966241808ea1d1fa65c9a541" // claim env unreadable/unparsable; last render kept
+	msgRecordSkipped = "7f2f1796cc574af8ab8b944881feaee6" // one record refused, with its position and rule
+	msgRecordWarning = "25a8738ef5574bddb481060141d797e5" // a record accepted with a caveat (not exported)
+	msgInstallFailed = "0a34ca8b648f4fa9b01ce318012cd7f7" // the new render could not be put in place
+	msgNoEnvFile     = "5d68765175924570a4897c7585b40a1e" // no claim env file: nothing to render
+	msgEnvChanged    = "c43746e3bd68483581ddf99332bafcff" // the file changed during a render: render again
+)
+
+const (
+	exitOK       = 0
+	exitUsage    = 2
+	exitBadData  = 65 // EX_DATAERR
+	exitTempFail = 75 // EX_TEMPFAIL
+)
+
+// maxRecordLogs bounds the per-record journal entries of one render; the
+// rest are counted in one summary entry.
+const maxRecordLogs = 100
+
+// maxRounds bounds how often one run renders again because the claim env
+// changed while it rendered.
+const maxRounds = 20
+
+func main() {
+	envPath := flag.String("env", "/run/silkd.env", "the claim env file to read")
+	dir := flag.String("dir", "/run/cocoonbox-vault", "the vault directory to render into")
+	showVersion := flag.Bool("version", false, "print the version and exit")
+	flag.Usage = func() {
+		fmt.Fprintf(os.Stderr, `usage: vault [--env FILE] [--dir DIR]
+
+Reads COCOONBOX_VAULT and COCOONBOX_CONNECT from the claim env file (the
+syntax of systemd's EnvironmentFile=) and renders their records into DIR:
+vault.sh (export/unset lines for login shells), names (every name exported
+since boot) and keys (the records with hosts, NAME<TAB>placeholder<TAB>hosts<TAB>how).
+The new render replaces the old one in a single rename.
+
+Exit codes: 0 rendered or nothing to do; 65 bad claim env file (last render
+kept); 75 could not put the render in place (try again later); 2 usage.
+
+`)
+		flag.PrintDefaults()
+	}
+	flag.Parse()
+	if *showVersion {
+		fmt.Println(version.Version)
+		return
+	}
+	if flag.NArg() != 0 {
+		flag.Usage()
+		os.Exit(exitUsage)
+	}
+	log := journal.New("cocoonbox-vault")
+	os.Exit(run(log, *envPath, filepath.Clean(*dir)))
+}
+
+func run(log *journal.Logger, envPath, dir string) int {
+	// One vault at a time: a second run (by hand, beside the service)
+	// waits here rather than racing the swap.
+	lock, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot open the vault's lock: %v", err), "COCOONBOX_PATH", dir+".lock")
+		return exitTempFail
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot lock the vault: %v", err), "COCOONBOX_PATH", dir+".lock")
+		return exitTempFail
+	}
+
+	for round := 1; ; round++ {
+		data, stamp, err := vault.ReadEnvFile(envPath)
+		if errors.Is(err, vault.ErrNoEnvFile) {
+			log.Send(journal.Notice, msgNoEnvFile, fmt.Sprintf("no claim env file %s: the vault stays as it is", envPath), "COCOONBOX_PATH", envPath)
+			return exitOK
+		}
+		if err != nil {
+			log.Send(journal.Err, msgBadEnvFile, fmt.Sprintf("cannot read the claim env, keeping the last good render: %v", err), "COCOONBOX_PATH", envPath)
+			return exitBadData
+		}
+		recs, err := vault.ParseClaimEnv(data)
+		if err != nil {
+			log.Send(journal.Err, msgBadEnvFile, fmt.Sprintf("%s: %v; keeping the last good render", envPath, err), "COCOONBOX_PATH", envPath)
+			return exitBadData
+		}
+		logRecords(log, envPath, recs)
+		names, err := vault.ReadNames(dir)
+		if err != nil {
+			// Without the old names a removed record would not be unset;
+			// say so, and render what we know.
+			log.Send(journal.Warning, msgInstallFailed, fmt.Sprintf("cannot read the names of the last render: %v", err), "COCOONBOX_PATH", dir)
+		}
+		id := renderID()
+		files := vault.Render(id, recs.Accepted, names)
+		if err := vault.Install(dir, files); err != nil {
+			log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot put the render in place, keeping the last one: %v", err), "COCOONBOX_PATH", dir)
+			return exitTempFail
+		}
+		exported, keys := 0, 0
+		for _, r := range recs.Accepted {
+			if r.Exported {
+				exported++
+			}
+			if len(r.Hosts) > 0 {
+				keys++
+			}
+		}
+		log.Send(journal.Info, msgRendered,
+			fmt.Sprintf("rendered %d records (%d exported, %d with hosts), %d refused", len(recs.Accepted), exported, keys, len(recs.Rejected)),
+			"COCOONBOX_PATH", dir, "COCOONBOX_VAULT_RENDER", id,
+			"COCOONBOX_VAULT_RECORDS", strconv.Itoa(len(recs.Accepted)), "COCOONBOX_VAULT_REFUSED", strconv.Itoa(len(recs.Rejected)))
+
+		// The race: a change that lands while this run reads or renders.
+		// systemd merges the path unit's start request into this running
+		// start job, so no second run would come; compare the file now
+		// with the one that was read, and go again if it moved.
+		now, err := vault.StatFile(envPath)
+		if err != nil || now == stamp {
+			return exitOK
+		}
+		if round >= maxRounds {
+			log.Send(journal.Warning, msgEnvChanged, fmt.Sprintf("%s keeps changing; stopping after %d renders (the next change starts another run)", envPath, round), "COCOONBOX_PATH", envPath)
+			return exitOK
+		}
+		log.Send(journal.Info, msgEnvChanged, fmt.Sprintf("%s changed while rendering; rendering again", envPath), "COCOONBOX_PATH", envPath)
+	}
+}
+
+// logRecords sends one journal warning per refused or caveated record
+// (at most maxRecordLogs, then a count).
+func logRecords(log *journal.Logger, envPath string, recs *vault.Records) {
+	n := 0
+	send := func(id string, r vault.Reject, what string) {
+		n++
+		if n > maxRecordLogs {
+			return
+		}
+		log.Send(journal.Warning, id, fmt.Sprintf("%s: %s %s", envPath, r.String(), what),
+			"COCOONBOX_PATH", envPath, "COCOONBOX_VAULT_SOURCE", string(r.Source),
+			"COCOONBOX_VAULT_POSITION", strconv.Itoa(r.Position), "COCOONBOX_VAULT_NAME", fmt.Sprintf("%q", r.Name),
+			"COCOONBOX_VAULT_RULE", r.Rule)
+	}
+	for _, r := range recs.Rejected {
+		send(msgRecordSkipped, r, "(record skipped)")
+	}
+	for _, w := range recs.Warnings {
+		send(msgRecordWarning, w, "")
+	}
+	if n > maxRecordLogs {
+		log.Send(journal.Warning, msgRecordSkipped, fmt.Sprintf("%s: %d more records refused or warned about (not logged one by one)", envPath, n-maxRecordLogs),
+			"COCOONBOX_PATH", envPath)
+	}
+}
+
+// renderID names a render: the time and 4 random bytes.
+func renderID() string {
+	b := make([]byte, 4)
+	_, _ = rand.Read(b)
+	return strconv.FormatInt(time.Now().UnixNano(), 36) + "-" + hex.EncodeToString(b)
+}
