@@ -26,7 +26,7 @@ func Validate(r Record) error {
 	case !reToken.MatchString(r.Placeholder):
 		return errors.New("placeholder is not [A-Za-z0-9_-]+")
 	case r.Exported != reShell.MatchString(r.Name):
-		return errors.New("Exported does not match whether NAME is a shell name")
+		return errors.New("the Exported flag does not match whether NAME is a shell name")
 	case r.Exported && Reserved(r.Name):
 		return errors.New("NAME is reserved")
 	case !r.Exported && len(r.Hosts) == 0:

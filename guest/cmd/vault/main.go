@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"github.com/cocoonbox/cocoonbox/internal/version"
@@ -83,6 +84,10 @@ kept); 75 could not put the render in place (try again later); 2 usage.
 		os.Exit(exitUsage)
 	}
 	log := journal.New("cocoonbox-vault")
+	// The box id names the box in every entry, once the identity is there.
+	if id, err := identity.Load(); err == nil {
+		log.Set("COCOONBOX_BOX_ID", id.BoxID)
+	}
 	os.Exit(run(log, *envPath, filepath.Clean(*dir)))
 }
 
