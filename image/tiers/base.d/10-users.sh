@@ -16,3 +16,5 @@ f=$root/etc/sudoers.d/90-cocoonbox-user
 chmod 0440 "$f"
 chown 0:0 "$f"
 chroot "$root" visudo -c -q -f /etc/sudoers.d/90-cocoonbox-user
+# ... and the whole policy as sudo will read it (sudoers plus sudoers.d).
+chroot "$root" visudo -c -q
