@@ -30,17 +30,20 @@ ensure_file() {
 }
 # put PATH MODE UID GID < CONTENT: writes the file only when its content
 # differs (temp file in the same directory, then rename), then owner, mode.
+# The content is compared from outside ROOT first, so an unchanged file
+# leaves even its directory's mtime alone.
 put() {
-	local tmp
-	tmp=$(mktemp "$root$(dirname "$1")/.cocoonbox.XXXXXX")
-	cat >"$tmp"
-	if [ -f "$root$1" ] && cmp -s "$tmp" "$root$1"; then
-		rm -f "$tmp"
-	else
+	local new tmp
+	new=$(mktemp)
+	cat >"$new"
+	if ! { [ -f "$root$1" ] && cmp -s "$new" "$root$1"; }; then
+		tmp=$(mktemp "$root$(dirname "$1")/.cocoonbox.XXXXXX")
+		cat "$new" >"$tmp"
 		chown "$3:$4" "$tmp"
 		chmod "$2" "$tmp"
 		mv -f "$tmp" "$root$1"
 	fi
+	rm -f "$new"
 	ensure_file "$1" "$2" "$3" "$4"
 }
 
@@ -79,3 +82,10 @@ EOT
 
 # Workspace: /workspace, owned by user (tmpfiles keeps it so at each boot).
 ensure_dir /workspace 755 "$uid_user" "$gid_user"
+
+# Desktop restart: user lingers, so user@1000 (the user manager: shuttle,
+# the toolhost, Chrome) runs from boot and is not stopped when the desktop
+# session ends. What `loginctl enable-linger user` does: an empty file.
+ensure_dir /var/lib/systemd/linger 755 0 0
+[ -f "$root/var/lib/systemd/linger/user" ] || : >"$root/var/lib/systemd/linger/user"
+ensure_file /var/lib/systemd/linger/user 644 0 0
