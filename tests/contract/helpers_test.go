@@ -6,7 +6,6 @@
 package contract
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"testing"
@@ -74,7 +73,7 @@ func show(t *testing.T, b *box.Box, unit, prop string) string {
 	return strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", prop, unit))
 }
 
-// ids returns the numeric group ids of a user in the box.
+// groupIDs returns the numeric group ids of a user in the box.
 func groupIDs(t *testing.T, b *box.Box, user string) []int {
 	t.Helper()
 	var ids []int
@@ -88,7 +87,7 @@ func groupIDs(t *testing.T, b *box.Box, user string) []int {
 	return ids
 }
 
-// userEnv is the environment a command of user needs to reach user's own
+// userManager is systemctl --user with the environment user needs to reach user's own
 // systemd manager (user@1000, started by the session).
 func userManager(args ...string) []string {
 	return append([]string{"env", "XDG_RUNTIME_DIR=/run/user/1000",
@@ -103,5 +102,3 @@ func atoi(t *testing.T, s string) int {
 	}
 	return n
 }
-
-func quote(s string) string { return fmt.Sprintf("%q", s) }
