@@ -1,10 +1,14 @@
 # Box identity and the journal across wakes (issue 3).
 # The journal catalog (cocoonbox-identity.catalog, from base.rootfs) goes
 # into journald's catalog database, so `journalctl -x` explains our entries.
-# --update-catalog rebuilds the database from the same files each time:
-# a second run writes the same bytes.
+# --update-catalog rewrites the database (same bytes, new mtime) each time
+# it runs, so it runs only when a catalog file is newer than the database:
+# a second provision run changes nothing.
 root=$1
-journalctl --root="$root" --update-catalog
+db=$root/var/lib/systemd/catalog/database
+if [ ! -e "$db" ] || [ -n "$(find "$root/usr/lib/systemd/catalog" -newer "$db" -print -quit)" ]; then
+	journalctl --root="$root" --update-catalog
+fi
 # Contract: Journal. Persistent, one directory per machine id; journald
 # creates /var/log/journal itself (Storage=persistent), made here too so a
 # box's first boot writes there from the start.
