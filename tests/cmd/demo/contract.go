@@ -8,7 +8,9 @@ import (
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
-func init() { register(50, "the image contract (users, sudo, polkit, directories, policies)", contract) }
+func init() {
+	register(50, "the image contract (users, sudo, polkit, directories, policies)", contract)
+}
 
 // contract shows that the static lines of Guest (image) ↔ agent hold in
 // the booted box: the two users, user's sudo, cbagent's polkit right on
