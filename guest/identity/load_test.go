@@ -51,9 +51,6 @@ func TestLoadReadsWhatWriteWrote(t *testing.T) {
 	if err := unix.Stat(dir, &st); err != nil || st.Mode&0o7777 != 0o755 {
 		t.Fatalf("dir mode %04o (%v); want 0755", st.Mode&0o7777, err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, PendingFile)); err != nil {
-		t.Fatalf("no pending marker: %v", err)
-	}
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), ".identity.") {

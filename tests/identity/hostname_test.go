@@ -1,0 +1,65 @@
+package boxidentity
+
+import (
+	"context"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// After `identity write`, the kernel hostname, /etc/hostname and
+// hostnamectl all show the mapped name (and /etc/hosts resolves it).
+func TestHostnameFollowsIdentityWrite(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	mustWrite(t, b, record(t, boxID(1), "first"))
+	checkHostname(t, b, "first")
+}
+
+// A second write renames.
+func TestSecondWriteRenames(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	mustWrite(t, b, record(t, boxID(1), "before"))
+	checkHostname(t, b, "before")
+	mustWrite(t, b, record(t, boxID(1), "after"))
+	checkHostname(t, b, "after")
+	if hosts := b.Must(t, "cat", "/etc/hosts"); strings.Contains(hosts, "before") {
+		t.Errorf("/etc/hosts still names the old hostname:\n%s", hosts)
+	}
+}
+
+// `_` maps to `-`.
+func TestUnderscoreMapsToDash(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	mustWrite(t, b, record(t, boxID(1), "my_dev_box"))
+	checkHostname(t, b, "my-dev-box")
+}
+
+// An empty name gives the box id.
+func TestEmptyNameGivesBoxID(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	mustWrite(t, b, record(t, "cb-7e57b0c5", ""))
+	checkHostname(t, b, "cb-7e57b0c5")
+}
+
+// After a reboot of a box with a persistent root the static name is still
+// there (the identity file is on tmpfs and gone; /etc/hostname carries it).
+func TestStaticNameSurvivesRebootOfPersistentBox(t *testing.T) {
+	t.Parallel()
+	// nspawn --template makes the root; the directory must not exist yet.
+	b := box.Boot(t, box.Options{Persistent: filepath.Join(t.TempDir(), "root")})
+	mustWrite(t, b, record(t, boxID(1), "keeps_name"))
+	checkHostname(t, b, "keeps-name")
+	if err := b.Reboot(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Run("test", "-e", "/run/cocoonbox-identity/identity"); err == nil {
+		t.Fatal("the identity file survived the reboot: the test would not prove the static name")
+	}
+	checkHostname(t, b, "keeps-name")
+}
