@@ -28,6 +28,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/packages"
 	"github.com/cocoonbox/cocoonbox/internal/version"
@@ -75,6 +76,16 @@ func main() {
 	}
 }
 
+// newLog is the helper's journal logger; the box id names the box in every
+// entry once the identity is there.
+func newLog() *journal.Logger {
+	log := journal.New("cocoonbox-packages")
+	if id, err := identity.Load(); err == nil {
+		log.Set("COCOONBOX_BOX_ID", id.BoxID)
+	}
+	return log
+}
+
 func lookupHome() (packages.Home, error) {
 	u, err := user.Lookup(DesktopUser)
 	if err != nil {
@@ -90,10 +101,10 @@ func lookupHome() (packages.Home, error) {
 
 // record never fails apt: every error is logged and it returns.
 func record() {
-	log := journal.New("cocoonbox-packages")
 	if os.Getenv(packages.NoRecordEnv) != "" {
 		return
 	}
+	log := newLog()
 	// An apt run while an image is built (a chroot, no booted systemd) is
 	// the image's own: it must not leave a list in the image.
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
@@ -178,7 +189,7 @@ func lockTimeout() (time.Duration, error) {
 }
 
 func reconcile() int {
-	log := journal.New("cocoonbox-packages")
+	log := newLog()
 	timeout, err := lockTimeout()
 	if err != nil {
 		log.Send(journal.Err, packages.MsgListError, err.Error())
