@@ -7,14 +7,18 @@
 root=$1
 dest=$root/etc/cocoonbox/packages.baseline
 install -d -m 0755 "$root/etc/cocoonbox"
-tmp=$(mktemp "$dest.XXXXXX")
-trap 'rm -f "$tmp"' EXIT
-chroot "$root" apt-mark showmanual >"$tmp"
-[ -s "$tmp" ] || { echo "50-packages-baseline: apt-mark showmanual printed nothing in $root" >&2; exit 1; }
-chmod 0644 "$tmp"
-if cmp -s "$tmp" "$dest"; then
-	rm -f "$tmp"
-else
+# The new content is made and compared outside ROOT: a temp file in
+# /etc/cocoonbox, even one removed again, would change the directory's mtime
+# on every run.
+new=$(mktemp)
+trap 'rm -f "$new" "${tmp:-}"' EXIT
+chroot "$root" apt-mark showmanual >"$new"
+[ -s "$new" ] || { echo "50-packages-baseline: apt-mark showmanual printed nothing in $root" >&2; exit 1; }
+if ! cmp -s "$new" "$dest"; then
+	tmp=$(mktemp "$dest.XXXXXX")
+	cat "$new" >"$tmp"
+	chmod 0644 "$tmp"
 	mv -f "$tmp" "$dest"
 fi
+rm -f "$new"
 trap - EXIT
