@@ -247,3 +247,37 @@ func TestBaselineIsTheImagesAptMarkShowmanual(t *testing.T) {
 		t.Errorf("baseline is %s, want root:root 644", st)
 	}
 }
+
+// Contract: Packages. "pulled in by cocoonbox-session.service ... It never
+// orders the desktop behind it (Wants= only)". The base tier has no session
+// unit, so the test gives the box a stand-in one; the shipped drop-in makes
+// it pull the reconciler in without ordering.
+func TestSessionStartPullsInTheReconcilerWithWantsOnly(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	if err := b.WriteFile("/run/systemd/system/cocoonbox-session.service",
+		[]byte("[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n"), 0o644, "root"); err != nil {
+		t.Fatal(err)
+	}
+	b.Must(t, "systemctl", "daemon-reload")
+	sessionProp := func(p string) string {
+		out, _ := b.Run("systemctl", "show", "-P", p, "cocoonbox-session.service")
+		return out
+	}
+	if !strings.Contains(sessionProp("Wants"), unit) {
+		t.Errorf("cocoonbox-session.service Wants=%q, want %s", sessionProp("Wants"), unit)
+	}
+	for _, p := range []string{"After", "Requires", "Requisite", "BindsTo"} {
+		if strings.Contains(sessionProp(p), unit) {
+			t.Errorf("cocoonbox-session.service %s= names %s: the desktop would wait for or fail with apt", p, unit)
+		}
+	}
+	if strings.Contains(prop(b, "Before"), "cocoonbox-session.service") {
+		t.Errorf("%s is ordered Before= the session", unit)
+	}
+	writeList(t, b, "bash\n")
+	b.Must(t, "systemctl", "start", "cocoonbox-session.service")
+	waitFor(t, 30*time.Second, "the reconciler to run after the session start", func() bool {
+		return len(journal(b, msgNothing)) > 0
+	})
+}
