@@ -14,7 +14,7 @@ HELPERS := $(notdir $(wildcard guest/cmd/*))
 FUZZTIME ?= 4s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help setup check-image build image demo box test unit-test box-test lint fuzz bench clean
+.PHONY: help setup check-image build image demo box test unit-test box-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -63,9 +63,14 @@ box-test: image
 	tests/services
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -count=1 -timeout 40m ./tests/...
 
-# Each fuzz target runs for FUZZTIME; what it finds joins testdata/fuzz.
+# Each fuzz target runs for FUZZTIME; a failing input lands in testdata/fuzz.
 fuzz:
 	tests/fuzz $(FUZZTIME)
+
+# Longer fuzzing that also keeps the coverage-widening inputs in
+# testdata/fuzz as seed corpus, to commit.
+fuzz-corpus:
+	tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
 
 test: lint unit-test box-test fuzz
 
