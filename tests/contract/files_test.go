@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
@@ -178,8 +179,19 @@ func TestDeskRuntimeEnvReachesTheSessionAndUserManager(t *testing.T) {
 	if d := show(t, b, session, "DropInPaths"); !strings.Contains(d, "/cocoonbox-session.service.d/20-desk.conf") {
 		t.Errorf("%s DropInPaths=%q, want 20-desk.conf", session, d)
 	}
-	// The session's own process has it, not only the unit's text.
+	// The session's own process has it, not only the unit's text. (Bug
+	// found here: the box can be running while MainPID is still systemd's
+	// child opening the PAM session, before exec, and holding pid 1's
+	// environment. systemd names that child "(command)"; wait for the exec.
+	// Type=exec would make the start wait instead, but hangs with PAMName=.)
 	pid := show(t, b, session, "MainPID")
+	deadline := time.Now().Add(30 * time.Second)
+	for comm := b.Must(t, "cat", "/proc/"+pid+"/comm"); strings.HasPrefix(comm, "("); comm = b.Must(t, "cat", "/proc/"+pid+"/comm") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the session's process (pid %s) is still %q 30 s after boot", pid, strings.TrimSpace(comm))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	environ := (b.Must(t, "cat", "/proc/"+pid+"/environ"))
 	if !strings.Contains("\x00"+environ, "\x00"+want+"\x00") {
 		t.Errorf("the session's process (pid %s) lacks %s", pid, want)

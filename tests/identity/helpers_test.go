@@ -128,3 +128,24 @@ func waitJournal(t testing.TB, b *box.Box, messageID string, n int) string {
 }
 
 func boxID(i int) string { return fmt.Sprintf("cb-%08x", i) }
+
+// waitWatching waits up to 15 s until the hostname service has ended its
+// run and cocoonbox-hostname.path watches again. A raw write (not through
+// `identity write`, so without the pending marker) that lands while the
+// service still runs is not seen by the path unit: it is not watching then.
+func waitWatching(t testing.TB, b *box.Box) {
+	t.Helper()
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		svc, _ := b.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-hostname.service")
+		path, _ := b.Run("systemctl", "show", "-P", "SubState", "cocoonbox-hostname.path")
+		svc, path = strings.TrimSpace(svc), strings.TrimSpace(path)
+		if (svc == "inactive" || svc == "failed") && path == "waiting" {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cocoonbox-hostname.service is %s and its path unit %s, 15 s on", svc, path)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

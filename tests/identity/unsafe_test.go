@@ -48,6 +48,7 @@ func TestHostnameHelperRefusesUnsafeIdentity(t *testing.T) {
 			good := record(t, boxID(i), "safe-"+string(rune('a'+i)))
 			mustWrite(t, b, good)
 			waitHostname(t, b, good.Name)
+			waitWatching(t, b)
 			n := journalCount(t, b, msgRefused)
 
 			c.spoil(t, record(t, boxID(i), "evil").Marshal())
