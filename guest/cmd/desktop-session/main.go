@@ -1,0 +1,151 @@
+// Command desktop-session prepares and completes the XFCE session of the
+// desktop user at each session start.
+//
+// Contract: Desktop session save.
+//
+//	desktop-session start      ExecStart= of cocoonbox-session.service, as
+//	                           user: prepare, then hand the display to the
+//	                           user manager's D-Bus-activated services
+//	                           (dbus-update-activation-environment) and exec
+//	                           xfce4-session. A failed prepare is logged and
+//	                           the desktop starts anyway.
+//	desktop-session prepare    links ~/.cache/sessions to
+//	                           ~/.local/state/xfce4-session and adopts the
+//	                           newest save under the current host name, so
+//	                           xfce4-session restarts its clients after a
+//	                           rename.
+//	desktop-session mousepad   from the autostart entry cocoonbox-mousepad:
+//	                           starts Mousepad when the last save recorded it
+//	                           open (its session-restore='always' reopens its
+//	                           documents) and it is not running yet.
+//
+// Exit codes: 0 done (also: nothing to adopt, Mousepad not to reopen);
+// 2 bad usage; 1 failure (logged). start does not return once
+// xfce4-session runs; it exits 1 only when it cannot exec it.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/desktop"
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/internal/version"
+)
+
+// MESSAGE_IDs, one per kind of event.
+const (
+	msgAdopted  = "c63b6b4e36f04664a79080008368c62a"
+	msgNoSave   = "344bd5969d96453f80366413a34c7fa8"
+	msgFailed   = "fe08587a26b5406aa5df8d4c904a37ce"
+	msgMousepad = "b3ead248fd8249beac04e1e8e6414560"
+)
+
+const (
+	mousepadPath     = "/usr/bin/mousepad"
+	xfce4SessionPath = "/usr/bin/xfce4-session"
+)
+
+// activationEnv is what the user manager's D-Bus-activated services (xfconfd,
+// Thunar's daemon, ...) need to reach the desktop.
+var activationEnv = []string{"DISPLAY", "XAUTHORITY", "XDG_CURRENT_DESKTOP",
+	"XDG_SESSION_TYPE", "XDG_SESSION_DESKTOP", "DESKTOP_SESSION"}
+
+const usage = `usage: desktop-session start|prepare|mousepad|--version
+
+  start     prepare, then exec xfce4-session (cocoonbox-session.service)
+  prepare   link ~/.cache/sessions to ~/.local/state/xfce4-session and adopt
+            the newest saved session under the current host name (run
+            before xfce4-session, as the desktop user)
+  mousepad  start Mousepad when the last session-save found it open
+
+Exit codes: 0 done; 2 bad usage; 1 failure (logged).
+`
+
+func main() { os.Exit(run(os.Args[1:])) }
+
+func run(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprint(os.Stderr, usage)
+		return 2
+	}
+	log := journal.New("cocoonbox-desktop-session")
+	fail := func(err error) int {
+		fmt.Fprintf(os.Stderr, "desktop-session %s: %v\n", args[0], err)
+		log.Send(journal.Err, msgFailed, fmt.Sprintf("desktop-session %s failed: %v", args[0], err))
+		return 1
+	}
+	switch args[0] {
+	case "-h", "--help", "help":
+		fmt.Print(usage)
+		return 0
+	case "--version":
+		fmt.Println(version.Version)
+		return 0
+	case "start", "prepare", "mousepad":
+	default:
+		fmt.Fprintf(os.Stderr, "desktop-session: unknown command %q\n%s", args[0], usage)
+		return 2
+	}
+	env, err := desktop.CurrentEnv()
+	if err != nil {
+		return fail(err)
+	}
+	state, err := desktop.LinkCache(env.Home)
+	if err != nil {
+		return fail(err)
+	}
+	if args[0] == "mousepad" {
+		open, err := desktop.MousepadWasOpen(state)
+		if err != nil {
+			return fail(err)
+		}
+		if !open || desktop.Running("/proc", "mousepad", env.UID) {
+			return 0
+		}
+		log.Send(journal.Info, msgMousepad, "reopening Mousepad, open at the last session save")
+		if err := syscall.Exec(mousepadPath, []string{"mousepad"}, os.Environ()); err != nil {
+			return fail(fmt.Errorf("exec %s: %w", mousepadPath, err))
+		}
+		return 0
+	}
+	code := prepare(log, fail, env, state)
+	if args[0] == "prepare" {
+		return code
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "dbus-update-activation-environment", append([]string{"--systemd"}, activationEnv...)...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		// The desktop still works; only D-Bus-activated apps lack the display.
+		fail(fmt.Errorf("dbus-update-activation-environment: %v: %s", err, out))
+	}
+	if err := syscall.Exec(xfce4SessionPath, []string{"xfce4-session"}, os.Environ()); err != nil {
+		return fail(fmt.Errorf("exec %s: %w", xfce4SessionPath, err))
+	}
+	return 0
+}
+
+// prepare adopts the newest save under the current host name; see Adopt.
+func prepare(log *journal.Logger, fail func(error) int, env desktop.Env, state string) int {
+	a, err := desktop.Adopt(state, env.Host, env.Display)
+	switch {
+	case errors.Is(err, desktop.ErrNoSave):
+		log.Send(journal.Info, msgNoSave, "no saved desktop session yet: xfce4-session starts the default one",
+			"COCOONBOX_PATH", state)
+	case err != nil:
+		return fail(err)
+	case a.Copied:
+		log.Send(journal.Notice, msgAdopted, fmt.Sprintf("adopted the newest desktop session %s as %s (host name %s)", a.From, a.To, env.Host),
+			"COCOONBOX_PATH", a.To, "COCOONBOX_FROM", a.From)
+	default:
+		log.Send(journal.Info, msgAdopted, fmt.Sprintf("the newest desktop session %s is already this host's", a.To),
+			"COCOONBOX_PATH", a.To)
+	}
+	return 0
+}
