@@ -1,0 +1,202 @@
+// Package desk holds the booted-box tests of the desk tier (issue 7): Xorg
+// on :0 with VNC, the XFCE session of user, and desktop session save and
+// restore. Contract: Desktop user, VNC, Desktop session save, Office apps,
+// Browser, Desktop restart, Box identity (the X cookie).
+//
+// They boot the desk image: $COCOONBOX_DESK_IMAGE, else $COCOONBOX_IMAGE
+// when that is a desk image, else out/images/cbdesk-vN-desk. Without a
+// built desk image they skip, saying how to build it (`make desk-test`
+// builds it and runs them).
+//
+// A box shares the host's network, so its VNC port is the host's
+// 127.0.0.1:5900: the tests of this package boot one desk box at a time
+// (no t.Parallel) and dial that port directly.
+package desk
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// DeskImageEnv names the variable that points these tests at a desk image.
+const DeskImageEnv = "COCOONBOX_DESK_IMAGE"
+
+// The session environment of the desktop user (Contract: Tool host).
+const sessionEnv = "HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthority " +
+	"XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus"
+
+// deskImage finds the desk image or skips the test.
+func deskImage(t testing.TB) string {
+	t.Helper()
+	if err := box.CanBoot(); err != nil {
+		t.Skipf("booted-box test skipped: %v", err)
+	}
+	if img := os.Getenv(DeskImageEnv); img != "" {
+		return img
+	}
+	if img := os.Getenv(box.ImageEnv); img != "" && isDesk(img) {
+		return img
+	}
+	root, err := box.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile(filepath.Join(root, "image/VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	img := filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-desk", strings.TrimSpace(string(v))))
+	if !isDesk(img) {
+		t.Skipf("desk tests skipped: no desk image at %s (build it with `make image TIER=desk`, or run `make desk-test`; or set %s)", img, DeskImageEnv)
+	}
+	return img
+}
+
+func isDesk(img string) bool {
+	data, err := os.ReadFile(filepath.Join(img, "etc/cocoonbox/image"))
+	return err == nil && strings.Contains(string(data), "\ntier=desk\n")
+}
+
+// bootDesk boots a desk box and waits for its desktop to be idle.
+func bootDesk(t testing.TB) *box.Box {
+	t.Helper()
+	b := box.Boot(t, box.Options{Image: deskImage(t)})
+	waitDesktop(t, b)
+	return b
+}
+
+// asUser runs a shell line as user in the desktop's environment.
+func asUser(b *box.Box, line string) (box.Result, error) {
+	return b.Exec(box.Cmd{Args: []string{"sh", "-c", "env " + sessionEnv + " sh -c '" + strings.ReplaceAll(line, "'", `'\''`) + "'"}, User: "user"})
+}
+
+// mustUser is asUser that fails the test on a non-zero exit.
+func mustUser(t testing.TB, b *box.Box, line string) string {
+	t.Helper()
+	res, err := asUser(b, line)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("as user: %q exited %d: %s", line, res.ExitCode, strings.TrimSpace(res.Stderr))
+	}
+	return res.Stdout
+}
+
+// eventually polls cond every 250 ms until it holds or timeout passes, then
+// fails with what cond last said.
+func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, last := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, last)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
+// sessionState asks xfce4-session for its state over D-Bus (1 is idle).
+func sessionState(b *box.Box) string {
+	res, _ := asUser(b, "dbus-send --session --print-reply=literal --dest=org.xfce.SessionManager /org/xfce/SessionManager org.xfce.Session.Manager.GetState")
+	return strings.TrimSpace(res.Stdout)
+}
+
+// waitDesktop waits until xfce4-session runs as user and is idle, with its
+// desktop (xfdesktop) up.
+func waitDesktop(t testing.TB, b *box.Box) {
+	t.Helper()
+	eventually(t, 90*time.Second, "xfce4-session idle with xfdesktop", func() (bool, string) {
+		state := sessionState(b)
+		out, _ := b.Run("pgrep", "-u", "user", "-x", "xfdesktop")
+		return state == "uint32 1" && strings.TrimSpace(out) != "", "GetState=" + state + " xfdesktop=" + strings.TrimSpace(out)
+	})
+}
+
+// thunar calls Thunar's org.xfce.FileManager interface: programs it starts
+// are children of the session's Thunar, so they run in the desktop's
+// logind session with its SESSION_MANAGER, as if the user clicked.
+func thunar(t testing.TB, b *box.Box, method string, args ...string) {
+	t.Helper()
+	mustUser(t, b, "dbus-send --session --print-reply --dest=org.xfce.FileManager /org/xfce/FileManager org.xfce.FileManager."+
+		method+" "+strings.Join(args, " "))
+}
+
+// windowTitles lists the titles of the desktop's managed windows.
+func windowTitles(b *box.Box) []string {
+	res, _ := asUser(b, `for w in $(xprop -root _NET_CLIENT_LIST | sed -e 's/.*# //' -e 's/,//g'); do xprop -id "$w" _NET_WM_NAME | sed -e 's/^[^"]*"//' -e 's/"$//'; done`)
+	var titles []string
+	for _, l := range strings.Split(strings.TrimSpace(res.Stdout), "\n") {
+		if l != "" {
+			titles = append(titles, l)
+		}
+	}
+	return titles
+}
+
+func hasTitle(titles []string, part string) bool {
+	for _, s := range titles {
+		if strings.Contains(s, part) {
+			return true
+		}
+	}
+	return false
+}
+
+// terminalDirs lists the working directories of the shells that
+// xfce4-terminal runs.
+func terminalDirs(b *box.Box) []string {
+	out, _ := b.Sh(`for p in $(pgrep -u user -x bash); do pp=$(ps -o ppid= -p "$p" | tr -d ' '); [ "$(cat /proc/$pp/comm 2>/dev/null)" = xfce4-terminal ] && readlink "/proc/$p/cwd"; done; true`)
+	return strings.Fields(out)
+}
+
+func contains(list []string, s string) bool {
+	for _, v := range list {
+		if v == s {
+			return true
+		}
+	}
+	return false
+}
+
+// pids lists the PIDs of user's processes named comm.
+func pids(b *box.Box, comm string) string {
+	out, _ := b.Run("pgrep", "-u", "user", "-x", comm)
+	return strings.Join(strings.Fields(out), ",")
+}
+
+// writeIdentity writes an identity record with the given name, as the api
+// does through sandboxd, and waits for the hostname to follow.
+func writeIdentity(t testing.TB, b *box.Box, name, wantHost string) {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wake := make([]byte, 8)
+	_, _ = rand.Read(wake)
+	id := identity.Identity{BoxID: "cb-desk" + hex.EncodeToString(wake[:4]), WakeID: hex.EncodeToString(wake),
+		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
+	res, err := b.Exec(box.Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"}, Stdin: strings.NewReader(string(id.Marshal()))})
+	if err != nil || res.ExitCode != 0 {
+		t.Fatalf("identity write: %v, exit %d: %s", err, res.ExitCode, res.Stderr)
+	}
+	eventually(t, 30*time.Second, "hostname follows the identity", func() (bool, string) {
+		out, _ := b.Run("hostname")
+		return strings.TrimSpace(out) == wantHost, strings.TrimSpace(out)
+	})
+}

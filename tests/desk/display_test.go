@@ -1,0 +1,192 @@
+package desk
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// Contract: Desktop user. Xorg runs on :0 as cocoonbox-xorg.service, at
+// 1280x800, and user's clients reach it with the cookie in
+// /run/cocoonbox-x/Xauthority.
+func TestXorgRunsOnDisplay0(t *testing.T) {
+	b := bootDesk(t)
+	if out := b.Must(t, "systemctl", "is-active", "cocoonbox-xorg.service"); strings.TrimSpace(out) != "active" {
+		t.Fatalf("cocoonbox-xorg.service is %q", out)
+	}
+	info := mustUser(t, b, "xdpyinfo")
+	for _, want := range []string{"name of display:    :0", "dimensions:    1280x800 pixels"} {
+		if !strings.Contains(info, want) {
+			t.Errorf("xdpyinfo lacks %q:\n%.600s", want, info)
+		}
+	}
+	if !strings.Contains(info, "VNC-EXTENSION") {
+		t.Errorf("the VNC extension is not loaded in :0 (xdpyinfo extensions)")
+	}
+	// Without the cookie, no client gets in.
+	if res, _ := b.Exec(box.Cmd{Args: []string{"env", "DISPLAY=:0", "XAUTHORITY=/nonexistent", "xdpyinfo"}, User: "user"}); res.ExitCode == 0 {
+		t.Errorf("xdpyinfo without the cookie reached :0")
+	}
+}
+
+// Contract: Box identity ("the X cookie holds for any hostname"). The one
+// entry is FamilyWild (ffff), root:user 0640, and still lets user in after
+// the host name changed under the running server.
+func TestXCookieHoldsForAnyHostname(t *testing.T) {
+	b := bootDesk(t)
+	if out := b.MustSh(t, "stat -c '%U:%G %a' /run/cocoonbox-x/Xauthority"); strings.TrimSpace(out) != "root:user 640" {
+		t.Errorf("Xauthority is %q, want root:user 640", strings.TrimSpace(out))
+	}
+	nlist := strings.TrimSpace(b.Must(t, "xauth", "-f", "/run/cocoonbox-x/Xauthority", "nlist"))
+	lines := strings.Split(nlist, "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "ffff ") {
+		t.Fatalf("Xauthority entries %q: want one FamilyWild (ffff) entry", nlist)
+	}
+	b.Must(t, "hostname", "cookie-renamed-box")
+	if res, _ := asUser(b, "xdpyinfo >/dev/null"); res.ExitCode != 0 {
+		t.Errorf("after a rename, user's client is refused by :0: %s", res.Stderr)
+	}
+}
+
+// Contract: VNC. 127.0.0.1:5900 answers with an RFB 3.8 banner and offers
+// exactly the security type None (1).
+func TestVNCAnswersWithRFBAndSecurityNone(t *testing.T) {
+	bootDesk(t)
+	conn, err := net.DialTimeout("tcp", "127.0.0.1:5900", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
+	banner := make([]byte, 12)
+	if _, err := io.ReadFull(conn, banner); err != nil {
+		t.Fatal(err)
+	}
+	if string(banner) != "RFB 003.008\n" {
+		t.Fatalf("banner %q, want RFB 003.008", banner)
+	}
+	if _, err := conn.Write(banner); err != nil {
+		t.Fatal(err)
+	}
+	n := make([]byte, 1)
+	if _, err := io.ReadFull(conn, n); err != nil {
+		t.Fatal(err)
+	}
+	types := make([]byte, n[0])
+	if _, err := io.ReadFull(conn, types); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(types, []byte{1}) {
+		t.Errorf("security types %v, want [1] (None only)", types)
+	}
+	// Choosing None gets SecurityResult OK (0) with no password.
+	if _, err := conn.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	result := make([]byte, 4)
+	if _, err := io.ReadFull(conn, result); err != nil || !bytes.Equal(result, []byte{0, 0, 0, 0}) {
+		t.Errorf("SecurityResult %v, %v; want OK", result, err)
+	}
+}
+
+// Contract: VNC ("loopback only"). Nothing listens on port 5900 beyond
+// 127.0.0.1, and the host's own non-loopback addresses refuse it.
+func TestVNCListensOnLoopbackOnly(t *testing.T) {
+	b := bootDesk(t)
+	out := b.Must(t, "ss", "-Hltn", "sport = :5900")
+	if strings.TrimSpace(out) == "" {
+		t.Fatal("nothing listens on port 5900")
+	}
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(line); len(f) < 4 || f[3] != "127.0.0.1:5900" {
+			t.Errorf("listener beyond loopback: %q", line)
+		}
+	}
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		ip, _, _ := net.ParseCIDR(a.String())
+		if ip == nil || ip.IsLoopback() || ip.IsLinkLocalUnicast() {
+			continue
+		}
+		if c, err := net.DialTimeout("tcp", net.JoinHostPort(ip.String(), "5900"), 2*time.Second); err == nil {
+			c.Close()
+			t.Errorf("port 5900 answers on %s", ip)
+		}
+	}
+}
+
+// Contract: Desktop user, Desktop restart. xfce4-session runs as user, in
+// a logind session (so KillUserProcesses applies) of cocoonbox-session.service.
+func TestXfceSessionRunsAsUser(t *testing.T) {
+	b := bootDesk(t)
+	if out := b.Must(t, "ps", "-C", "xfce4-session", "-o", "user="); strings.TrimSpace(out) != "user" {
+		t.Errorf("xfce4-session runs as %q, want user", strings.TrimSpace(out))
+	}
+	pid := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "MainPID", "cocoonbox-session.service"))
+	if comm := strings.TrimSpace(b.Must(t, "cat", "/proc/"+pid+"/comm")); comm != "xfce4-session" {
+		t.Errorf("cocoonbox-session.service's main process is %q", comm)
+	}
+	cg := b.Must(t, "cat", "/proc/"+pid+"/cgroup")
+	if !strings.Contains(cg, "/user.slice/user-1000.slice/session-") {
+		t.Errorf("xfce4-session is in no logind session scope: %s", cg)
+	}
+	if out := b.MustSh(t, "loginctl show-session $(loginctl list-sessions --no-legend | awk '$3 == \"user\" {print $1}' | head -1) -P Type"); strings.TrimSpace(out) != "x11" {
+		t.Errorf("the desktop's logind session has type %q, want x11", strings.TrimSpace(out))
+	}
+	if !strings.Contains(b.Must(t, "systemctl", "show", "-P", "Wants", "cocoonbox-session.service"), "cocoonbox-packages.service") {
+		t.Errorf("cocoonbox-session.service does not want cocoonbox-packages.service")
+	}
+}
+
+// Contract: Office apps, Browser. Text stays with Mousepad, office files
+// open in LibreOffice, LibreOffice's launcher drops SESSION_MANAGER, and
+// the browser policies are where Chrome and chromium read them.
+func TestOfficeAppsMimeDefaultsAndBrowserPolicies(t *testing.T) {
+	b := bootDesk(t)
+	for mime, want := range map[string]string{
+		"text/plain": "org.xfce.mousepad.desktop",
+		"application/vnd.oasis.opendocument.text":                                 "libreoffice-writer.desktop",
+		"application/vnd.oasis.opendocument.spreadsheet":                          "libreoffice-calc.desktop",
+		"application/vnd.oasis.opendocument.presentation":                         "libreoffice-impress.desktop",
+		"application/vnd.openxmlformats-officedocument.wordprocessingml.document": "libreoffice-writer.desktop",
+	} {
+		if got := strings.TrimSpace(mustUser(t, b, "xdg-mime query default "+mime)); got != want {
+			t.Errorf("default for %s is %q, want %q", mime, got, want)
+		}
+	}
+	for _, pkg := range []string{"libreoffice-calc", "libreoffice-writer", "libreoffice-impress", "libreoffice-gtk3", "mousepad", "chromium"} {
+		if _, err := b.Run("dpkg-query", "-W", pkg); err != nil {
+			t.Errorf("package %s is not installed: %v", pkg, err)
+		}
+	}
+	if out := mustUser(t, b, "SESSION_MANAGER=local/x:@/tmp/.ICE-unix/1 sh -c '. /usr/lib/libreoffice/program/ooenv; echo \"${SESSION_MANAGER-dropped}\"'"); strings.TrimSpace(out) != "dropped" {
+		t.Errorf("ooenv keeps SESSION_MANAGER: %q", out)
+	}
+	for _, dir := range []string{"/etc/opt/chrome/policies", "/etc/chromium/policies"} {
+		var managed map[string]any
+		data, err := b.ReadFile(dir + "/managed/cocoonbox.json")
+		if err != nil || json.Unmarshal(data, &managed) != nil {
+			t.Errorf("%s/managed/cocoonbox.json: %v %s", dir, err, data)
+			continue
+		}
+		for _, k := range []string{"PasswordManagerEnabled", "MetricsReportingEnabled", "PromotionsEnabled"} {
+			if managed[k] != false {
+				t.Errorf("%s managed %s = %v, want false", dir, k, managed[k])
+			}
+		}
+		var rec map[string]any
+		data, err = b.ReadFile(dir + "/recommended/cocoonbox.json")
+		if err != nil || json.Unmarshal(data, &rec) != nil || rec["RestoreOnStartup"] != float64(1) {
+			t.Errorf("%s/recommended/cocoonbox.json: RestoreOnStartup=%v (%v)", dir, rec["RestoreOnStartup"], err)
+		}
+	}
+	if out := strings.TrimSpace(mustUser(t, b, "dconf read /org/xfce/mousepad/preferences/file/session-restore")); out != "'always'" {
+		t.Errorf("Mousepad's session-restore is %s, want 'always'", out)
+	}
+}
