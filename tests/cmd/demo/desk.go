@@ -1,0 +1,139 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+func init() { register(70, "the desk tier: Xorg :0, VNC, the XFCE session saved and restored", desk) }
+
+const deskEnv = "HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthority " +
+	"XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus"
+
+// desk shows the desktop of a desk-tier box: the display and VNC, then a
+// terminal, a Thunar window and Mousepad saved by session-save and
+// restored after cbagent restarts the desktop, with a screenshot of the
+// result. On a base image it says it has nothing to show.
+func desk(ctx context.Context, b *box.Box, r *report) {
+	img, _ := b.ReadFile("/etc/cocoonbox/image")
+	if !strings.Contains(string(img), "\ntier=desk\n") {
+		r.ok("desk", "skipped: not a desk image (make demo TIER=desk)")
+		return
+	}
+	user := func(line string) (string, error) {
+		res, err := b.Exec(box.Cmd{User: "user", Args: []string{"sh", "-c", "env " + deskEnv + " sh -c '" + line + "'"}})
+		if err == nil && res.ExitCode != 0 {
+			err = &exitErr{res}
+		}
+		return res.Stdout, err
+	}
+	wait := func(what string, timeout time.Duration, cond func() bool) bool {
+		for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+			if cond() {
+				return true
+			}
+		}
+		r.bad(what, "not within %v", timeout)
+		return false
+	}
+	idle := func() bool {
+		out, _ := user("dbus-send --session --print-reply=literal --dest=org.xfce.SessionManager /org/xfce/SessionManager org.xfce.Session.Manager.GetState")
+		x, _ := b.Run("pgrep", "-u", "user", "-x", "xfdesktop")
+		return strings.TrimSpace(out) == "uint32 1" && strings.TrimSpace(x) != ""
+	}
+	if !wait("xfce4-session", 90*time.Second, idle) {
+		return
+	}
+	info, err := user("xdpyinfo | grep -E \"name of display|dimensions\"")
+	r.check("Xorg", err, "%s", strings.Join(strings.Fields(info), " "))
+	r.check("VNC", vncBanner(), "127.0.0.1:5900 answers RFB 003.008 with security type None only")
+	ps, err := b.Run("ps", "-C", "xfce4-session", "-o", "user=,pid=")
+	r.check("XFCE session", err, "xfce4-session runs as %s", strings.Join(strings.Fields(ps), " pid "))
+
+	fm := "dbus-send --session --print-reply --dest=org.xfce.FileManager /org/xfce/FileManager org.xfce.FileManager."
+	_, err = user("mkdir -p ~/work/demo && echo \"written by make demo\" >~/notes.txt && " +
+		fm + "Execute string:/home/user/work/demo string:file:///usr/bin/xfce4-terminal array:string: string::0 string: && " +
+		fm + "DisplayFolder string:file:///home/user/work string::0 string: && " +
+		fm + "Launch string:file:///home/user/notes.txt string::0 string:")
+	r.check("open clients", err, "xfce4-terminal in ~/work/demo, Thunar on ~/work, Mousepad with ~/notes.txt")
+	titles := func() string {
+		out, _ := user(`for w in $(xprop -root _NET_CLIENT_LIST | sed -e "s/.*# //" -e "s/,//g"); do xprop -id $w _NET_WM_NAME | cut -d\" -f2; done`)
+		return strings.Join(strings.Fields(strings.ReplaceAll(out, "\n", " | ")), " ")
+	}
+	all := func() bool {
+		t := titles()
+		return strings.Contains(t, "notes.txt - Mousepad") && strings.Contains(t, "work - Thunar") && strings.Contains(t, "Terminal")
+	}
+	if !wait("windows", 60*time.Second, all) {
+		return
+	}
+	out, err := user("/usr/local/lib/cocoonbox/session-save")
+	r.check("session-save", err, "%s", strings.TrimSpace(out))
+	res, err := b.Exec(box.Cmd{User: "cbagent", Args: []string{"systemctl", "restart", "cocoonbox-session.service"}})
+	if err == nil && res.ExitCode != 0 {
+		err = &exitErr{res}
+	}
+	r.check("desktop restart", err, "cbagent: systemctl restart cocoonbox-session.service")
+	time.Sleep(time.Second)
+	if !wait("restored session", 90*time.Second, func() bool { return idle() && all() }) {
+		return
+	}
+	r.ok("restored", "%s", titles())
+	png, err := user("xwd -root -silent | convert xwd:- png:-")
+	if err == nil {
+		path := filepath.Join("out", "artifacts", "demo-desk.png")
+		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			err = os.WriteFile(path, []byte(png), 0o644)
+		}
+		r.check("screenshot", err, "%s (%d bytes): look at the restored desktop", path, len(png))
+		return
+	}
+	r.bad("screenshot", "%v", err)
+}
+
+type exitErr struct{ res box.Result }
+
+func (e *exitErr) Error() string {
+	return fmt.Sprintf("exit %d: %s", e.res.ExitCode, strings.TrimSpace(e.res.Stderr))
+}
+
+// vncBanner dials the box's VNC server (the box shares the host network)
+// and checks the RFB banner and the security types.
+func vncBanner() error {
+	c, err := net.DialTimeout("tcp", "127.0.0.1:5900", 5*time.Second)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	buf := make([]byte, 12)
+	if _, err := io.ReadFull(c, buf); err != nil {
+		return err
+	}
+	if string(buf) != "RFB 003.008\n" {
+		return &bannerErr{string(buf)}
+	}
+	if _, err := c.Write(buf); err != nil {
+		return err
+	}
+	types := make([]byte, 2)
+	if _, err := io.ReadFull(c, types); err != nil {
+		return err
+	}
+	if types[0] != 1 || types[1] != 1 {
+		return &bannerErr{fmt.Sprintf("%d security types, the first %d (want 1 type: None, 1)", types[0], types[1])}
+	}
+	return nil
+}
+
+type bannerErr struct{ got string }
+
+func (e *bannerErr) Error() string { return "unexpected RFB answer: " + strings.TrimSpace(e.got) }
