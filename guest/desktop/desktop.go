@@ -133,6 +133,16 @@ func Adopt(dir, host, display string) (Adoption, error) {
 		return Adoption{}, fmt.Errorf("%w for display :%s in %s", ErrNoSave, display, dir)
 	}
 	newest := saves[0]
+	// An earlier adoption gave the host's copy its source's time: on a tie
+	// the host's own save counts as the newest, so nothing is copied again.
+	for _, s := range saves[1:] {
+		if !s.ModTime.Equal(newest.ModTime) {
+			break
+		}
+		if s.Host == host {
+			newest = s
+		}
+	}
 	to := filepath.Join(dir, SessionFileName(host, display))
 	a := Adoption{From: newest.Path, To: to}
 	if newest.Host == host {

@@ -143,6 +143,21 @@ func TestAdoptKeepsTheHostsOwnSaveWhenItIsNewest(t *testing.T) {
 	}
 }
 
+func TestAdoptDoesNotCopyAgainWhenTheHostsCopyTiesTheNewest(t *testing.T) {
+	dir := t.TempDir()
+	at := time.Now().Add(-time.Minute)
+	// "a-old" sorts before "z-new": a tie must not be broken by the name.
+	writeAt(t, filepath.Join(dir, "xfce4-session-a-old:0"), string(realSave(t)), at)
+	a, err := Adopt(dir, "z-new", "0")
+	if err != nil || !a.Copied {
+		t.Fatalf("first adoption %+v, %v", a, err)
+	}
+	a2, err := Adopt(dir, "z-new", "0")
+	if err != nil || a2.Copied || filepath.Base(a2.From) != "xfce4-session-z-new:0" {
+		t.Errorf("second adoption %+v, %v: want the host's own copy, nothing copied", a2, err)
+	}
+}
+
 func TestAdoptWithoutSavesSaysSo(t *testing.T) {
 	if _, err := Adopt(t.TempDir(), "me", "0"); !errors.Is(err, ErrNoSave) {
 		t.Errorf("err = %v, want ErrNoSave", err)

@@ -30,6 +30,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 
@@ -66,6 +67,16 @@ const usage = `usage: desktop-session start|prepare|mousepad|--version
 
 Exit codes: 0 done; 2 bad usage; 1 failure (logged).
 `
+
+// init pins the main goroutine to the process's main thread, so the
+// syscall.Exec of xfce4-session (and Mousepad) runs there. With PAMName=,
+// systemd forks the session's keeper "(sd-pam)" from that thread with
+// PR_SET_PDEATHSIG=SIGTERM, and the kernel sends that signal when the
+// creating *thread* ends. An execve from any other thread of the Go
+// runtime ends the main thread: sd-pam got SIGTERM, closed the logind
+// session, and logind (KillUserProcesses=yes) killed the new desktop right
+// away; Restart= brought it back 2 s later (seen in about one start of five).
+func init() { runtime.LockOSThread() }
 
 func main() { os.Exit(run(os.Args[1:])) }
 
