@@ -3,10 +3,10 @@
 // restore. Contract: Desktop user, VNC, Desktop session save, Office apps,
 // Browser, Desktop restart, Box identity (the X cookie).
 //
-// They boot the desk image: $COCOONBOX_DESK_IMAGE, else $COCOONBOX_IMAGE
-// when that is a desk image, else out/images/cbdesk-vN-desk. Without a
-// built desk image they skip, saying how to build it (`make desk-test`
-// builds it and runs them).
+// They boot the desk image: $COCOONBOX_DESK_IMAGE (which must be one; `make
+// test` and `make desk-test` set it), else $COCOONBOX_IMAGE when that is a
+// desk image, else out/images/cbdesk-vN-desk. Without a named or built desk
+// image they skip, saying how to build it.
 //
 // A box shares the host's network, so its VNC port is the host's
 // 127.0.0.1:5900: the tests of this package boot one desk box at a time
@@ -42,6 +42,10 @@ func deskImage(t testing.TB) string {
 		t.Skipf("booted-box test skipped: %v", err)
 	}
 	if img := os.Getenv(DeskImageEnv); img != "" {
+		// Named on purpose (make box-test, make desk-test): no skipping.
+		if !isDesk(img) {
+			t.Fatalf("%s=%s is not a desk image (its etc/cocoonbox/image lacks tier=desk)", DeskImageEnv, img)
+		}
 		return img
 	}
 	if img := os.Getenv(box.ImageEnv); img != "" && isDesk(img) {

@@ -96,19 +96,28 @@ func clientPIDs(t testing.TB, b *box.Box) map[string]string {
 // person to look at.
 func screenshot(t testing.TB, b *box.Box, name string) {
 	t.Helper()
+	// The panel comes back a moment after xfce4-session goes idle; a picture
+	// without it would only confuse the person looking. Not a check.
+	for end := time.Now().Add(20 * time.Second); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
+		if res, _ := asUser(b, "xwininfo -name xfce4-panel"); strings.Contains(res.Stdout, "IsViewable") {
+			break
+		}
+	}
 	// GetImage on the root window can fail with BadMatch while xfwm4's
 	// compositor is remapping a window: a few tries.
 	var res box.Result
 	var err error
 	for try := 0; try < 5; try++ {
-		res, err = asUser(b, "set -o pipefail 2>/dev/null; xwd -root -silent | convert xwd:- png:-")
+		// Through a file: sh (dash) has no pipefail, and a failed xwd must
+		// not pass for an empty picture.
+		res, err = asUser(b, "f=$(mktemp) && xwd -root -silent >$f && convert xwd:$f png:-; rc=$?; rm -f $f; exit $rc")
 		if err == nil && res.ExitCode == 0 && strings.HasPrefix(res.Stdout, "\x89PNG") {
 			break
 		}
 		time.Sleep(time.Second)
 	}
 	if err != nil || res.ExitCode != 0 || !strings.HasPrefix(res.Stdout, "\x89PNG") {
-		t.Errorf("screenshot of :0 failed: %v %s", err, res.Stderr)
+		t.Errorf("screenshot of :0 failed: %v, exit %d: %s", err, res.ExitCode, res.Stderr)
 		return
 	}
 	root, err := box.RepoRoot()
