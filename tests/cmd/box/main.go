@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/cocoonbox/cocoonbox/tests/box"
@@ -32,6 +33,10 @@ func main() {
 	fmt.Printf("  enter it:        nsenter -t %d -a /bin/bash -l\n", b.Leader())
 	fmt.Printf("  as user:         nsenter -t %d -a runuser -l user\n", b.Leader())
 	fmt.Printf("  read its story:  nsenter -t %d -a journalctl -m\n", b.Leader())
+	if img, err := b.ReadFile("/etc/cocoonbox/image"); err == nil && strings.Contains(string(img), "\ntier=desk\n") {
+		fmt.Printf("  its desktop:     a VNC viewer on 127.0.0.1:5900 (no password; one desk box at a time owns the port)\n")
+		fmt.Printf("  a screenshot:    nsenter -t %d -a runuser -u user -- sh -c 'DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthority xwd -root -silent | convert xwd:- png:-' >shot.png\n", b.Leader())
+	}
 	fmt.Printf("  stop it:         Ctrl-C here, or kill %d\n", os.Getpid())
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)

@@ -87,7 +87,19 @@ func desk(ctx context.Context, b *box.Box, r *report) {
 		return
 	}
 	r.ok("restored", "%s", titles())
-	png, err := user("xwd -root -silent | convert xwd:- png:-")
+	// The panel comes back a moment after the session is idle; GetImage of
+	// the root can fail with BadMatch while xfwm4 remaps a window: a few tries.
+	wait("panel", 20*time.Second, func() bool {
+		out, _ := user("xwininfo -name xfce4-panel")
+		return strings.Contains(out, "IsViewable")
+	})
+	var png string
+	for try := 0; try < 5; try++ {
+		if png, err = user("f=$(mktemp) && xwd -root -silent >$f && convert xwd:$f png:-; rc=$?; rm -f $f; exit $rc"); err == nil && strings.HasPrefix(png, "\x89PNG") {
+			break
+		}
+		time.Sleep(time.Second)
+	}
 	if err == nil {
 		path := filepath.Join("out", "artifacts", "demo-desk.png")
 		if err = os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
