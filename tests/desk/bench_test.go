@@ -48,6 +48,7 @@ func BenchmarkDeskBootToXfceSession(b *testing.B) {
 	img := deskImage(b)
 	var boot, desktop time.Duration
 	for i := 0; i < b.N; i++ {
+		vncPortFree(b)
 		start := time.Now()
 		bx, err := box.Start(b.Context(), box.Options{Image: img})
 		if err != nil {

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -74,9 +75,29 @@ func isDesk(img string) bool {
 // bootDesk boots a desk box and waits for its desktop to be idle.
 func bootDesk(t testing.TB) *box.Box {
 	t.Helper()
-	b := box.Boot(t, box.Options{Image: deskImage(t)})
+	img := deskImage(t)
+	vncPortFree(t)
+	b := box.Boot(t, box.Options{Image: img})
 	waitDesktop(t, b)
 	return b
+}
+
+// vncPortFree waits (30 s at most) until nothing answers on the host's
+// 127.0.0.1:5900, and fails the test naming the cause otherwise: a box
+// shares the host's network, so a desk box started elsewhere (make box
+// TIER=desk, make demo TIER=desk) would make this box's Xorg fail to start.
+func vncPortFree(t testing.TB) {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		c, err := net.DialTimeout("tcp", "127.0.0.1:5900", time.Second)
+		if err != nil {
+			return
+		}
+		c.Close()
+		if time.Now().After(end) {
+			t.Fatal("127.0.0.1:5900 is taken on this host (another desk box, or a VNC server): a desk box's Xorg could not listen there; stop it and run the desk tests again")
+		}
+	}
 }
 
 // asUser runs a shell line as user in the desktop's environment.
