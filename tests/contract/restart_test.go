@@ -153,11 +153,15 @@ func TestDesktopRestartSessionStopEndsWhatUserLaunchedInside(t *testing.T) {
 	script := fmt.Sprintf(`set -e
 cg=$(systemctl show -P ControlGroup %s)
 runuser -u user -- setsid -f sleep 7777
-pid=$(pgrep -u user -x -f 'sleep 7777')
+# setsid -f returns before its child has exec'd sleep: wait for it (a
+# single pgrep here failed one run in three).
+pid=
+for i in $(seq 100); do pid=$(pgrep -u user -x -f 'sleep 7777') && break; sleep 0.05; done
+[ -n "$pid" ] || { echo "user's sleep 7777 did not appear within 5 s" >&2; exit 1; }
 for h in /sys/fs/cgroup /sys/fs/cgroup/unified /sys/fs/cgroup/systemd; do
   if [ -f "$h$cg/cgroup.procs" ]; then echo "$pid" >"$h$cg/cgroup.procs"; fi
 done
-grep -q "$cg\$" /proc/$pid/cgroup
+grep -q "$cg\$" /proc/$pid/cgroup || { echo "pid $pid is not in $cg:" >&2; cat /proc/$pid/cgroup >&2; exit 1; }
 echo "$pid"`, scope)
 	pid := strings.TrimSpace(b.MustSh(t, script))
 	mustAllow(t, b, "cbagent", "stop", session)
