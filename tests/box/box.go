@@ -47,6 +47,7 @@ type Box struct {
 	Name    string
 	opts    Options
 	cmd     *exec.Cmd
+	cgroups []string // the box's own cgroups (cgroup.go)
 	exited  chan struct{}
 	exitErr error
 	leader  int
@@ -106,7 +107,16 @@ func (b *Box) launch(ctx context.Context) error {
 		return err
 	}
 	b.Console = console.Name()
-	b.cmd = exec.Command("systemd-nspawn", args...)
+	if b.cgroups == nil {
+		if b.cgroups, err = boxCgroups(b.Name); err != nil {
+			console.Close()
+			return err
+		}
+	}
+	// The shell moves itself into the box's cgroups, then becomes nspawn.
+	script := `for d in $COCOONBOX_BOX_CGROUPS; do echo $$ >"$d/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"`
+	b.cmd = exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+	b.cmd.Env = append(os.Environ(), "COCOONBOX_BOX_CGROUPS="+strings.Join(b.cgroups, " "))
 	b.cmd.Stdout, b.cmd.Stderr = console, console
 	// Its own process group, so a test binary's Ctrl-C does not reach it
 	// before Stop does.
@@ -191,6 +201,7 @@ func (b *Box) Stop() {
 	}
 	select {
 	case <-b.exited:
+		removeCgroups(b.cgroups)
 		return
 	default:
 	}
@@ -201,6 +212,7 @@ func (b *Box) Stop() {
 		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 		<-b.exited
 	}
+	removeCgroups(b.cgroups)
 }
 
 // Reboot reboots a persistent box from inside (`systemctl reboot`) and
@@ -218,6 +230,8 @@ func (b *Box) Reboot(ctx context.Context) error {
 		return errors.New("box did not go down within 60 s of systemctl reboot")
 	}
 	b.leader = 0
+	removeCgroups(b.cgroups)
+	b.cgroups = nil
 	return b.launch(ctx)
 }
 

@@ -5,6 +5,8 @@
 package foundation
 
 import (
+	"fmt"
+	"os"
 	"strings"
 	"testing"
 
@@ -113,9 +115,45 @@ func TestSeveralBoxesRunAtOnceAndStopClean(t *testing.T) {
 	if _, err := c.Run("test", "-e", "/tmp/only-in-a"); err == nil {
 		t.Fatal("a file written in one box is visible in the other")
 	}
+	// Bug this names: boxes started from one process shared nspawn's
+	// "payload" cgroup, and one box's systemd removed another's unit
+	// cgroups (units failed with 219/CGROUP at random). Each box's systemd
+	// must sit in a cgroup of its own, and a unit started in one box must
+	// not show up in the other's cgroup tree.
+	cgA, cgC := hostCgroup(t, a.Leader()), hostCgroup(t, c.Leader())
+	if cgA == cgC {
+		t.Fatalf("boxes %s and %s share the cgroup %s", a.Name, c.Name, cgA)
+	}
+	a.Must(t, "systemd-run", "--unit=cbtest-only-in-a", "sleep", "600")
+	if out, _ := c.Run("systemd-cgls", "--no-pager"); strings.Contains(out, "cbtest-only-in-a") {
+		t.Fatalf("a unit of box %s shows in box %s's cgroup tree:\n%s", a.Name, c.Name, out)
+	}
 	leader := a.Leader()
 	a.Stop()
 	if box.ProcessRunning(leader) {
 		t.Fatalf("box %s's PID 1 (%d) still runs after Stop", a.Name, leader)
 	}
+}
+
+// hostCgroup is the cgroup of pid in the hierarchy that tracks processes
+// for systemd (name=systemd on a v1 host, else the v2 one), as the host
+// sees it.
+func hostCgroup(t *testing.T, pid int) string {
+	t.Helper()
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	v2 := ""
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		switch {
+		case len(parts) != 3:
+		case parts[1] == "name=systemd":
+			return parts[2]
+		case parts[0] == "0":
+			v2 = parts[2]
+		}
+	}
+	return v2
 }
