@@ -196,7 +196,8 @@ func TestAClaimEnvPresentAtBootIsRenderedBeforeLogins(t *testing.T) {
 	b := box.Boot(t, box.Options{Args: []string{"--bind-ro=" + env + ":/run/silkd.env"}})
 	waitFor(t, b, "keys", "BOOT_KEY\tboot-cbv_1\tapi.example.com\t?key={}")
 	expectEnv(t, loginEnv(t, b, "BOOT_KEY"), "BOOT_KEY=boot-cbv_1")
-	exited, _ := b.Run("systemctl", "show", "-P", "ExecMainExitTimestampMonotonic", "cocoonbox-vault.service")
+	// The resident vault says READY=1 after its first render.
+	exited, _ := b.Run("systemctl", "show", "-P", "ActiveEnterTimestampMonotonic", "cocoonbox-vault.service")
 	sessions, _ := b.Run("systemctl", "show", "-P", "ActiveEnterTimestampMonotonic", "systemd-user-sessions.service")
 	e, _ := strconv.ParseInt(strings.TrimSpace(exited), 10, 64)
 	s, _ := strconv.ParseInt(strings.TrimSpace(sessions), 10, 64)

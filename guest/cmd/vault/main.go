@@ -1,14 +1,18 @@
 // Command vault renders the box's API key records from the claim env file
-// into /run/cocoonbox-vault (vault.sh, names, keys). cocoonbox-vault.path
-// runs it (through cocoonbox-vault.service) on every change of
-// /run/silkd.env, and at boot.
+// into /run/cocoonbox-vault (vault.sh, names, keys). cocoonbox-vault.service
+// runs `vault --watch` from boot on (and cocoonbox-vault.path starts it
+// again on a change of /run/silkd.env should it not run): it renders at
+// start and after every change of the file. Without --watch it renders
+// once, for an admin or a test.
 //
 // Contract: Box API keys.
 //
-// Exit codes: 0 rendered, or nothing to do (no claim env file yet);
-// 65 the claim env file is unreadable or unparsable (the last good render
-// stays; a retry of the same file fails again); 75 the render could not be
-// put in place (try again later); 2 bad usage.
+// Exit codes of a single run: 0 rendered, or nothing to do (no claim env
+// file yet); 65 the claim env file is unreadable or unparsable (the last
+// good render stays; a retry of the same file fails again); 75 the render
+// could not be put in place (try again later); 2 bad usage. With --watch a
+// bad file or a failed render is logged and the watch goes on; it exits 75
+// only when the watch itself fails.
 package main
 
 import (
@@ -21,6 +25,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
@@ -59,8 +65,9 @@ func main() {
 	envPath := flag.String("env", "/run/silkd.env", "the claim env file to read")
 	dir := flag.String("dir", "/run/cocoonbox-vault", "the vault directory to render into")
 	showVersion := flag.Bool("version", false, "print the version and exit")
+	watchFlag := flag.Bool("watch", false, "keep running: render now, tell systemd it is ready, render again on every change of FILE")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, `usage: vault [--env FILE] [--dir DIR]
+		fmt.Fprintf(os.Stderr, `usage: vault [--watch] [--env FILE] [--dir DIR]
 
 Reads COCOONBOX_VAULT and COCOONBOX_CONNECT from the claim env file (the
 syntax of systemd's EnvironmentFile=) and renders their records into DIR:
@@ -70,6 +77,8 @@ The new render replaces the old one in a single rename.
 
 Exit codes: 0 rendered or nothing to do; 65 bad claim env file (last render
 kept); 75 could not put the render in place (try again later); 2 usage.
+With --watch (cocoonbox-vault.service) it renders at start and after every
+change of FILE, logging bad files, and exits 75 only if the watch fails.
 
 `)
 		flag.PrintDefaults()
@@ -87,6 +96,10 @@ kept); 75 could not put the render in place (try again later); 2 usage.
 	// The box id names the box in every entry, once the identity is there.
 	if id, err := identity.Load(); err == nil {
 		log.Set("COCOONBOX_BOX_ID", id.BoxID)
+	}
+	if *watchFlag {
+		ready := func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }
+		os.Exit(watch(log, *envPath, filepath.Clean(*dir), ready, -1))
 	}
 	os.Exit(run(log, *envPath, filepath.Clean(*dir)))
 }
@@ -147,10 +160,10 @@ func run(log *journal.Logger, envPath, dir string) int {
 			"COCOONBOX_PATH", dir, "COCOONBOX_VAULT_RENDER", id,
 			"COCOONBOX_VAULT_RECORDS", strconv.Itoa(len(recs.Accepted)), "COCOONBOX_VAULT_REFUSED", strconv.Itoa(len(recs.Rejected)))
 
-		// The race: a change that lands while this run reads or renders.
-		// systemd merges the path unit's start request into this running
-		// start job, so no second run would come; compare the file now
-		// with the one that was read, and go again if it moved.
+		// A change that lands while this run reads or renders: compare
+		// the file now with the one that was read, and go again if it
+		// moved. (A single run has no other way to see it; under --watch
+		// the queued event would also bring another render.)
 		now, err := vault.StatFile(envPath)
 		if err != nil || now == stamp {
 			return exitOK

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"golang.org/x/sys/unix"
+)
+
+// The bug this names: with one run per change (a path unit starting a
+// oneshot), the last change of a burst could land after the run's last
+// look at the file and before the path unit watched again, and was never
+// rendered. The watch must render the last of every burst, whatever the
+// timing: here, 100 changes renamed into place as fast as they come, then
+// the same written in place.
+func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
+	tmp := t.TempDir()
+	env, dir := filepath.Join(tmp, "silkd.env"), filepath.Join(tmp, "vault")
+	log := journal.New("cocoonbox-vault-test")
+	log.Stderr = io.Discard
+	stopR, stopW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ready := make(chan struct{})
+	done := make(chan int)
+	go func() { done <- watch(log, env, dir, func() { close(ready) }, int(stopR.Fd())) }()
+	select {
+	case <-ready:
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch never said it was ready")
+	}
+	write := func(gen int, inPlace bool) {
+		data := fmt.Sprintf("COCOONBOX_VAULT=\"GEN=g%d;; K%d=k;api.example.com;?key={}\"\n", gen, gen%7)
+		if inPlace {
+			if err := os.WriteFile(env, []byte(data), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := os.WriteFile(env+".tmp", []byte(data), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(env+".tmp", env); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitGen := func(gen int) {
+		t.Helper()
+		want := fmt.Sprintf("export GEN='g%d'\n", gen)
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			got, _ := os.ReadFile(filepath.Join(dir, "vault.sh"))
+			if strings.Contains(string(got), want) {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("vault.sh never held %q; it holds:\n%s", want, got)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+	for gen := 1; gen <= 100; gen++ {
+		write(gen, false)
+	}
+	waitGen(100)
+	for gen := 101; gen <= 200; gen++ {
+		write(gen, true)
+	}
+	waitGen(200)
+	// A symlink renamed over the file is seen (and refused): the render
+	// stays; the next real file renders.
+	if err := os.Symlink("/etc/hostname", env+".link"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(env+".link", env); err != nil {
+		t.Fatal(err)
+	}
+	write(201, false)
+	waitGen(201)
+
+	stopW.Close()
+	select {
+	case code := <-done:
+		if code != exitOK {
+			t.Fatalf("watch returned %d after stop, want 0", code)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("watch did not return after stop")
+	}
+}
+
+func TestScanEvents(t *testing.T) {
+	ev := func(mask uint32, name string) []byte {
+		n := len(name)
+		if n > 0 {
+			n = (n/16 + 1) * 16 // NUL-padded, as the kernel does
+		}
+		b := make([]byte, unix.SizeofInotifyEvent+n)
+		e := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
+		e.Mask, e.Len = mask, uint32(n)
+		copy(b[unix.SizeofInotifyEvent:], name)
+		return b
+	}
+	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
+	base := []byte("silkd.env")
+	for _, c := range []struct {
+		name          string
+		buf           []byte
+		changed, gone bool
+	}{
+		{"another file", ev(unix.IN_CLOSE_WRITE, "utmp"), false, false},
+		{"a prefix of the name", ev(unix.IN_CLOSE_WRITE, "silkd.env.tmp"), false, false},
+		{"the file, after others", cat(ev(unix.IN_CREATE, "x"), ev(unix.IN_MOVED_TO, "silkd.env")), true, false},
+		{"overflow", ev(unix.IN_Q_OVERFLOW, ""), true, false},
+		{"watch gone", ev(unix.IN_IGNORED, ""), false, true},
+	} {
+		changed, gone := scanEvents(c.buf, base)
+		if changed != c.changed || gone != c.gone {
+			t.Errorf("%s: changed=%v gone=%v, want %v %v", c.name, changed, gone, c.changed, c.gone)
+		}
+	}
+}
