@@ -129,22 +129,20 @@ func waitJournal(t testing.TB, b *box.Box, messageID string, n int) string {
 
 func boxID(i int) string { return fmt.Sprintf("cb-%08x", i) }
 
-// waitWatching waits up to 15 s until the hostname service has ended its
-// run and cocoonbox-hostname.path watches again. A raw write (not through
-// `identity write`, so without the pending marker) that lands while the
-// service still runs is not seen by the path unit: it is not watching then.
+// waitWatching waits up to 15 s until the hostname service watches the
+// identity (active: it said READY=1 after its first run). A raw write (not
+// through `identity write`, so without the pending marker) that lands
+// while nothing watches would go unseen.
 func waitWatching(t testing.TB, b *box.Box) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		svc, _ := b.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-hostname.service")
-		path, _ := b.Run("systemctl", "show", "-P", "SubState", "cocoonbox-hostname.path")
-		svc, path = strings.TrimSpace(svc), strings.TrimSpace(path)
-		if (svc == "inactive" || svc == "failed") && path == "waiting" {
+		if svc = strings.TrimSpace(svc); svc == "active" {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("cocoonbox-hostname.service is %s and its path unit %s, 15 s on", svc, path)
+			t.Fatalf("cocoonbox-hostname.service is %s, 15 s on", svc)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

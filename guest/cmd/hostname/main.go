@@ -1,6 +1,10 @@
 // Command hostname makes the box's hostname follow its identity
-// (Contract: Box identity). cocoonbox-hostname.path runs it on every change
-// of /run/cocoonbox-identity/identity. It reads the record through
+// (Contract: Box identity). cocoonbox-hostname.service runs `hostname
+// --watch` from boot on: it applies the identity at start and after every
+// change of /run/cocoonbox-identity/identity or its directory (package
+// pathwatch says why resident; cocoonbox-hostname.path starts the service
+// again on a change should it not run). Without --watch it applies the
+// identity once. It reads the record through
 // identity.Load (root's file in root's directory, no symlink, not group- or
 // world-writable), maps the name to a hostname (identity.Hostname: '_' as
 // '-', the box id for an empty name) and sets the static hostname
@@ -13,13 +17,15 @@
 // A refused file or name is logged (MESSAGE_ID hostname-refused) and the
 // hostname stays as it was.
 //
-// Exit codes:
+// Exit codes of a single run (--watch logs each run's outcome and goes
+// on; it exits 75 only when the watch fails):
 //
 //	0   done (also: no identity file yet, nothing to do)
 //	64  usage
 //	65  the record is invalid, or its name maps to no valid hostname
 //	73  the identity directory or file is unsafe (symlink, owner, mode, type, size)
 //	74  the hostname or /etc/hosts could not be set
+//	75  (--watch) the watch on the identity's directory failed
 package main
 
 import (
@@ -28,8 +34,11 @@ import (
 	"io/fs"
 	"os"
 
+	"github.com/coreos/go-systemd/v22/daemon"
+
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/guest/pathwatch"
 	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
@@ -48,20 +57,24 @@ const (
 	exitInvalid = 65
 	exitUnsafe  = 73
 	exitIO      = 74
+	exitWatch   = 75
 )
 
-const usage = `usage: hostname [--help | --version]
+const usage = `usage: hostname [--watch | --help | --version]
 
 Sets the box's hostname from /run/cocoonbox-identity/identity: the name with
 '_' as '-', or the box id when the name is empty. Sets the kernel and the
 static hostname (through systemd-hostnamed, else /etc/hostname and
 sethostname) and the marked 127.0.1.1 line of /etc/hosts. A refused file or
 name is logged to the journal and the hostname stays.
-cocoonbox-hostname.path runs it on every change of the identity file.
+
+--watch  keep running: apply now, tell systemd it is ready, apply again on
+         every change of the identity file or its directory (what
+         cocoonbox-hostname.service runs).
 
 exit codes: 0 done (or no identity yet); 64 usage; 65 invalid record or a
 name that maps to no hostname; 73 unsafe identity directory or file;
-74 the hostname or /etc/hosts could not be set.
+74 the hostname or /etc/hosts could not be set; 75 (--watch) the watch failed.
 `
 
 // maxRounds bounds how often one run applies a record that changed while
@@ -77,12 +90,27 @@ func main() {
 		case "--version":
 			fmt.Println("hostname", version.Version)
 			os.Exit(exitOK)
+		case "--watch":
+			if len(os.Args) == 2 {
+				os.Exit(watch(journal.New("cocoonbox-hostname")))
+			}
 		}
-		fmt.Fprintf(os.Stderr, "hostname: unknown argument %q (allowed: --help, --version)\n", os.Args[1])
+		fmt.Fprintf(os.Stderr, "hostname: unknown argument %q (allowed: one of --watch, --help, --version)\n", os.Args[1])
 		os.Exit(exitUsage)
 	}
 	log := journal.New("cocoonbox-hostname")
 	os.Exit(run(log))
+}
+
+// watch applies the identity now, says READY=1, and again after every
+// change of the identity file or its directory (a chmod or chown of either
+// is a change too: the helper must refuse it at once). The run's outcome
+// is logged by run; the watch goes on.
+func watch(log *journal.Logger) int {
+	ready := func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }
+	err := pathwatch.Run([]string{identity.Dir, identity.Path}, func() { run(log) }, ready, -1)
+	log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot watch %s: %v", identity.Dir, err), "COCOONBOX_PATH", identity.Dir)
+	return exitWatch
 }
 
 func run(log *journal.Logger) int {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -9,10 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
-	"unsafe"
 
 	"github.com/cocoonbox/cocoonbox/guest/journal"
-	"golang.org/x/sys/unix"
 )
 
 // The bug this names: with one run per change (a path unit starting a
@@ -95,37 +92,5 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch did not return after stop")
-	}
-}
-
-func TestScanEvents(t *testing.T) {
-	ev := func(mask uint32, name string) []byte {
-		n := len(name)
-		if n > 0 {
-			n = (n/16 + 1) * 16 // NUL-padded, as the kernel does
-		}
-		b := make([]byte, unix.SizeofInotifyEvent+n)
-		e := (*unix.InotifyEvent)(unsafe.Pointer(&b[0]))
-		e.Mask, e.Len = mask, uint32(n)
-		copy(b[unix.SizeofInotifyEvent:], name)
-		return b
-	}
-	cat := func(bs ...[]byte) []byte { return bytes.Join(bs, nil) }
-	base := []byte("silkd.env")
-	for _, c := range []struct {
-		name          string
-		buf           []byte
-		changed, gone bool
-	}{
-		{"another file", ev(unix.IN_CLOSE_WRITE, "utmp"), false, false},
-		{"a prefix of the name", ev(unix.IN_CLOSE_WRITE, "silkd.env.tmp"), false, false},
-		{"the file, after others", cat(ev(unix.IN_CREATE, "x"), ev(unix.IN_MOVED_TO, "silkd.env")), true, false},
-		{"overflow", ev(unix.IN_Q_OVERFLOW, ""), true, false},
-		{"watch gone", ev(unix.IN_IGNORED, ""), false, true},
-	} {
-		changed, gone := scanEvents(c.buf, base)
-		if changed != c.changed || gone != c.gone {
-			t.Errorf("%s: changed=%v gone=%v, want %v %v", c.name, changed, gone, c.changed, c.gone)
-		}
 	}
 }
