@@ -144,7 +144,16 @@ chown -R user:user /home/user/.local /home/user/.config`
 		t.Fatal(err)
 	}
 	b.Must(t, "systemctl", "restart", "user@1000.service")
-	out, err := b.RunAs("user", userManager("show", "-P", "ActiveState", "cbtest-control.service")...)
+	// The restart can return while the user manager still runs the
+	// control unit's start (seen: "activating"): wait for it.
+	var out string
+	var err error
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		out, err = b.RunAs("user", userManager("show", "-P", "ActiveState", "cbtest-control.service")...)
+		if st := strings.TrimSpace(out); st != "activating" || time.Now().After(deadline) {
+			break
+		}
+	}
 	if err != nil || strings.TrimSpace(out) != "active" {
 		t.Fatalf("control unit wired like the driver is %q (%v): the user manager did not start the home's wants, so the mask proves nothing", out, err)
 	}
