@@ -24,10 +24,15 @@ help:
 	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing'
 	@echo 'make build   the static helpers into out/bin (version-stamped)'
 	@echo 'make image   cbdesk:v$$VERSION of $$TIER (base|desk) into out/images'
-	@echo 'make box     boot a box of the image and leave it running (TIER=desk: the desktop, VNC on 127.0.0.1:5900)'
-	@echo 'make desk-test  only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
+	@echo 'make box     boot a box of the image and leave it running (TIER=desk: the desktop, VNC on 127.0.0.1:5900;'
+	@echo '             PERSISTENT=DIR keeps its root, NAME=... another machine name)'
+	@echo 'make unit-test   the unit tests only (no box)'
+	@echo 'make box-test    the booted-box tests only (both tiers)'
+	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
+	@echo 'make fuzz        each fuzz target for FUZZTIME (4s); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
 	@echo 'make lint    gofmt, go vet, staticcheck'
+	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 
 setup:
 	tests/setup-host
@@ -59,8 +64,9 @@ demo: setup
 	$(MAKE) --no-print-directory image TIER=$(DEMO_TIER)
 	go run ./tests/cmd/demo --image out/images/cbdesk-v$(VERSION)-$(DEMO_TIER)
 
+# PERSISTENT=DIR keeps the box's root there; NAME=… another machine name.
 box: image
-	go run ./tests/cmd/box --image $(IMAGE)
+	go run ./tests/cmd/box --image $(IMAGE) $(if $(PERSISTENT),--persistent '$(PERSISTENT)') $(if $(NAME),--name '$(NAME)')
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \

@@ -96,7 +96,7 @@ func run(args []string) int {
 		fmt.Print(usage)
 		return 0
 	case "--version":
-		fmt.Println(version.Version)
+		fmt.Println("desktop-session", version.Version)
 		return 0
 	case "start", "prepare", "mousepad":
 	default:

@@ -74,7 +74,7 @@ later); 1 other failure. A failure leaves the previous save as it was.
 		return exitUsage
 	}
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println("session-save", version.Version)
 		return 0
 	}
 	if fs.NArg() > 0 || *timeout <= 0 {

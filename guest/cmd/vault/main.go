@@ -85,7 +85,7 @@ change of FILE, logging bad files, and exits 75 only if the watch fails.
 	}
 	flag.Parse()
 	if *showVersion {
-		fmt.Println(version.Version)
+		fmt.Println("vault", version.Version)
 		return
 	}
 	if flag.NArg() != 0 {
