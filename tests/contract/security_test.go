@@ -1,16 +1,11 @@
 package contract
 
 import (
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
-
-// exposure is the last line of systemd-analyze security UNIT.
-var exposure = regexp.MustCompile(`Overall exposure level for (\S+): ([0-9.]+) (\S+)`)
 
 // ownLimit is the highest exposure allowed for the units this concern
 // ships; every other cocoonbox service must at least not be left at
@@ -35,29 +30,18 @@ func TestSystemdAnalyzeSecurityOfEveryCocoonboxService(t *testing.T) {
 		t.Fatal("no cocoonbox-*.service in the box")
 	}
 	for _, u := range units {
-		res, err := b.Exec(box.Cmd{Args: []string{"systemd-analyze", "security", "--no-pager", u}})
+		score, level, open, err := b.Security(u)
 		if err != nil {
-			t.Fatal(err)
-		}
-		m := exposure.FindStringSubmatch(res.Stdout)
-		if m == nil {
-			t.Errorf("systemd-analyze security %s: no exposure level (exit %d): %s", u, res.ExitCode, res.Stderr)
+			t.Error(err)
 			continue
 		}
-		score, _ := strconv.ParseFloat(m[2], 64)
-		t.Logf("systemd-analyze security %-34s %4.1f %s", u, score, m[3])
+		t.Logf("systemd-analyze security %-34s %4.1f %s", u, score, level)
 		limit, own := ownLimit[u]
 		if !own {
 			limit = anyLimit
 		}
 		if score > limit {
-			var open []string
-			for _, line := range strings.Split(res.Stdout, "\n") {
-				if strings.HasPrefix(strings.TrimSpace(line), "✗") {
-					open = append(open, strings.TrimSpace(line))
-				}
-			}
-			t.Errorf("%s: exposure %.1f %s, above %.1f; open:\n%s", u, score, m[3], limit, strings.Join(open, "\n"))
+			t.Errorf("%s: exposure %.1f %s, above %.1f; open:\n%s", u, score, level, limit, strings.Join(open, "\n"))
 		}
 	}
 }

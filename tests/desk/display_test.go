@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"io"
 	"net"
-	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -230,19 +228,13 @@ func TestDeskUnitsVerifyAndReportSecurity(t *testing.T) {
 	if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "FragmentPath", "cocoonbox-session.service")); got != "/usr/local/lib/systemd/system/cocoonbox-session.service" {
 		t.Errorf("cocoonbox-session.service comes from %s, not the desk tier's unit (the base stand-in is not shadowed)", got)
 	}
-	exposure := regexp.MustCompile(`Overall exposure level for (\S+): ([0-9.]+) (\S+)`)
 	for unit, limit := range map[string]float64{"cocoonbox-xorg.service": 4.0, "cocoonbox-session.service": 10} {
-		res, err := b.Exec(box.Cmd{Args: []string{"systemd-analyze", "security", "--no-pager", unit}})
+		score, level, _, err := b.Security(unit)
 		if err != nil {
-			t.Fatal(err)
-		}
-		m := exposure.FindStringSubmatch(res.Stdout)
-		if m == nil {
-			t.Errorf("systemd-analyze security %s: no exposure level (exit %d): %s", unit, res.ExitCode, res.Stderr)
+			t.Error(err)
 			continue
 		}
-		score, _ := strconv.ParseFloat(m[2], 64)
-		t.Logf("systemd-analyze security %-26s %4.1f %s", unit, score, m[3])
+		t.Logf("systemd-analyze security %-26s %4.1f %s", unit, score, level)
 		if score > limit {
 			t.Errorf("%s: exposure %.1f, above %.1f", unit, score, limit)
 		}
