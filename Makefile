@@ -16,7 +16,7 @@ HELPERS := $(notdir $(wildcard guest/cmd/*))
 FUZZTIME ?= 4s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help setup check-image build image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
+.PHONY: help setup check-image check-desk-image build image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -38,8 +38,16 @@ setup:
 	tests/setup-host
 
 # Bad VERSION or TIER fails before anything is compiled.
+# VERSION and TIER reach the check through the environment, never pasted
+# into the shell line, so a value with quotes or ';' is refused as a value.
+check-image: export CB_VERSION := $(VERSION)
+check-image: export CB_TIER := $(TIER)
 check-image:
-	@image/build --check --version '$(VERSION)' --tier '$(TIER)'
+	@image/build --check --version "$$CB_VERSION" --tier "$$CB_TIER"
+
+check-desk-image: export CB_VERSION := $(VERSION)
+check-desk-image:
+	@image/build --check --version "$$CB_VERSION" --tier desk
 
 build:
 	@mkdir -p out/bin
@@ -54,7 +62,7 @@ image: check-image build
 
 # The desk image whatever TIER is (for tests/desk). After `make image
 # TIER=desk` it is a second, cheap provision of the cached layer.
-desk-image: build
+desk-image: check-desk-image build
 	image/build --version '$(VERSION)' --tier desk --bin out/bin --out out/images --rev '$(REV)'
 
 # The main job shows everything that works: without TIER it boots the desk

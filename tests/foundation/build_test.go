@@ -41,6 +41,28 @@ func TestImageBuildRefusesAnUnknownTierNamingTheAllowedValues(t *testing.T) {
 	}
 }
 
+// Bug this names: the Makefile pasted VERSION into the shell line in single
+// quotes, so `make image VERSION="1'; cmd; : '"` ran cmd. The value must
+// be refused as a value, and nothing in it run.
+func TestMakeImageRefusesAQuotedVersionWithoutRunningIt(t *testing.T) {
+	root, err := box.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	canary := filepath.Join(t.TempDir(), "canary")
+	for _, target := range []string{"check-image", "check-desk-image"} {
+		cmd := exec.Command("make", "--no-print-directory", "-C", root, target,
+			"VERSION=1'; touch "+canary+"; : '", "TIER=base")
+		out, _ := cmd.CombinedOutput()
+		if code := cmd.ProcessState.ExitCode(); code == 0 || !strings.Contains(string(out), "is not an image version") {
+			t.Errorf("make %s: exit %d, output %q: want the VERSION refused", target, code, out)
+		}
+		if _, err := os.Stat(canary); err == nil {
+			t.Fatalf("make %s ran the command inside VERSION", target)
+		}
+	}
+}
+
 // A PATH without rsync: provision names the tool and its Debian package.
 func TestAMissingHostToolIsNamedWithItsDebianPackage(t *testing.T) {
 	bin := t.TempDir()
