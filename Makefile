@@ -73,8 +73,11 @@ demo: setup
 	go run ./tests/cmd/demo --image out/images/cbdesk-v$(VERSION)-$(DEMO_TIER)
 
 # PERSISTENT=DIR keeps the box's root there; NAME=… another machine name.
+# Both reach the command through the environment, as VERSION does.
+box: export CB_PERSISTENT := $(PERSISTENT)
+box: export CB_NAME := $(NAME)
 box: image
-	go run ./tests/cmd/box --image $(IMAGE) $(if $(PERSISTENT),--persistent '$(PERSISTENT)') $(if $(NAME),--name '$(NAME)')
+	go run ./tests/cmd/box --image $(IMAGE) $${CB_PERSISTENT:+--persistent "$$CB_PERSISTENT"} $${CB_NAME:+--name "$$CB_NAME"}
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \

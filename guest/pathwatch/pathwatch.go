@@ -10,6 +10,9 @@
 // and brings one more run. It also pays its sandbox's set-up once, not at
 // every change. The path units stay as the contracts' triggers: they start
 // the service again should it not be running.
+//
+// Serves Contract: Box identity (the hostname follows every identity
+// write) and Box API keys ("on every change of /run/silkd.env").
 package pathwatch
 
 import (
@@ -37,9 +40,9 @@ const dirMask = unix.IN_CLOSE_WRITE | unix.IN_MOVED_TO | unix.IN_MOVED_FROM | un
 // concern one of paths: its creation, a rename into or out of its place, a
 // write closed, its deletion, new owner or mode (of a file, or of a
 // directory in paths itself). Each path is watched through its parent
-// directory, and a path that is a directory also directly; a directory in
-// paths that is missing or replaced is watched again as soon as it is back
-// (its parent must then be watched too, as the parent of another path).
+// directory (which must exist, unless it is itself one of paths), and a
+// path that is a directory also directly; a directory in paths that is
+// missing or replaced is watched again as soon as its parent sees it back.
 //
 // Run returns nil once stop (a file descriptor; -1 for none) becomes
 // readable, and an error when a parent directory that is not itself in
@@ -88,7 +91,6 @@ func Run(paths []string, fn, ready func(), stop int) error {
 type watcher struct {
 	fd    int
 	paths map[string]bool  // what fn reads
-	dirs  []string         // directories to watch: parents and dirs in paths, shallowest first
 	byWD  map[int32]string // watch descriptor → directory
 	wdOf  map[string]int32 // directory → watch descriptor
 }
@@ -99,6 +101,9 @@ func newWatcher(paths []string) (*watcher, error) {
 		return nil, fmt.Errorf("inotify: %w", err)
 	}
 	w := &watcher{fd: fd, paths: map[string]bool{}, byWD: map[int32]string{}, wdOf: map[string]int32{}}
+	// The directories to watch: each path's parent and the path itself
+	// (a file fails with ENOTDIR and is skipped), shallowest first.
+	var dirs []string
 	seen := map[string]bool{}
 	for _, p := range paths {
 		if !filepath.IsAbs(p) || filepath.Clean(p) != p {
@@ -109,12 +114,12 @@ func newWatcher(paths []string) (*watcher, error) {
 		for _, d := range []string{filepath.Dir(p), p} {
 			if !seen[d] {
 				seen[d] = true
-				w.dirs = append(w.dirs, d)
+				dirs = append(dirs, d)
 			}
 		}
 	}
-	sort.Slice(w.dirs, func(i, j int) bool { return len(w.dirs[i]) < len(w.dirs[j]) })
-	for _, d := range w.dirs {
+	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) < len(dirs[j]) })
+	for _, d := range dirs {
 		if err := w.add(d); err != nil {
 			unix.Close(fd)
 			return nil, err

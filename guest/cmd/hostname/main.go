@@ -108,6 +108,7 @@ func main() {
 // is logged by run; the watch goes on.
 func watch(log *journal.Logger) int {
 	ready := func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }
+	// Without a stop descriptor Run returns only with an error.
 	err := pathwatch.Run([]string{identity.Dir, identity.Path}, func() { run(log) }, ready, -1)
 	log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot watch %s: %v", identity.Dir, err), "COCOONBOX_PATH", identity.Dir)
 	return exitWatch
