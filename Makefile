@@ -16,7 +16,7 @@ HELPERS := $(notdir $(wildcard guest/cmd/*))
 FUZZTIME ?= 4s
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: help setup check-image check-desk-image build image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
+.PHONY: help setup proto check-image check-desk-image build image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -32,10 +32,15 @@ help:
 	@echo 'make fuzz        each fuzz target for FUZZTIME (4s); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
 	@echo 'make lint    gofmt, go vet, staticcheck'
+	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
 	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 
 setup:
 	tests/setup-host
+
+# The api's generated code is committed; this regenerates it (pinned plugins).
+proto:
+	api/proto/generate
 
 # Bad VERSION or TIER fails before anything is compiled.
 # VERSION and TIER reach the check through the environment, never pasted
