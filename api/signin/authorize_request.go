@@ -25,6 +25,10 @@ type AuthorizeRequest struct {
 	// DeviceName names the device on the consent page and in the device
 	// list: 1 to 64 bytes of UTF-8 without control characters.
 	DeviceName string
+	// Invite is an invite code (cbi_ + 64 hex) or empty: the consent page
+	// carries it into its GitHub sign-in (contract: Sign-in with GitHub and
+	// signup), so a new person signs up and comes back to the consent.
+	Invite string
 }
 
 // ParseAuthorizeRequest checks the query of /cb/oauth/authorize (and the
@@ -98,7 +102,18 @@ func ParseAuthorizeRequest(q url.Values) (*AuthorizeRequest, *Error) {
 	if err := checkDeviceName(r.DeviceName); err != nil {
 		return nil, err
 	}
+	r.Invite = q.Get("invite")
+	if r.Invite != "" && !IsInviteCode(r.Invite) {
+		return nil, redirectable(ErrInvalidRequest, "invite must be cbi_ and 64 hex digits")
+	}
 	return r, nil
+}
+
+// IsInviteCode reports whether s has the shape of an invite code: cbi_ and
+// 64 lower-case hex digits.
+func IsInviteCode(s string) bool {
+	hex, ok := strings.CutPrefix(s, "cbi_")
+	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
 }
 
 // checkDeviceName applies the contract's bound (at most 64 bytes of UTF-8)
@@ -127,9 +142,10 @@ func quote(s string) string {
 	return "\"" + strings.ToValidUTF8(s, "\uFFFD") + "\""
 }
 
-// Query is the request as the client sent it, for the consent page's calls.
+// Query is the request's query as the first-party clients send it: the
+// CLI builds its authorize URL from it, and the consent page its calls.
 func (r *AuthorizeRequest) Query() url.Values {
-	return url.Values{
+	q := url.Values{
 		"response_type":         {"code"},
 		"client_id":             {r.Client.ID},
 		"redirect_uri":          {r.RedirectURI},
@@ -139,4 +155,8 @@ func (r *AuthorizeRequest) Query() url.Values {
 		"code_challenge_method": {MethodS256},
 		"device_name":           {r.DeviceName},
 	}
+	if r.Invite != "" {
+		q.Set("invite", r.Invite)
+	}
+	return q
 }

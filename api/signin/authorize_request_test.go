@@ -23,6 +23,7 @@ func goodQuery() url.Values {
 func TestAuthorizeRequestOfTheContractParses(t *testing.T) {
 	for _, client := range []string{"cocoonbox-cli", "cocoonbox-app"} {
 		q := goodQuery()
+		q.Set("invite", "cbi_"+strings.Repeat("0a", 32))
 		q.Set("client_id", client)
 		r, err := ParseAuthorizeRequest(q)
 		if err != nil {
@@ -68,6 +69,7 @@ func TestAuthorizeRequestBadInput(t *testing.T) {
 		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, ErrUnsupportedResponseType, true},
 		{"no state", func(q url.Values) { q.Del("state") }, ErrInvalidRequest, true},
 		{"state too long", func(q url.Values) { q.Set("state", strings.Repeat("s", 513)) }, ErrInvalidRequest, true},
+		{"an invite of the wrong shape", func(q url.Values) { q.Set("invite", "cbi_1234") }, ErrInvalidRequest, true},
 		{"a parameter twice", func(q url.Values) { q.Add("scope", "account") }, ErrInvalidRequest, true},
 	}
 	for _, c := range cases {
