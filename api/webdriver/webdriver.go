@@ -1,0 +1,252 @@
+// Package webdriver drives Debian's headless Chromium through chromedriver's
+// W3C WebDriver protocol (https://www.w3.org/TR/webdriver2/): the few
+// commands the sign-in test and the demo need (open a page, find an element,
+// type, click, read the URL and the text), each with a wait on a condition.
+//
+// Chromium runs as root here, so with --no-sandbox, and with the flags that
+// keep it off the network it may not reach (background networking, component
+// updates, sync), in a fresh --user-data-dir removed by Close.
+package webdriver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Paths of Debian's packages chromium and chromium-driver (make setup).
+const (
+	ChromiumPath     = "/usr/bin/chromium"
+	ChromedriverPath = "/usr/bin/chromedriver"
+)
+
+// Browser is one chromedriver with one headless Chromium session.
+type Browser struct {
+	driver  *exec.Cmd
+	base    string // http://127.0.0.1:PORT/session/ID
+	dataDir string
+}
+
+var startedOn = regexp.MustCompile(`started successfully on port (\d+)`)
+
+// Start runs chromedriver on a free loopback port and opens a session of
+// headless Chromium. It fails naming the package to install when either
+// binary is missing.
+func Start(ctx context.Context) (*Browser, error) {
+	for path, pkg := range map[string]string{ChromiumPath: "chromium", ChromedriverPath: "chromium-driver"} {
+		if _, err := os.Stat(path); err != nil {
+			return nil, fmt.Errorf("%s is missing: install Debian's %s (make setup)", path, pkg)
+		}
+	}
+	dataDir, err := os.MkdirTemp("", "cocoonbox-chromium-")
+	if err != nil {
+		return nil, fmt.Errorf("make chromium's user data directory: %w", err)
+	}
+	b := &Browser{dataDir: dataDir}
+	b.driver = exec.Command(ChromedriverPath, "--port=0")
+	out, err := b.driver.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	b.driver.Stderr = os.Stderr
+	if err := b.driver.Start(); err != nil {
+		os.RemoveAll(dataDir)
+		return nil, fmt.Errorf("start chromedriver: %w", err)
+	}
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := startedOn.FindStringSubmatch(sc.Text()); m != nil {
+				port <- m[1]
+			}
+		}
+		close(port)
+	}()
+	select {
+	case p, ok := <-port:
+		if !ok {
+			b.Close()
+			return nil, errors.New("chromedriver exited before it said its port")
+		}
+		b.base = "http://127.0.0.1:" + p
+	case <-ctx.Done():
+		b.Close()
+		return nil, fmt.Errorf("waiting for chromedriver: %w", ctx.Err())
+	}
+	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
+		"browserName": "chrome",
+		"goog:chromeOptions": map[string]any{
+			"binary": ChromiumPath,
+			"args": []string{"--headless", "--no-sandbox", "--disable-gpu",
+				"--disable-background-networking", "--disable-component-update", "--disable-sync",
+				"--no-first-run", "--disable-quic", "--user-data-dir=" + dataDir},
+		},
+	}}}
+	var sess struct {
+		SessionID string `json:"sessionId"`
+	}
+	if err := b.call(ctx, "POST", "/session", caps, &sess); err != nil {
+		b.Close()
+		return nil, fmt.Errorf("open a chromium session: %w", err)
+	}
+	b.base += "/session/" + sess.SessionID
+	return b, nil
+}
+
+// Close ends the session, chromedriver and its Chromium, and removes the
+// user data directory.
+func (b *Browser) Close() {
+	if strings.Contains(b.base, "/session/") {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		b.call(ctx, "DELETE", "", nil, nil)
+		cancel()
+	}
+	if b.driver.Process != nil {
+		b.driver.Process.Kill()
+		b.driver.Wait()
+	}
+	os.RemoveAll(b.dataDir)
+}
+
+// Go opens url and waits until the page has loaded.
+func (b *Browser) Go(ctx context.Context, url string) error {
+	return b.call(ctx, "POST", "/url", map[string]string{"url": url}, nil)
+}
+
+// URL is the address of the page shown now.
+func (b *Browser) URL(ctx context.Context) (string, error) {
+	var u string
+	err := b.call(ctx, "GET", "/url", nil, &u)
+	return u, err
+}
+
+// Text is the visible text of the page's body.
+func (b *Browser) Text(ctx context.Context) (string, error) {
+	id, err := b.find(ctx, "body")
+	if err != nil {
+		return "", err
+	}
+	var text string
+	err = b.call(ctx, "GET", "/element/"+id+"/text", nil, &text)
+	return text, err
+}
+
+// Type waits for the element that css selects and types text into it.
+func (b *Browser) Type(ctx context.Context, css, text string) error {
+	id, err := b.wait(ctx, css)
+	if err != nil {
+		return err
+	}
+	return b.call(ctx, "POST", "/element/"+id+"/value", map[string]string{"text": text}, nil)
+}
+
+// Click waits for the element that css selects and clicks it.
+func (b *Browser) Click(ctx context.Context, css string) error {
+	id, err := b.wait(ctx, css)
+	if err != nil {
+		return err
+	}
+	return b.call(ctx, "POST", "/element/"+id+"/click", map[string]any{}, nil)
+}
+
+// WaitFor polls until ok holds of the page's URL and text, or ctx ends; the
+// error then says what the page showed last.
+func (b *Browser) WaitFor(ctx context.Context, what string, ok func(url, text string) bool) error {
+	var url, text string
+	for {
+		url, _ = b.URL(ctx)
+		text, _ = b.Text(ctx)
+		if ok(url, text) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s: the page at %s shows %q", what, url, text)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Screenshot is a PNG of the page.
+func (b *Browser) Screenshot(ctx context.Context) ([]byte, error) {
+	var png []byte // WebDriver answers base64, which encoding/json decodes into []byte
+	err := b.call(ctx, "GET", "/screenshot", nil, &png)
+	return png, err
+}
+
+// wait polls for an element until ctx ends.
+func (b *Browser) wait(ctx context.Context, css string) (string, error) {
+	for {
+		id, err := b.find(ctx, css)
+		if err == nil {
+			return id, nil
+		}
+		select {
+		case <-ctx.Done():
+			url, _ := b.URL(context.Background())
+			return "", fmt.Errorf("waiting for %q on %s: %w", css, url, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+func (b *Browser) find(ctx context.Context, css string) (string, error) {
+	var el map[string]string
+	if err := b.call(ctx, "POST", "/element", map[string]string{"using": "css selector", "value": css}, &el); err != nil {
+		return "", err
+	}
+	// The web element identifier (W3C WebDriver §12.2) is the one value.
+	for _, id := range el {
+		return id, nil
+	}
+	return "", fmt.Errorf("webdriver: no element reference in %v", el)
+}
+
+// call sends one WebDriver command; its value decodes into out. A WebDriver
+// error ("no such element", ...) is returned with its message.
+func (b *Browser) call(ctx context.Context, method, path string, in, out any) error {
+	var body io.Reader
+	if in != nil {
+		data, err := json.Marshal(in)
+		if err != nil {
+			return err
+		}
+		body = bytes.NewReader(data)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, b.base+path, body)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("webdriver %s %s: %w", method, path, err)
+	}
+	defer resp.Body.Close()
+	var answer struct {
+		Value json.RawMessage `json:"value"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&answer); err != nil {
+		return fmt.Errorf("webdriver %s %s: %s: %w", method, path, resp.Status, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e struct{ Error, Message string }
+		json.Unmarshal(answer.Value, &e)
+		return fmt.Errorf("webdriver %s %s: %s: %s", method, path, e.Error, e.Message)
+	}
+	if out == nil {
+		return nil
+	}
+	return json.Unmarshal(answer.Value, out)
+}
