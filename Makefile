@@ -60,7 +60,7 @@ build:
 	@echo 'module cocoonbox.invalid/out' >out/go.mod
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
-	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/cocoonbox-api ./cmd/cocoonbox-api
+	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox
 
 image: check-image build
 	image/build --version '$(VERSION)' --tier '$(TIER)' --bin out/bin --out out/images --rev '$(REV)'

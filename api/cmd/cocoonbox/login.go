@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/loopback"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/signin"
+)
+
+// loginWait bounds how long login waits for the browser.
+const loginWait = 10 * time.Minute
+
+func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	fs := flags("login")
+	invite := fs.String("invite", "", "an invite code (cbi_ and 64 hex) for a new account's signup")
+	deviceName := fs.String("device-name", "", "the device's name in the device list (default: the host name)")
+	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not start xdg-open")
+	tokenStdin := fs.Bool("token-stdin", false, "read a token from standard input instead of the browser")
+	st, err := begin(fs, args, 0, stdout)
+	if err != nil {
+		return err
+	}
+	if *tokenStdin {
+		return loginPaste(ctx, st, stdin, stdout)
+	}
+	if *invite != "" && !signin.IsInviteCode(*invite) {
+		return usageError{fmt.Sprintf("--invite %q is not an invite code (cbi_ and 64 hex digits)", *invite)}
+	}
+	name := *deviceName
+	if name == "" {
+		name = hostName()
+	}
+	if len(name) > signin.MaxDeviceName || !utf8.ValidString(name) || name == "" {
+		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, signin.MaxDeviceName)}
+	}
+
+	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: signin.CLI, DeviceName: name, Invite: *invite})
+	if err != nil {
+		return err
+	}
+	u := flow.AuthorizeURL()
+	fmt.Fprintf(stdout, "To sign in, open this page in your browser:\n\n  %s\n\nWaiting for the browser (Ctrl-C to stop)...\n", u)
+	if !*noBrowser {
+		openBrowser(u)
+	}
+	wctx, cancel := context.WithTimeout(ctx, loginWait)
+	defer cancel()
+	res, err := flow.Wait(wctx)
+	if err != nil {
+		var oe *loopback.OAuthError
+		if errors.As(err, &oe) && oe.Code == signin.ErrAccessDenied {
+			return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
+		}
+		return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
+	}
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, signin.CLI.ID, res)
+	if err != nil {
+		return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
+	}
+	// Contract: a new CLI login revokes the browser token it replaces.
+	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == cliconfig.SourceBrowser && old.Token != tok.AccessToken {
+		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, signin.CLI.ID, old.Token); err != nil {
+			fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
+		}
+	}
+	st.file.Endpoint = st.endpoint
+	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: tok.AccessToken, Source: cliconfig.SourceBrowser}
+	if err := st.save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Signed in to %s as device %q.\n", st.endpoint, name)
+	return nil
+}
+
+// loginPaste keeps a token read from stdin after the api accepted it.
+func loginPaste(ctx context.Context, st *state, stdin io.Reader, stdout io.Writer) error {
+	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Errorf("read the token from standard input: %w", err)
+	}
+	token := strings.TrimSpace(line)
+	if !isToken(token) {
+		return fmt.Errorf("standard input holds no token: paste a token of cb_ and 64 hex digits (the console's token page, or the app)")
+	}
+	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: token, Source: cliconfig.SourcePaste}
+	acct, err := st.account()
+	if err != nil {
+		return err
+	}
+	if _, err := acct.ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{})); err != nil {
+		return st.explain("check the pasted token", err)
+	}
+	st.file.Endpoint = st.endpoint
+	if err := st.save(); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "Signed in to %s with the pasted token (logout will not revoke it).\n", st.endpoint)
+	return nil
+}
+
+// isToken is the shape of the personal and device tokens: cb_ and 64 hex.
+func isToken(s string) bool {
+	hex, ok := strings.CutPrefix(s, "cb_")
+	return ok && len(hex) == 64 && strings.Trim(hex, "0123456789abcdef") == ""
+}
+
+// hostName is the device's default name: the host name cut to 64 bytes.
+func hostName() string {
+	name, err := os.Hostname()
+	if err != nil || name == "" {
+		return "cocoonbox CLI"
+	}
+	for len(name) > signin.MaxDeviceName {
+		_, size := utf8.DecodeLastRuneInString(name)
+		name = name[:len(name)-size]
+	}
+	return name
+}
+
+// openBrowser starts xdg-open where there is one; the URL is printed anyway,
+// so a machine without a desktop signs in from another browser.
+func openBrowser(u string) {
+	path, err := exec.LookPath("xdg-open")
+	if err != nil {
+		return
+	}
+	cmd := exec.Command(path, u)
+	cmd.Stdout, cmd.Stderr = nil, nil
+	if cmd.Start() == nil {
+		go cmd.Wait()
+	}
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/loopback"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/signin"
+)
+
+// logout forgets the endpoint's token. It revokes only a token this CLI got
+// through the browser: a pasted one (from the app, say) stays valid there.
+// --everywhere first ends every sign-in of the account (Account.SignOutEverywhere).
+func logout(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("logout")
+	everywhere := fs.Bool("everywhere", false, "end every sign-in of your account: console sessions, the personal token, every device")
+	st, err := begin(fs, args, 0, stdout)
+	if err != nil {
+		return err
+	}
+	l, err := st.login()
+	if err != nil {
+		return err
+	}
+	if *everywhere {
+		acct, err := st.account()
+		if err != nil {
+			return err
+		}
+		if _, err := acct.SignOutEverywhere(ctx, connect.NewRequest(&controlv1.SignOutEverywhereRequest{})); err != nil {
+			return st.explain("sign out everywhere", err)
+		}
+		fmt.Fprintf(stdout, "Signed out everywhere at %s: every console session, the personal token and every device.\n", st.endpoint)
+	} else if l.Source == cliconfig.SourceBrowser {
+		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, signin.CLI.ID, l.Token); err != nil {
+			return fmt.Errorf("%w at %s; the token is still in %s: run cocoonbox logout again when the api is back", err, st.endpoint, st.path)
+		}
+		fmt.Fprintf(stdout, "Signed out of %s; this device's token is revoked.\n", st.endpoint)
+	} else {
+		fmt.Fprintf(stdout, "Signed out of %s; the pasted token was forgotten here and stays valid where it came from.\n", st.endpoint)
+	}
+	delete(st.file.Endpoints, st.endpoint)
+	if st.file.Endpoint == st.endpoint {
+		st.file.Endpoint = ""
+	}
+	return st.save()
+}

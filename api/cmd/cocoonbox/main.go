@@ -1,0 +1,112 @@
+// Command cocoonbox is the user's CLI: it signs in to the api through the
+// browser (RFC 8252 loopback, client cocoonbox-cli), keeps the token in
+// cli.json, and lists and revokes the user's devices.
+//
+// Exit codes: 0 done, 1 the api or the browser said no, 2 bad usage.
+//
+// Contract: Browser sign-in and device tokens.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// Version is stamped by the Makefile with the source revision.
+var Version = "dev"
+
+const usage = `usage: cocoonbox COMMAND [flags]
+
+Sign in:
+  login [--endpoint URL] [--invite CODE] [--device-name NAME] [--no-browser]
+                          sign in through the browser (xdg-open starts it unless
+                          --no-browser; the page's URL is printed to open anywhere);
+                          the token is kept in cli.json
+  login --token-stdin [--endpoint URL]
+                          keep a token pasted on standard input (cb_ and 64 hex)
+  logout [--everywhere]   forget the token, revoking it when it came from the browser;
+                          --everywhere ends every sign-in of your account first
+Devices (your sign-ins):
+  devices [--json]        list them; * marks this CLI's own
+  devices revoke ID       revoke one (ID is dev_ and 16 hex)
+Other:
+  version                 print the build's source revision
+
+The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
+last login, else http://127.0.0.1:18200. cli.json is
+$XDG_CONFIG_HOME/cocoonbox/cli.json (~/.config/cocoonbox/cli.json).
+`
+
+// usageError is bad usage: exit 2 with the usage.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout)
+	var ue usageError
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ue):
+		fmt.Fprintf(os.Stderr, "cocoonbox: %s\n\n%s", ue.msg, usage)
+		os.Exit(2)
+	default:
+		fmt.Fprintf(os.Stderr, "cocoonbox: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"no command given"}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "login":
+		return login(ctx, rest, stdin, stdout)
+	case "logout":
+		return logout(ctx, rest, stdout)
+	case "devices":
+		return devices(ctx, rest, stdout)
+	case "version":
+		fmt.Fprintln(stdout, Version)
+		return nil
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q", cmd)}
+}
+
+// flags makes a command's flag set with its --endpoint; begin parses it.
+func flags(name string) *flag.FlagSet {
+	fs := flag.NewFlagSet("cocoonbox "+name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.String("endpoint", "", "the api's URL")
+	return fs
+}
+
+// begin parses args (-h prints the usage, a bad flag or more than maxArgs
+// arguments is a usage error) and loads the state of the endpoint.
+func begin(fs *flag.FlagSet, args []string, maxArgs int, stdout io.Writer) (*state, error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return nil, err
+		}
+		return nil, usageError{err.Error()}
+	}
+	if fs.NArg() > maxArgs {
+		return nil, usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(maxArgs))}
+	}
+	return loadState(fs.Lookup("endpoint").Value.String())
+}

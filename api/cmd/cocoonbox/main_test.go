@@ -1,0 +1,89 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// runCLI runs the CLI in-process with its own cli.json directory.
+func runCLI(t *testing.T, stdin string, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	err := run(context.Background(), args, strings.NewReader(stdin), &out)
+	return out.String(), err
+}
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cocoonbox-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv("XDG_CONFIG_HOME", dir)
+	os.Unsetenv("COCOONBOX_ENDPOINT")
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func TestUsageErrorsNameTheInput(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{nil, "no command"},
+		{[]string{"frobnicate"}, `unknown command "frobnicate"`},
+		{[]string{"login", "--bogus"}, "bogus"},
+		{[]string{"login", "extra"}, `unexpected argument "extra"`},
+		{[]string{"login", "--invite", "cbi_12"}, `--invite "cbi_12"`},
+		{[]string{"login", "--device-name", strings.Repeat("x", 65)}, "--device-name"},
+		{[]string{"login", "--endpoint", "ftp://x"}, `"ftp://x"`},
+		{[]string{"devices", "remove", "dev_1"}, "revoke ID"},
+	} {
+		_, err := runCLI(t, "", c.args...)
+		var ue usageError
+		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("cocoonbox %v: %v, want a usage error naming %q", c.args, err, c.want)
+		}
+	}
+}
+
+func TestHelpAnswers(t *testing.T) {
+	out, err := runCLI(t, "", "--help")
+	if err != nil || !strings.Contains(out, "login") || !strings.Contains(out, "devices revoke ID") {
+		t.Fatalf("--help: %v\n%s", err, out)
+	}
+}
+
+// Without a login the commands that need a token say how to get one, and
+// nothing is written.
+func TestNotSignedInSaysToLogIn(t *testing.T) {
+	for _, args := range [][]string{{"devices"}, {"logout"}, {"devices", "revoke", "dev_0123456789abcdef"}} {
+		_, err := runCLI(t, "", args...)
+		if err == nil || !strings.Contains(err.Error(), "run cocoonbox login") {
+			t.Errorf("cocoonbox %v: %v, want it to say to log in", args, err)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "cocoonbox", "cli.json")); err == nil {
+		t.Fatal("cli.json was written by a command that failed")
+	}
+}
+
+func TestTokenStdinRefusesWhatIsNoToken(t *testing.T) {
+	for _, in := range []string{"", "hello\n", "cb_123\n", "cbit_" + strings.Repeat("a", 64)} {
+		_, err := runCLI(t, in, "login", "--token-stdin")
+		if err == nil || !strings.Contains(err.Error(), "cb_ and 64 hex") {
+			t.Errorf("--token-stdin with %q: %v", in, err)
+		}
+	}
+}
+
+func TestHostNameIsCutToTheDeviceNameBound(t *testing.T) {
+	if n := hostName(); n == "" || len(n) > 64 {
+		t.Fatalf("hostName() = %q", n)
+	}
+}

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+)
+
+// DefaultEndpoint is the api of `cocoonbox-api serve` with no config.
+const DefaultEndpoint = "http://127.0.0.1:18200"
+
+// state is cli.json and the endpoint a command works on.
+type state struct {
+	path     string
+	file     *cliconfig.File
+	endpoint string
+}
+
+// loadState reads cli.json and picks the endpoint: the flag, else
+// $COCOONBOX_ENDPOINT, else the last login's, else DefaultEndpoint.
+func loadState(flagEndpoint string) (*state, error) {
+	path, err := cliconfig.Path()
+	if err != nil {
+		return nil, err
+	}
+	f, err := cliconfig.Load(path)
+	if err != nil {
+		return nil, err
+	}
+	ep := flagEndpoint
+	for _, next := range []string{os.Getenv("COCOONBOX_ENDPOINT"), f.Endpoint, DefaultEndpoint} {
+		if ep == "" {
+			ep = next
+		}
+	}
+	ep = strings.TrimSuffix(ep, "/")
+	if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
+		return nil, usageError{fmt.Sprintf("endpoint %q is not an http:// or https:// URL", ep)}
+	}
+	return &state{path: path, file: f, endpoint: ep}, nil
+}
+
+// login is the stored login of the endpoint, or an error saying to log in.
+func (s *state) login() (cliconfig.Login, error) {
+	l, ok := s.file.Endpoints[s.endpoint]
+	if !ok {
+		return l, fmt.Errorf("not signed in to %s: run cocoonbox login --endpoint %s", s.endpoint, s.endpoint)
+	}
+	return l, nil
+}
+
+// account is the Account service of the endpoint, called with the stored token.
+func (s *state) account() (controlv1connect.AccountClient, error) {
+	l, err := s.login()
+	if err != nil {
+		return nil, err
+	}
+	bearer := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
+		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+			req.Header().Set("Authorization", "Bearer "+l.Token)
+			return next(ctx, req)
+		}
+	})
+	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer)), nil
+}
+
+// explain turns an Account call's error into what went wrong and what to do.
+func (s *state) explain(what string, err error) error {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnauthenticated:
+		return fmt.Errorf("%s: the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login", what, s.endpoint)
+	case connect.CodeNotFound:
+		var ce *connect.Error
+		errors.As(err, &ce)
+		return fmt.Errorf("%s: %s (cocoonbox devices lists yours)", what, ce.Message())
+	case connect.CodeUnavailable:
+		return fmt.Errorf("%s: cannot reach the api at %s (is it running? --endpoint picks another): %w", what, s.endpoint, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// save writes cli.json.
+func (s *state) save() error { return s.file.Save(s.path) }
