@@ -9,3 +9,8 @@ require (
 	github.com/google/renameio/v2 v2.0.2
 	golang.org/x/sys v0.50.0
 )
+
+require (
+	github.com/distribution/reference v0.6.0 // indirect
+	github.com/opencontainers/go-digest v1.0.0 // indirect
+)

@@ -1,0 +1,96 @@
+package branchbox
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Rule names one promise of the contract (BranchBox managed runtime
+// manifest) that an assignment can break. Every refusal carries exactly one,
+// so an operator can grep the contract, the README and the tests for it.
+type Rule string
+
+// The rules. The comment names the contract section each one serves.
+const (
+	// Managed runtime manifest v2: a versioned assignment, parsed strictly.
+	RuleStrictJSON  Rule = "strict-json"
+	RuleVersion     Rule = "version"
+	RuleRequired    Rule = "required-field"
+	RuleSyntax      Rule = "field-syntax"
+	RuleVersionGate Rule = "version-gated-field"
+
+	// Managed runtime manifest v2: the three identities.
+	RuleScope               Rule = "lease-scope"
+	RuleLeaseID             Rule = "lease-id"
+	RuleExecutable          Rule = "executable"
+	RuleV1Allowlist         Rule = "v1-provider-allowlist"
+	RuleOneExecutable       Rule = "one-executable-per-consumer"
+	RuleEnvironmentName     Rule = "environment-name"
+	RuleExpiry              Rule = "lease-expiry"
+	RuleMaterializationKind Rule = "materialization-fields"
+
+	// Preloaded service images.
+	RuleServiceImage   Rule = "immutable-image-reference"
+	RulePortProxyImage Rule = "port-proxy-image"
+	RulePublishedPorts Rule = "published-ports"
+
+	// Version 3 workspace delegation.
+	RuleWorkspaceConsumer Rule = "workspace-consumer"
+	RuleManagedLaunch     Rule = "managed-launch-version-3"
+
+	// Security contract: where assignments and sources live.
+	RuleRunDirectory      Rule = "run-directory"
+	RuleOwnerOnly         Rule = "owner-only-regular-file"
+	RuleSibling           Rule = "materialization-sibling"
+	RuleDigest            Rule = "materialization-digest"
+	RuleSourceOutsideRun  Rule = "source-outside-run"
+	RuleSourceType        Rule = "source-ownership-or-type"
+	RuleOverlappingSource Rule = "overlapping-sources"
+	RuleTargetNamespace   Rule = "target-lease-namespace"
+	RuleOverlappingTarget Rule = "overlapping-targets"
+	RuleAmbientPath       Rule = "ambient-authority-path"
+	RuleValueFile         Rule = "value-file"
+	RuleToolRequest       Rule = "tool-request-link"
+
+	// Managed runtime manifest v2: shared Git metadata before checkout.
+	RuleGitMetadata Rule = "shared-git-metadata"
+	RuleReuse       Rule = "no-reuse"
+	RuleProvider    Rule = "provider-lease-match"
+	RuleForce       Rule = "teardown-force"
+)
+
+// ErrRefused is wrapped by every *RuleError: errors.Is(err, ErrRefused)
+// tells a refusal of the assignment from an I/O failure.
+var ErrRefused = errors.New("assignment refused")
+
+// RuleError is one refusal: the Rule broken, where (a JSON path such as
+// "leases[2].materializations[0].source_path", or a file path), and why.
+type RuleError struct {
+	Rule   Rule
+	Where  string
+	Detail string
+}
+
+func (e *RuleError) Error() string {
+	if e.Where == "" {
+		return fmt.Sprintf("%s [rule %s]", e.Detail, e.Rule)
+	}
+	return fmt.Sprintf("%s: %s [rule %s]", e.Where, e.Detail, e.Rule)
+}
+
+// Unwrap makes errors.Is(err, ErrRefused) true.
+func (e *RuleError) Unwrap() error { return ErrRefused }
+
+// Refuse builds a *RuleError; detail is a fmt format.
+func Refuse(rule Rule, where, detail string, args ...any) *RuleError {
+	return &RuleError{Rule: rule, Where: where, Detail: fmt.Sprintf(detail, args...)}
+}
+
+// RuleOf returns the Rule of the first *RuleError in err's chain, or "".
+func RuleOf(err error) Rule {
+	var re *RuleError
+	if errors.As(err, &re) {
+		return re.Rule
+	}
+	return ""
+}
