@@ -1,0 +1,212 @@
+// Package config reads api.yaml, the api's configuration file, strictly: an
+// unknown key, a duplicated key or a bad value fails naming the key, so a
+// typo never silently falls back to a default.
+//
+// Every key, with its default (a missing key keeps it):
+//
+//	listen: 127.0.0.1:18200     # host:port of the one HTTP listener (console, OAuth, gRPC over h2c)
+//	public_url: ""              # the URL clients reach the api at (the OAuth issuer, cookie Secure);
+//	                            # empty: http://<listen>
+//	state_dir: /var/lib/cocoonbox-api   # the api's own files: its lock, the embedded PostgreSQL cluster
+//	log:
+//	  level: info               # debug, info, warn or error
+//	  format: text              # text or json (log/slog's handlers), on standard error
+//	database:
+//	  url: ""                   # a PostgreSQL URL shared by several apis; empty: the embedded cluster
+//	                            # under state_dir/postgres
+//	  system_user: postgres     # the system user the embedded cluster runs as when the api runs as
+//	                            # root (PostgreSQL refuses root); otherwise the api's own user
+//	  max_conns: 10             # the pool's connection limit, 1..1000
+//
+// Flags override the file: --listen and --state-dir (see cmd/cocoonbox-api).
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the api's whole configuration. The yaml tags are the keys of api.yaml.
+type Config struct {
+	Listen    string   `yaml:"listen"`
+	PublicURL string   `yaml:"public_url"`
+	StateDir  string   `yaml:"state_dir"`
+	Log       Log      `yaml:"log"`
+	Database  Database `yaml:"database"`
+}
+
+// Log says how the api logs (log/slog, on standard error).
+type Log struct {
+	Level  string `yaml:"level"`
+	Format string `yaml:"format"`
+}
+
+// Database names the PostgreSQL server: URL, or the embedded cluster when URL is empty.
+type Database struct {
+	URL        string `yaml:"url"`
+	SystemUser string `yaml:"system_user"`
+	MaxConns   int    `yaml:"max_conns"`
+}
+
+// Default is the configuration with no file and no flags: the embedded defaults.
+func Default() Config {
+	return Config{
+		Listen:   "127.0.0.1:18200",
+		StateDir: "/var/lib/cocoonbox-api",
+		Log:      Log{Level: "info", Format: "text"},
+		Database: Database{SystemUser: "postgres", MaxConns: 10},
+	}
+}
+
+// Load reads the file at path over Default and validates the result. Its
+// errors name the file, the line and the key ("database.max_conns").
+func Load(path string) (Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := Parse(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse decodes api.yaml's text over Default and validates the result.
+func Parse(data []byte) (Config, error) {
+	c := Default()
+	var doc yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	if err := dec.Decode(&doc); err != nil && !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("not YAML: %w", err)
+	}
+	if len(doc.Content) > 0 {
+		if err := decodeStrict(doc.Content[0], reflect.ValueOf(&c).Elem(), ""); err != nil {
+			return Config{}, err
+		}
+		var more yaml.Node
+		if err := dec.Decode(&more); err == nil {
+			return Config{}, fmt.Errorf("line %d: a second YAML document; api.yaml is one mapping", more.Line)
+		}
+	}
+	if err := c.Validate(); err != nil {
+		return Config{}, err
+	}
+	return c, nil
+}
+
+// decodeStrict decodes node into v, refusing keys v has no field for and
+// duplicated keys, and names the key path in every error.
+func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
+	if v.Kind() != reflect.Struct {
+		if node.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: %s: want a single value", node.Line, path)
+		}
+		if err := node.Decode(v.Addr().Interface()); err != nil {
+			return fmt.Errorf("line %d: %s: %q is not a %s", node.Line, path, node.Value, v.Kind())
+		}
+		return nil
+	}
+	if node.Kind != yaml.MappingNode {
+		if node.Tag == "!!null" {
+			return nil
+		}
+		where := path
+		if where == "" {
+			where = "the file"
+		}
+		return fmt.Errorf("line %d: %s: want a mapping of keys", node.Line, where)
+	}
+	fields := map[string]int{}
+	var known []string
+	for i := range v.NumField() {
+		tag := v.Type().Field(i).Tag.Get("yaml")
+		fields[tag] = i
+		known = append(known, tag)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, val := node.Content[i], node.Content[i+1]
+		key := k.Value
+		if path != "" {
+			key = path + "." + k.Value
+		}
+		idx, ok := fields[k.Value]
+		if !ok {
+			return fmt.Errorf("line %d: unknown key %q (known here: %s)", k.Line, key, strings.Join(known, ", "))
+		}
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: key %q given twice", k.Line, key)
+		}
+		seen[k.Value] = true
+		if err := decodeStrict(val, v.Field(idx), key); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks every value; its error names the key and the rule it broke.
+func (c *Config) Validate() error {
+	host, port, err := net.SplitHostPort(c.Listen)
+	if err != nil || host == "" {
+		return fmt.Errorf("listen: %q is not host:port (e.g. 127.0.0.1:18200)", c.Listen)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("listen: port %q is not 0..65535", port)
+	}
+	if c.PublicURL != "" {
+		u, err := url.Parse(c.PublicURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			(u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			return fmt.Errorf("public_url: %q is not an http(s) URL of a host alone (e.g. https://api.example.com)", c.PublicURL)
+		}
+		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	}
+	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
+		return fmt.Errorf("state_dir: %q is not an absolute path", c.StateDir)
+	}
+	switch c.Log.Level {
+	case "debug", "info", "warn", "error":
+	default:
+		return fmt.Errorf("log.level: %q is not debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "text", "json":
+	default:
+		return fmt.Errorf("log.format: %q is not text or json", c.Log.Format)
+	}
+	if c.Database.URL != "" {
+		if _, err := pgx.ParseConfig(c.Database.URL); err != nil {
+			// pgx's message can quote the URL with its password: name the rule only.
+			return errors.New("database.url: not a PostgreSQL connection URL (postgres://user@host/db?...)")
+		}
+	}
+	if c.Database.SystemUser == "" {
+		return errors.New("database.system_user: empty (the embedded cluster needs a non-root system user)")
+	}
+	if c.Database.MaxConns < 1 || c.Database.MaxConns > 1000 {
+		return fmt.Errorf("database.max_conns: %d is not 1..1000", c.Database.MaxConns)
+	}
+	return nil
+}
+
+// Issuer is the api's public URL: public_url, else http://<listen>.
+func (c *Config) Issuer() string {
+	if c.PublicURL != "" {
+		return c.PublicURL
+	}
+	return "http://" + c.Listen
+}

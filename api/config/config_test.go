@@ -1,0 +1,109 @@
+package config
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestEmptyFileIsTheDefaults(t *testing.T) {
+	for _, text := range []string{"", "# nothing\n", "{}\n"} {
+		c, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if c != Default() {
+			t.Fatalf("%q: %+v, want the defaults %+v", text, c, Default())
+		}
+	}
+}
+
+func TestFileOverridesDefaultsKeyByKey(t *testing.T) {
+	c, err := Parse([]byte("listen: 0.0.0.0:9000\ndatabase:\n  url: postgres://u@db.example/cocoonbox\n  max_conns: 40\nlog: {format: json}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Default()
+	want.Listen = "0.0.0.0:9000"
+	want.Database.URL = "postgres://u@db.example/cocoonbox"
+	want.Database.MaxConns = 40
+	want.Log.Format = "json"
+	if c != want {
+		t.Fatalf("got %+v\nwant %+v", c, want)
+	}
+}
+
+// Bad input: an api.yaml with an unknown key fails at start naming the key.
+func TestBadInputUnknownKeyIsNamed(t *testing.T) {
+	cases := map[string]string{
+		"listne: 127.0.0.1:1\n":            `unknown key "listne"`,
+		"database:\n  urll: x\n":           `unknown key "database.urll"`,
+		"log:\n  level: info\n  colour: 1": `unknown key "log.colour"`,
+	}
+	for text, want := range cases {
+		_, err := Parse([]byte(text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %s", text, err, want)
+		}
+	}
+}
+
+func TestBadValueIsNamedWithItsRule(t *testing.T) {
+	cases := map[string]string{
+		"listen: nohost\n":                 "listen:",
+		"listen: 127.0.0.1:70000\n":        "listen: port",
+		"public_url: ftp://x\n":            "public_url:",
+		"public_url: https://x/path\n":     "public_url:",
+		"state_dir: relative/dir\n":        "state_dir:",
+		"log:\n  level: loud\n":            "log.level:",
+		"log:\n  format: xml\n":            "log.format:",
+		"database:\n  max_conns: 0\n":      "database.max_conns: 0",
+		"database:\n  max_conns: many\n":   `database.max_conns: "many" is not a int`,
+		"database:\n  url: 'http://%zz'\n": "database.url:",
+		"database: [1, 2]\n":               "database: want a mapping",
+		"listen: [a]\n":                    "listen: want a single value",
+		"listen: a:1\nlisten: b:2\n":       `key "listen" given twice`,
+		"a: 1\n---\nb: 2\n":                "unknown key",
+		"listen: 1:1\n---\nlog: {}\n":      "second YAML document",
+		"listen: [\n":                      "not YAML",
+	}
+	for text, want := range cases {
+		_, err := Parse([]byte(text))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %q", text, err, want)
+		}
+	}
+}
+
+func TestDatabaseURLErrorNeverQuotesThePassword(t *testing.T) {
+	_, err := Parse([]byte("database:\n  url: 'postgres://u:s3cret@h:notaport/db'\n"))
+	if err == nil || strings.Contains(err.Error(), "s3cret") {
+		t.Fatalf("error %v: want a refusal without the password", err)
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "api.yaml")
+	if err := os.WriteFile(path, []byte("bogus: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.HasPrefix(err.Error(), path+": line 1: unknown key") {
+		t.Fatalf("error %v, want it to start with the file, the line and the key", err)
+	}
+}
+
+func TestIssuerDefaultsToTheListenAddress(t *testing.T) {
+	c := Default()
+	if got := c.Issuer(); got != "http://127.0.0.1:18200" {
+		t.Fatalf("issuer %q", got)
+	}
+	c.PublicURL = "https://api.example.com/"
+	if err := c.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Issuer(); got != "https://api.example.com" {
+		t.Fatalf("issuer %q", got)
+	}
+}
