@@ -90,8 +90,9 @@ lint:
 	go vet ./... ./api/...
 	go run $(STATICCHECK) ./... ./api/...
 
+# The unit tests share one PostgreSQL cluster (tests/with-test-database).
 unit-test:
-	go test -count=1 $$(go list ./... | grep -v /tests/) ./api/...
+	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) ./api/...
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
@@ -104,17 +105,17 @@ desk-test: desk-image
 
 # Each fuzz target runs for FUZZTIME; a failing input lands in testdata/fuzz.
 fuzz:
-	tests/fuzz $(FUZZTIME)
+	tests/with-test-database tests/fuzz $(FUZZTIME)
 
 # Longer fuzzing that also keeps the coverage-widening inputs in
 # testdata/fuzz as seed corpus, to commit.
 fuzz-corpus:
-	tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
+	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
 
 test: lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
-	go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/)
+	tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) ./api/...
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
 
 clean:
