@@ -1,10 +1,11 @@
-// Command cocoonbox-api is the control plane: accounts, boxes, the key vault
-// and the control MCP. It reaches boxes only through sandboxd. For now it is
-// a skeleton that answers `version`; its sections of the contract come with
-// their own issues.
+// Command cocoonbox-api is the control plane: one server (the console, the
+// OAuth endpoints and gRPC on one listener) on PostgreSQL, embedded under
+// its state directory by default, and the admin commands on its accounts.
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
 )
@@ -12,24 +13,57 @@ import (
 // Version is stamped by the Makefile with the source revision.
 var Version = "dev"
 
-const usage = `usage: cocoonbox-api COMMAND
+const usage = `usage: cocoonbox-api COMMAND [flags]
 
 commands:
-  version   print the build's source revision
+  serve                   run the api (the console at /cb/, OAuth, gRPC; /healthz)
+  users add NAME [--admin]  make an account (password from stdin, or asked at a terminal)
+  users list [--json]     list the accounts
+  users disable NAME      stop an account's sign-ins and tokens (until enabled)
+  users enable NAME       let a disabled account in again
+  users delete NAME       remove an account with its tokens and sessions
+  users passwd NAME       set an account's password (stdin or a prompt)
+  version                 print the build's source revision
+
+Every command but version takes --config FILE (api.yaml) and --state-dir DIR;
+serve also takes --listen ADDR. 'cocoonbox-api COMMAND --help' tells more.
+
+exit codes: 0 done, 1 failed, 2 bad usage.
 `
 
+// errUsage marks an error as bad usage (exit code 2).
+var errUsage = errors.New("usage")
+
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprint(os.Stderr, usage)
+	err := run(os.Args[1:])
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+	case errors.Is(err, errUsage):
+		fmt.Fprintln(os.Stderr, "cocoonbox-api:", err)
 		os.Exit(2)
+	default:
+		fmt.Fprintln(os.Stderr, "cocoonbox-api:", err)
+		os.Exit(1)
 	}
-	switch os.Args[1] {
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, usage)
+		return fmt.Errorf("%w: no command", errUsage)
+	}
+	switch args[0] {
 	case "version":
 		fmt.Println(Version)
+		return nil
 	case "-h", "--help", "help":
 		fmt.Print(usage)
-	default:
-		fmt.Fprintf(os.Stderr, "cocoonbox-api: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
+		return nil
+	case "serve":
+		return serve(args[1:])
+	case "users":
+		return usersCmd(args[1:])
 	}
+	return fmt.Errorf("%w: unknown command %q (commands: serve, users, version; see --help)", errUsage, args[0])
 }

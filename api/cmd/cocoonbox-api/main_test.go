@@ -1,25 +1,254 @@
 package main
 
 import (
+	"bytes"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
-func TestVersionPrintsStamp(t *testing.T) {
-	bin := t.TempDir() + "/cocoonbox-api"
-	build := exec.Command("go", "build", "-ldflags", "-X main.Version=test-stamp", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build: %v\n%s", err, out)
+// bin is cocoonbox-api built once for the package's tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "cbapi-bin")
+	if err != nil {
+		panic(err)
 	}
-	out, err := exec.Command(bin, "version").Output()
+	bin = filepath.Join(dir, "cocoonbox-api")
+	if out, err := exec.Command("go", "build", "-ldflags", "-X main.Version=test-stamp", "-o", bin, ".").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// stateDir is a short directory (the socket path limit) that the embedded
+// cluster's user can enter.
+func stateDir(t testing.TB) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "cbst")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.TrimSpace(string(out)); got != "test-stamp" {
-		t.Fatalf("version = %q, want test-stamp", got)
+	os.Chmod(dir, 0o755)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "state")
+}
+
+// api runs one command to its end: its stdout, stderr and exit code.
+func api(t testing.TB, stdin string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
 	}
-	if err := exec.Command(bin, "nope").Run(); err == nil {
-		t.Fatal("unknown command exited 0")
+	return out.String(), errb.String(), code
+}
+
+type served struct {
+	cmd    *exec.Cmd
+	addr   string
+	stderr *bytes.Buffer
+	done   chan error
+}
+
+func freeAddr(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startServe starts `cocoonbox-api serve` and waits until /healthz answers 200.
+func startServe(t testing.TB, dir string, args ...string) *served {
+	t.Helper()
+	s := &served{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	s.cmd = exec.Command(bin, append([]string{"serve", "--state-dir", dir, "--listen", s.addr}, args...)...)
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	t.Cleanup(func() { s.stop(t) })
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		resp, err := http.Get("http://" + s.addr + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return s
+			}
+		}
+		select {
+		case err := <-s.done:
+			s.done <- err
+			t.Fatalf("serve exited before it was healthy: %v\n%s", err, s.stderr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("serve not healthy within 60s; last: %v\n%s", err, s.stderr)
+		}
+		time.Sleep(5 * time.Millisecond) // polling the condition, not waiting for time
+	}
+}
+
+// stop sends SIGTERM and waits for a clean exit.
+func (s *served) stop(t testing.TB) {
+	if s.cmd.ProcessState != nil {
+		return
+	}
+	s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.done:
+		s.done <- err
+		if err != nil {
+			t.Errorf("serve after SIGTERM: %v\n%s", err, s.stderr)
+		}
+	case <-time.After(60 * time.Second):
+		s.cmd.Process.Kill()
+		t.Errorf("serve did not stop on SIGTERM\n%s", s.stderr)
+	}
+}
+
+func TestVersionPrintsStamp(t *testing.T) {
+	out, _, code := api(t, "", "version")
+	if strings.TrimSpace(out) != "test-stamp" || code != 0 {
+		t.Fatalf("version = %q (exit %d), want test-stamp", out, code)
+	}
+	if _, errs, code := api(t, "", "nope"); code != 2 || !strings.Contains(errs, `unknown command "nope"`) {
+		t.Fatalf("unknown command: exit %d, %q", code, errs)
+	}
+}
+
+// Must show: serve on an empty state directory comes up, a restart keeps the
+// users, a second server on the same directory refuses with a clear message;
+// SIGTERM stops the embedded PostgreSQL.
+func TestEmbeddedServeOnEmptyStateDirRestartKeepsUsersSecondRefuses(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	s := startServe(t, dir)
+	if _, errs, code := api(t, "correct horse\n", "users", "add", "alice", "--admin", "--state-dir", dir); code != 0 {
+		t.Fatalf("users add beside the running api: exit %d: %s", code, errs)
+	}
+	second := exec.Command(bin, "serve", "--state-dir", dir, "--listen", freeAddr(t))
+	out, err := second.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "another cocoonbox-api (pid ") || !strings.Contains(string(out), dir) {
+		t.Fatalf("second serve: %v\n%s", err, out)
+	}
+	s.stop(t)
+	if _, err := os.Stat(filepath.Join(dir, "postgres/data/postmaster.pid")); !os.IsNotExist(err) {
+		t.Fatalf("the embedded PostgreSQL still runs after SIGTERM: %v", err)
+	}
+	startServe(t, dir)
+	out2, errs, code := api(t, "", "users", "list", "--state-dir", dir)
+	if code != 0 || !strings.Contains(out2, "alice  true") {
+		t.Fatalf("users after restart (exit %d):\n%s%s", code, out2, errs)
+	}
+}
+
+func TestUsersCommandsOnTheirOwn(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	if _, errs, code := api(t, "correct horse\n", "users", "add", "bob", "--state-dir", dir); code != 0 {
+		t.Fatalf("add: %s", errs)
+	}
+	for _, step := range [][]string{{"disable", "bob"}, {"enable", "bob"}, {"passwd", "bob"}} {
+		if _, errs, code := api(t, "new password\n", append([]string{"users"}, append(step, "--state-dir", dir)...)...); code != 0 {
+			t.Fatalf("%v: %s", step, errs)
+		}
+	}
+	out, _, _ := api(t, "", "users", "list", "--json", "--state-dir", dir)
+	if !strings.Contains(out, `"name": "bob"`) || !strings.Contains(out, `"disabled": false`) {
+		t.Fatalf("list --json:\n%s", out)
+	}
+	if _, _, code := api(t, "", "users", "delete", "bob", "--state-dir", dir); code != 0 {
+		t.Fatal("delete failed")
+	}
+	if _, errs, code := api(t, "", "users", "delete", "bob", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "bob"`) {
+		t.Fatalf("second delete: exit %d, %s", code, errs)
+	}
+}
+
+// Bad input: each is refused naming the rule, before anything is made.
+func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	conf := filepath.Join(t.TempDir(), "api.yaml")
+	os.WriteFile(conf, []byte("listen: 127.0.0.1:0\ndatabse:\n  url: x\n"), 0o644)
+	cases := []struct {
+		stdin string
+		args  []string
+		code  int
+		want  string
+	}{
+		{"", []string{"serve", "--config", conf, "--state-dir", dir}, 1, `line 2: unknown key "databse"`},
+		{"", []string{"serve", "--listen", "nohost", "--state-dir", dir}, 1, `listen: "nohost" is not host:port`},
+		{"", []string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"correct horse\n", []string{"users", "add", "Bad Name", "--state-dir", dir}, 1, "a user name is 1 to 39"},
+		{"short\n", []string{"users", "add", "carol", "--state-dir", dir}, 1, "a password is 8 to 1024 bytes"},
+		{"", []string{"users", "add", "carol", "--state-dir", dir}, 1, "no password on standard input"},
+		{"", []string{"users", "add", "--state-dir", dir}, 2, "users add needs a NAME"},
+		{"", []string{"users", "frob", "x"}, 2, `unknown users subcommand "frob"`},
+	}
+	for _, c := range cases {
+		_, errs, code := api(t, c.stdin, c.args...)
+		if code != c.code || !strings.Contains(errs, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, c.code, c.want)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("refused commands made the state directory: %v", err)
+	}
+}
+
+func TestHelpAnswers(t *testing.T) {
+	out, _, code := api(t, "", "--help")
+	if code != 0 || !strings.Contains(out, "users add NAME") || !strings.Contains(out, "--state-dir") {
+		t.Fatalf("--help (exit %d):\n%s", code, out)
+	}
+	_, errs, code := api(t, "", "serve", "--help")
+	if code != 0 || !strings.Contains(errs, "-listen") {
+		t.Fatalf("serve --help (exit %d):\n%s", code, errs)
+	}
+}
+
+// Embedded database cold start: serve on an empty state directory until /healthz is 200.
+func BenchmarkServeColdStartToHealthy(b *testing.B) {
+	for b.Loop() {
+		s := startServe(b, stateDir(b))
+		b.StopTimer()
+		s.stop(b)
+		b.StartTimer()
+	}
+}
+
+// Embedded database warm start: serve on a state directory made before.
+func BenchmarkServeWarmStartToHealthy(b *testing.B) {
+	dir := stateDir(b)
+	startServe(b, dir).stop(b)
+	for b.Loop() {
+		s := startServe(b, dir)
+		b.StopTimer()
+		s.stop(b)
+		b.StartTimer()
 	}
 }

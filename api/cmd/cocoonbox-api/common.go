@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+// schemas are every package's migrations, in the order their tables refer to each other.
+var schemas = []database.Schema{users.Schema}
+
+// common are the flags every command but version takes.
+type common struct {
+	configFile string
+	stateDir   string
+	listen     string
+}
+
+func newFlags(name, synopsis string, c *common, withListen bool) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(os.Stderr)
+	fs.StringVar(&c.configFile, "config", "", "api.yaml to read (default: none, the built-in defaults)")
+	fs.StringVar(&c.stateDir, "state-dir", "", "the api's state directory (default: state_dir of the config, /var/lib/cocoonbox-api)")
+	if withListen {
+		fs.StringVar(&c.listen, "listen", "", "host:port to serve on (default: listen of the config, 127.0.0.1:18200)")
+	}
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: cocoonbox-api %s\n\n", synopsis)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// parse parses args into fs, turning a flag error into bad usage.
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w: %v", errUsage, err)
+	}
+	return nil
+}
+
+// load is the configuration: the file when given, then the flags over it.
+func (c *common) load() (config.Config, error) {
+	cfg := config.Default()
+	if c.configFile != "" {
+		var err error
+		if cfg, err = config.Load(c.configFile); err != nil {
+			return cfg, err
+		}
+	}
+	if c.stateDir != "" {
+		abs, err := filepath.Abs(c.stateDir)
+		if err != nil {
+			return cfg, fmt.Errorf("--state-dir: %w", err)
+		}
+		cfg.StateDir = abs
+	}
+	if c.listen != "" {
+		cfg.Listen = c.listen
+	}
+	if err := cfg.Validate(); err != nil {
+		return cfg, fmt.Errorf("%w (from --listen, --state-dir or the config)", err)
+	}
+	return cfg, nil
+}
+
+func newLogger(cfg config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	level.UnmarshalText([]byte(cfg.Log.Level))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Log.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// openDB opens and migrates the configured database. shared: an admin
+// command beside a serving api uses that api's embedded cluster.
+func openDB(ctx context.Context, cfg config.Config, log *slog.Logger, shared bool) (*database.DB, error) {
+	db, err := database.Open(ctx, database.Options{
+		URL: cfg.Database.URL, StateDir: cfg.StateDir, SystemUser: cfg.Database.SystemUser,
+		MaxConns: cfg.Database.MaxConns, Shared: shared, Log: log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := database.Migrate(ctx, db.Pool, schemas...); err != nil {
+		db.Close(ctx)
+		return nil, err
+	}
+	return db, nil
+}

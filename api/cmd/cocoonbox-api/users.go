@@ -1,0 +1,172 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cocoonbox/cocoonbox/api/users"
+	"golang.org/x/term"
+)
+
+const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME | passwd NAME
+       (each with [--config FILE] [--state-dir DIR])
+
+A password is read from standard input (its first line) or, at a terminal,
+asked twice; never from the command line. A user name is 1 to 39 of a-z,
+0-9, '-' and '_', starting with a letter or digit; a password 8 to 1024 bytes.
+Beside a running api on the same state directory these use its database.
+`
+
+func usersCmd(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, usersUsage)
+		if len(args) == 0 {
+			return fmt.Errorf("%w: users needs a subcommand", errUsage)
+		}
+		return nil
+	}
+	verb := args[0]
+	var c common
+	var admin, asJSON bool
+	fs := newFlags("users "+verb, "users "+verb+" [flags]", &c, false)
+	switch verb {
+	case "add":
+		fs.BoolVar(&admin, "admin", false, "make an admin account")
+	case "list":
+		fs.BoolVar(&asJSON, "json", false, "print JSON, one array of accounts")
+	case "disable", "enable", "delete", "passwd":
+	default:
+		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd)", errUsage, verb)
+	}
+	// NAME may come before or after the flags.
+	rest := args[1:]
+	var name string
+	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
+		name, rest = rest[0], rest[1:]
+	}
+	if err := parse(fs, rest); err != nil {
+		return err
+	}
+	if name == "" && fs.NArg() > 0 {
+		name = fs.Arg(0)
+	} else if fs.NArg() > 0 {
+		return fmt.Errorf("%w: unexpected %q", errUsage, fs.Args())
+	}
+	if verb == "list" && name != "" {
+		return fmt.Errorf("%w: users list takes no NAME", errUsage)
+	}
+	if verb != "list" && name == "" {
+		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
+	}
+	cfg, err := c.load()
+	if err != nil {
+		return err
+	}
+	var password string
+	if verb == "add" || verb == "passwd" {
+		// Checked before the database starts, so a typo costs nothing.
+		if err := users.CheckName(name); err != nil {
+			return err
+		}
+		if password, err = readPassword(name); err != nil {
+			return err
+		}
+		if err := users.CheckPassword(password); err != nil {
+			return err
+		}
+	}
+	ctx := context.Background()
+	db, err := openDB(ctx, cfg, newLogger(cfg, io.Discard), true)
+	if err != nil {
+		return err
+	}
+	defer db.Close(ctx)
+	store := users.NewStore(db.Pool)
+	switch verb {
+	case "add":
+		u, err := store.Add(ctx, name, password, admin)
+		if err != nil {
+			return err
+		}
+		fmt.Printf("added %s (id %s%s)\n", u.Name, u.ID, map[bool]string{true: ", admin"}[u.Admin])
+	case "list":
+		list, err := store.List(ctx)
+		if err != nil {
+			return err
+		}
+		return printUsers(list, asJSON)
+	case "disable", "enable":
+		if _, err := store.SetDisabled(ctx, name, verb == "disable"); err != nil {
+			return err
+		}
+		fmt.Printf("%sd %s\n", verb, name)
+	case "delete":
+		if err := store.Delete(ctx, name); err != nil {
+			return err
+		}
+		fmt.Printf("deleted %s\n", name)
+	case "passwd":
+		if err := store.SetPassword(ctx, name, password); err != nil {
+			return err
+		}
+		fmt.Printf("password of %s set\n", name)
+	}
+	return nil
+}
+
+func printUsers(list []users.User, asJSON bool) error {
+	if asJSON {
+		if list == nil {
+			list = []users.User{}
+		}
+		enc := json.NewEncoder(os.Stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(list)
+	}
+	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(w, "NAME\tADMIN\tDISABLED\tCREATED\tID")
+	for _, u := range list {
+		fmt.Fprintf(w, "%s\t%v\t%v\t%s\t%s\n", u.Name, u.Admin, u.Disabled, u.CreatedAt.UTC().Format("2006-01-02 15:04Z"), u.ID)
+	}
+	return w.Flush()
+}
+
+// readPassword reads the password: asked twice at a terminal, else the
+// first line of standard input.
+func readPassword(name string) (string, error) {
+	fd := int(os.Stdin.Fd())
+	if term.IsTerminal(fd) {
+		fmt.Fprintf(os.Stderr, "Password for %s: ", name)
+		first, err := term.ReadPassword(fd)
+		fmt.Fprintln(os.Stderr)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		fmt.Fprint(os.Stderr, "Again: ")
+		second, err := term.ReadPassword(fd)
+		fmt.Fprintln(os.Stderr)
+		if err != nil {
+			return "", fmt.Errorf("read password: %w", err)
+		}
+		if string(first) != string(second) {
+			return "", errors.New("the two passwords differ; nothing changed")
+		}
+		return string(first), nil
+	}
+	line, err := bufio.NewReader(io.LimitReader(os.Stdin, users.MaxPassword+2)).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", fmt.Errorf("read password from stdin: %w", err)
+	}
+	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
+	if line == "" {
+		return "", errors.New("no password on standard input (pipe one line, e.g. `printf '%s\\n' \"$PW\" | cocoonbox-api users add NAME`)")
+	}
+	return line, nil
+}
