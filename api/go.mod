@@ -4,13 +4,13 @@ go 1.26.0
 
 require (
 	connectrpc.com/connect v1.21.1
-	google.golang.org/protobuf v1.36.11
 	github.com/google/renameio/v2 v2.0.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/pressly/goose/v3 v3.30.1
 	go.yaml.in/yaml/v3 v3.0.6
 	golang.org/x/crypto v0.58.0
 	golang.org/x/term v0.47.0
+	google.golang.org/protobuf v1.36.12
 )
 
 require (
