@@ -4,7 +4,9 @@
 // with `journalctl -m -t <helper>` and can filter by MESSAGE_ID=.
 //
 // Outside a box (no journald socket, as in unit tests) the entries go to
-// stderr as one line each, "PRIORITY: message key=value ...".
+// stderr as one line each, "PRIORITY: message key=value ...". Run by hand
+// in a terminal, a helper's warnings and errors go to the journal and to
+// the terminal too (the command-line convention of package cli).
 package journal
 
 import (
@@ -17,6 +19,7 @@ import (
 	"sync"
 
 	"github.com/coreos/go-systemd/v22/journal"
+	"golang.org/x/sys/unix"
 )
 
 // Priority is a syslog priority (journal.PriErr, PriWarning, PriInfo, ...).
@@ -39,6 +42,11 @@ type Logger struct {
 	Fields map[string]string
 	// Stderr receives the entries when journald is not there; nil is os.Stderr.
 	Stderr io.Writer
+	// Echo, when not nil, also receives every entry of priority Warning or
+	// more severe that reached the journal, as the same one line. New
+	// sets it to os.Stderr when that is a terminal: an admin running a
+	// helper by hand sees its refusals.
+	Echo io.Writer
 
 	mu sync.Mutex
 }
@@ -49,7 +57,17 @@ func New(identifier string) *Logger {
 	if identifier == "" {
 		identifier = filepath.Base(os.Args[0])
 	}
-	return &Logger{Identifier: identifier, Fields: map[string]string{}}
+	l := &Logger{Identifier: identifier, Fields: map[string]string{}}
+	if IsTerminal(os.Stderr) {
+		l.Echo = os.Stderr
+	}
+	return l
+}
+
+// IsTerminal reports whether f is a terminal (a TCGETS ioctl succeeds).
+func IsTerminal(f *os.File) bool {
+	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	return err == nil
 }
 
 // Set adds a field sent with every later entry. Field names are journal
@@ -81,17 +99,21 @@ func (l *Logger) Send(pri Priority, messageID, message string, fields ...string)
 	}
 	if journal.Enabled() {
 		if err := journal.Send(message, pri, vars); err == nil {
+			if l.Echo != nil && pri <= Warning {
+				l.write(l.Echo, pri, message, vars)
+			}
 			return
 		}
 	}
-	l.stderr(pri, message, vars)
-}
-
-func (l *Logger) stderr(pri Priority, message string, vars map[string]string) {
 	w := l.Stderr
 	if w == nil {
 		w = os.Stderr
 	}
+	l.write(w, pri, message, vars)
+}
+
+// write puts one entry on w as one line.
+func (l *Logger) write(w io.Writer, pri Priority, message string, vars map[string]string) {
 	keys := make([]string, 0, len(vars))
 	for k := range vars {
 		if k != "SYSLOG_IDENTIFIER" {

@@ -2,31 +2,70 @@ package journal
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"os/exec"
 	"strings"
 	"testing"
+	"time"
 
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 )
 
-// Without journald (unit tests run on a host without one) an entry must
-// still reach the admin, with its MESSAGE_ID and fields.
-func TestSendFallsBackToStderrWithFields(t *testing.T) {
-	t.Setenv("NOTIFY_SOCKET", "")
+// An entry reaches the admin with its MESSAGE_ID and fields: in the
+// journal where journald runs, else on stderr. Each case asserts: a run
+// where journald is present used to check nothing at all (issue 18, item 9).
+func TestSendReachesJournalOrStderrWithFields(t *testing.T) {
 	var buf bytes.Buffer
 	l := New("cocoonbox-test")
 	l.Stderr = &buf
+	l.Echo = nil
+	nonce := make([]byte, 8)
+	_, _ = rand.Read(nonce)
+	run := hex.EncodeToString(nonce)
 	l.Set("COCOONBOX_BOX_ID", "cb-abc")
-	l.Send(Warning, "0123456789abcdef0123456789abcdef", "refused the file", "COCOONBOX_PATH", "/run/x", "ODD")
-	if !sdjournal.Enabled() {
-		got := buf.String()
-		for _, want := range []string{"warning: refused the file", `COCOONBOX_BOX_ID="cb-abc"`,
-			`COCOONBOX_PATH="/run/x"`, `MESSAGE_ID="0123456789abcdef0123456789abcdef"`} {
-			if !strings.Contains(got, want) {
-				t.Errorf("stderr entry %q lacks %q", got, want)
-			}
+	l.Send(Warning, "0123456789abcdef0123456789abcdef", "refused the file", "COCOONBOX_PATH", "/run/x", "COCOONBOX_TEST_RUN", run, "ODD")
+	got := buf.String()
+	if sdjournal.Enabled() {
+		got = readJournal(t, "COCOONBOX_TEST_RUN="+run)
+	}
+	for _, want := range []string{"refused the file", "cb-abc", "/run/x", "0123456789abcdef0123456789abcdef"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("entry %q lacks %q", got, want)
 		}
-		if strings.Contains(got, "ODD") {
-			t.Errorf("odd trailing field name was sent: %q", got)
+	}
+	if strings.Contains(got, "ODD") {
+		t.Errorf("odd trailing field name was sent: %q", got)
+	}
+}
+
+// readJournal waits for the entry matching match to be readable.
+func readJournal(t *testing.T, match string) string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		out, err := exec.Command("journalctl", "-o", "json", "--no-pager", match).Output()
+		if err == nil && len(bytes.TrimSpace(out)) > 0 {
+			return string(out)
 		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no journal entry with %s after 10 s (journalctl: %v)", match, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Without journald the entry goes to Stderr, never to Echo as well (an
+// admin at a terminal would read every line twice).
+func TestFallbackWritesOnceEvenWithEcho(t *testing.T) {
+	if sdjournal.Enabled() {
+		t.Skip("journald is running here; the fallback is not used")
+	}
+	var out, echo bytes.Buffer
+	l := New("cocoonbox-test")
+	l.Stderr, l.Echo = &out, &echo
+	l.Send(Err, "", "it broke")
+	if !strings.HasPrefix(out.String(), "error: it broke") || echo.Len() != 0 {
+		t.Errorf("stderr %q, echo %q; want the entry once, on stderr", out.String(), echo.String())
 	}
 }

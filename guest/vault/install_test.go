@@ -13,7 +13,7 @@ import (
 func TestInstallSwapsWholeRenders(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cocoonbox-vault")
 	rs := ParseRecords(SourceVault, "A=a1;h.example;X:{} B=b1;;")
-	if err := Install(dir, Render("one", rs.Accepted, nil)); err != nil {
+	if err := Install(dir, Render("one", "/run/silkd.env", rs.Accepted, nil)); err != nil {
 		t.Fatal(err)
 	}
 	check := func(name, want string) {
@@ -60,7 +60,7 @@ func TestInstallSwapsWholeRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs = ParseRecords(SourceVault, "B=b2;;")
-	if err := Install(dir, Render("two", rs.Accepted, names)); err != nil {
+	if err := Install(dir, Render("two", "/run/silkd.env", rs.Accepted, names)); err != nil {
 		t.Fatal(err)
 	}
 	check(VaultSH, "render two")
@@ -134,7 +134,7 @@ func BenchmarkRender1000(b *testing.B) {
 	}
 	cpu := startCPU()
 	for b.Loop() {
-		Render("bench", recs, prev)
+		Render("bench", "/run/silkd.env", recs, prev)
 	}
 	cpu.report(b)
 }
@@ -173,6 +173,6 @@ func BenchmarkParseAndRender1000(b *testing.B) {
 		if err != nil || len(rs.Accepted) != 1000 {
 			b.Fatal(err)
 		}
-		Render("bench", rs.Accepted, nil)
+		Render("bench", "/run/silkd.env", rs.Accepted, nil)
 	}
 }

@@ -114,7 +114,7 @@ func TestRender(t *testing.T) {
 	rs := &Records{}
 	rs.Add(SourceVault, "GITHUB_TOKEN=ghp_cbv_1;api.github.com,github.com;Authorization:%20Bearer%20{} LINK_NO_REFRESH=1;;")
 	rs.Add(SourceConnect, "my-key=k;h.example;?key={}")
-	f := Render("r1", rs.Accepted, []string{"OLD", "LINK_NO_REFRESH", "not-a-name"})
+	f := Render("r1", "/run/silkd.env", rs.Accepted, []string{"OLD", "LINK_NO_REFRESH", "not-a-name"})
 	wantSH := "# cocoonbox vault render r1: generated from /run/silkd.env by /usr/local/lib/cocoonbox/vault; do not edit\n" +
 		"export GITHUB_TOKEN='ghp_cbv_1'\nexport LINK_NO_REFRESH='1'\nunset OLD\n"
 	if string(f.VaultSH) != wantSH {
@@ -129,7 +129,13 @@ func TestRender(t *testing.T) {
 	if string(f.Keys) != wantKeys {
 		t.Errorf("keys\n%s\nwant\n%s", f.Keys, wantKeys)
 	}
-	if f := Render("r2", []Record{{Name: "A", Placeholder: "a", Exported: true}}, nil); f.Keys != nil {
+	// The header names the file read, whatever it is (it always said
+	// /run/silkd.env: issue 18, item 6), and a newline cannot end it.
+	f = Render("r3", "/tmp/claim\nrm -rf ~", rs.Accepted, nil)
+	if first, _, _ := strings.Cut(string(f.VaultSH), "\n"); !strings.Contains(first, `from "/tmp/claim\nrm -rf ~" by`) {
+		t.Errorf("vault.sh's header %q does not name the file read, quoted", first)
+	}
+	if f := Render("r2", "/run/silkd.env", []Record{{Name: "A", Placeholder: "a", Exported: true}}, nil); f.Keys != nil {
 		t.Errorf("keys without a record with hosts: %q", f.Keys)
 	}
 }
@@ -171,7 +177,7 @@ func FuzzRecords(f *testing.F) {
 			}
 			seen[r.Name] = true
 		}
-		out := Render("fuzz", rs.Accepted, nil)
+		out := Render("fuzz", "/run/silkd.env", rs.Accepted, nil)
 		for _, l := range strings.Split(strings.TrimSuffix(string(out.VaultSH), "\n"), "\n") {
 			if !vaultLine.MatchString(l) {
 				t.Fatalf("vault.sh line %q", l)

@@ -3,6 +3,7 @@ package vault
 import (
 	"bytes"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,11 +31,14 @@ type Files struct {
 
 // Render builds the files from accepted records (in order) and the names
 // exported by earlier renders since boot (the previous names file; see
-// ParseNames). id names the render. Records are trusted to be valid (from
-// ParseRecords); values are single-quoted all the same.
-func Render(id string, records []Record, previous []string) *Files {
+// ParseNames). id names the render; source is the claim env file the
+// records came from, named in vault.sh's first line (a path with a control
+// character or a non-ASCII byte appears Go-quoted, so it cannot end the
+// comment). Records are trusted to be valid (from ParseRecords); values
+// are single-quoted all the same.
+func Render(id, source string, records []Record, previous []string) *Files {
 	f := &Files{ID: id}
-	header := "# cocoonbox vault render " + id + ": generated from /run/silkd.env by /usr/local/lib/cocoonbox/vault; do not edit\n"
+	header := "# cocoonbox vault render " + id + ": generated from " + commentSafe(source) + " by /usr/local/lib/cocoonbox/vault; do not edit\n"
 
 	var sh bytes.Buffer
 	sh.Grow(len(header) + 64*(len(records)+len(previous)))
@@ -120,4 +124,14 @@ func ParseNames(data []byte) []string {
 		}
 	}
 	return names
+}
+
+// commentSafe returns s as it may stand in a one-line shell comment.
+func commentSafe(s string) string {
+	for _, c := range []byte(s) {
+		if c < 0x20 || c >= 0x7f {
+			return strconv.QuoteToASCII(s)
+		}
+	}
+	return s
 }

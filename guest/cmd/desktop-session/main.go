@@ -19,8 +19,8 @@
 //	                           open (its session-restore='always' reopens its
 //	                           documents) and it is not running yet.
 //
-// Exit codes: 0 done (also: nothing to adopt, Mousepad not to reopen);
-// 2 bad usage; 1 failure (logged). start does not return once
+// Exit codes (package cli, the README's table): 0 done (also: nothing to
+// adopt, Mousepad not to reopen); 2 bad usage; 1 failure (logged). start does not return once
 // xfce4-session runs; it exits 1 only when it cannot exec it.
 package main
 
@@ -34,9 +34,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/desktop"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // MESSAGE_IDs, one per kind of event.
@@ -57,7 +57,8 @@ const (
 var activationEnv = []string{"DISPLAY", "XAUTHORITY", "XDG_CURRENT_DESKTOP",
 	"XDG_SESSION_TYPE", "XDG_SESSION_DESKTOP", "DESKTOP_SESSION"}
 
-const usage = `usage: desktop-session start|prepare|mousepad|--version
+const usage = `usage: desktop-session start|prepare|mousepad
+       desktop-session --help | --version
 
   start     prepare, then exec xfce4-session (cocoonbox-session.service)
   prepare   link ~/.cache/sessions to ~/.local/state/xfce4-session and adopt
@@ -65,7 +66,8 @@ const usage = `usage: desktop-session start|prepare|mousepad|--version
             before xfce4-session, as the desktop user)
   mousepad  start Mousepad when the last session-save found it open
 
-Exit codes: 0 done; 2 bad usage; 1 failure (logged).
+Exit codes: 0 done; 2 usage; 1 failure (logged to the journal, and to
+stderr in a terminal).
 `
 
 // init pins the main goroutine to the process's main thread, so the
@@ -81,27 +83,27 @@ func init() { runtime.LockOSThread() }
 func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
-	if len(args) != 1 {
-		fmt.Fprint(os.Stderr, usage)
-		return 2
+	cmd := cli.Command{Name: "desktop-session", Usage: usage}
+	rest, code, exit := cmd.Parse(nil, args)
+	if exit {
+		return code
+	}
+	if len(rest) != 1 {
+		return cmd.UsageError("one command is needed: start, prepare or mousepad (got %q)", rest)
+	}
+	verb := rest[0]
+	switch verb {
+	case "start", "prepare", "mousepad":
+	default:
+		return cmd.UsageError("unknown command %q (allowed: start, prepare, mousepad)", verb)
 	}
 	log := journal.New("cocoonbox-desktop-session")
 	fail := func(err error) int {
-		fmt.Fprintf(os.Stderr, "desktop-session %s: %v\n", args[0], err)
-		log.Send(journal.Err, msgFailed, fmt.Sprintf("desktop-session %s failed: %v", args[0], err))
-		return 1
-	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return 0
-	case "--version":
-		fmt.Println("desktop-session", version.Version)
-		return 0
-	case "start", "prepare", "mousepad":
-	default:
-		fmt.Fprintf(os.Stderr, "desktop-session: unknown command %q\n%s", args[0], usage)
-		return 2
+		if log.Echo == nil { // in a terminal the journal entry is echoed already
+			fmt.Fprintf(os.Stderr, "desktop-session %s: %v\n", verb, err)
+		}
+		log.Send(journal.Err, msgFailed, fmt.Sprintf("desktop-session %s failed: %v", verb, err))
+		return cli.Failed
 	}
 	env, err := desktop.CurrentEnv()
 	if err != nil {
@@ -111,35 +113,35 @@ func run(args []string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if args[0] == "mousepad" {
+	if verb == "mousepad" {
 		open, err := desktop.MousepadWasOpen(state)
 		if err != nil {
 			return fail(err)
 		}
 		if !open || desktop.Running("/proc", "mousepad", env.UID) {
-			return 0
+			return cli.OK
 		}
 		log.Send(journal.Info, msgMousepad, "reopening Mousepad, open at the last session save")
 		if err := syscall.Exec(mousepadPath, []string{"mousepad"}, os.Environ()); err != nil {
 			return fail(fmt.Errorf("exec %s: %w", mousepadPath, err))
 		}
-		return 0
+		return cli.OK
 	}
-	code := prepare(log, fail, env, state)
-	if args[0] == "prepare" {
+	code = prepare(log, fail, env, state)
+	if verb == "prepare" {
 		return code
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "dbus-update-activation-environment", append([]string{"--systemd"}, activationEnv...)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
+	act := exec.CommandContext(ctx, "dbus-update-activation-environment", append([]string{"--systemd"}, activationEnv...)...)
+	if out, err := act.CombinedOutput(); err != nil {
 		// The desktop still works; only D-Bus-activated apps lack the display.
 		fail(fmt.Errorf("dbus-update-activation-environment: %v: %s", err, out))
 	}
 	if err := syscall.Exec(xfce4SessionPath, []string{"xfce4-session"}, os.Environ()); err != nil {
 		return fail(fmt.Errorf("exec %s: %w", xfce4SessionPath, err))
 	}
-	return 0
+	return cli.OK
 }
 
 // prepare adopts the newest save under the current host name; see Adopt.
@@ -158,5 +160,5 @@ func prepare(log *journal.Logger, fail func(error) int, env desktop.Env, state s
 		log.Send(journal.Info, msgAdopted, fmt.Sprintf("the newest desktop session %s is already this host's", a.To),
 			"COCOONBOX_PATH", a.To)
 	}
-	return 0
+	return cli.OK
 }

@@ -17,11 +17,11 @@
 // A refused file or name is logged (MESSAGE_ID hostname-refused) and the
 // hostname stays as it was.
 //
-// Exit codes of a single run (--watch logs each run's outcome and goes
+// Exit codes of a single run (package cli, the README's table; --watch logs each run's outcome and goes
 // on; it exits 75 only when the watch fails):
 //
 //	0   done (also: no identity file yet, nothing to do)
-//	64  usage
+//	2   usage
 //	65  the record is invalid, or its name maps to no valid hostname
 //	73  the identity directory or file is unsafe (symlink, owner, mode, type, size)
 //	74  the hostname or /etc/hosts could not be set
@@ -30,16 +30,17 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/pathwatch"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // MESSAGE_IDs of the helper's journal entries (catalog:
@@ -49,15 +50,6 @@ const (
 	msgRefused   = "ef3dd4313cec4853a7a8718ac879c8cc"
 	msgFailed    = "824369f3d4284f9bb7b6905e3bda0def"
 	msgUnchanged = "927343fbd2fa4621862eb78c0957435f"
-)
-
-const (
-	exitOK      = 0
-	exitUsage   = 64
-	exitInvalid = 65
-	exitUnsafe  = 73
-	exitIO      = 74
-	exitWatch   = 75
 )
 
 const usage = `usage: hostname [--watch | --help | --version]
@@ -72,7 +64,7 @@ name is logged to the journal and the hostname stays.
          every change of the identity file or its directory (what
          cocoonbox-hostname.service runs).
 
-exit codes: 0 done (or no identity yet); 64 usage; 65 invalid record or a
+exit codes: 0 done (or no identity yet); 2 usage; 65 invalid record or a
 name that maps to no hostname; 73 unsafe identity directory or file;
 74 the hostname or /etc/hosts could not be set; 75 (--watch) the watch failed.
 `
@@ -82,23 +74,20 @@ name that maps to no hostname; 73 unsafe identity directory or file;
 const maxRounds = 5
 
 func main() {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "-h", "--help":
-			fmt.Print(usage)
-			os.Exit(exitOK)
-		case "--version":
-			fmt.Println("hostname", version.Version)
-			os.Exit(exitOK)
-		case "--watch":
-			if len(os.Args) == 2 {
-				os.Exit(watch(journal.New("cocoonbox-hostname")))
-			}
-		}
-		fmt.Fprintf(os.Stderr, "hostname: unknown argument %q (allowed: one of --watch, --help, --version)\n", os.Args[1])
-		os.Exit(exitUsage)
+	cmd := cli.Command{Name: "hostname", Usage: usage}
+	fs := flag.NewFlagSet("hostname", flag.ContinueOnError)
+	watchFlag := fs.Bool("watch", false, "keep running and apply every change")
+	rest, code, exit := cmd.Parse(fs, os.Args[1:])
+	if exit {
+		os.Exit(code)
+	}
+	if len(rest) != 0 {
+		os.Exit(cmd.UsageError("takes no arguments (got %q)", rest))
 	}
 	log := journal.New("cocoonbox-hostname")
+	if *watchFlag {
+		os.Exit(watch(log))
+	}
 	os.Exit(run(log))
 }
 
@@ -111,7 +100,7 @@ func watch(log *journal.Logger) int {
 	// Without a stop descriptor Run returns only with an error.
 	err := pathwatch.Run([]string{identity.Dir, identity.Path}, func() { run(log) }, ready, -1)
 	log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot watch %s: %v", identity.Dir, err), "COCOONBOX_PATH", identity.Dir)
-	return exitWatch
+	return cli.TryLater
 }
 
 func run(log *journal.Logger) int {
@@ -126,7 +115,7 @@ func run(log *journal.Logger) int {
 		id, err := identity.Load()
 		if errors.Is(err, fs.ErrNotExist) && round == 0 {
 			log.Send(journal.Info, msgUnchanged, "no identity yet; the hostname stays", "COCOONBOX_PATH", identity.Path)
-			return exitOK
+			return cli.OK
 		}
 		if err != nil {
 			return refuse(log, err)
@@ -138,23 +127,23 @@ func run(log *journal.Logger) int {
 			return refuse(log, fmt.Errorf("%s: %w", identity.Path, err))
 		}
 		if want == applied {
-			return exitOK // stable: what is in the file is what we set
+			return cli.OK // stable: what is in the file is what we set
 		}
-		if code := apply(log, want); code != exitOK {
+		if code := apply(log, want); code != cli.OK {
 			return code
 		}
 		applied = want
 	}
-	return exitOK
+	return cli.OK
 }
 
 func refuse(log *journal.Logger, err error) int {
-	code := exitIO
+	code := cli.IO
 	switch {
 	case errors.Is(err, identity.ErrInvalid):
-		code = exitInvalid
+		code = cli.Invalid
 	case errors.Is(err, identity.ErrUnsafe):
-		code = exitUnsafe
+		code = cli.Unsafe
 	}
 	log.Send(journal.Err, msgRefused, "identity refused, the hostname stays: "+err.Error(),
 		"COCOONBOX_PATH", identity.Path, "COCOONBOX_REASON", err.Error())
@@ -174,21 +163,21 @@ func apply(log *journal.Logger, name string) int {
 		if err := h.Set(name); err != nil {
 			log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot set the hostname to %s: %v", name, err),
 				"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_NEW_HOSTNAME", name)
-			return exitIO
+			return cli.IO
 		}
 	}
 	hostsChanged, err := ensureHosts(hostsFile, name)
 	if err != nil {
 		log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot update %s for %s: %v", hostsFile, name, err),
 			"COCOONBOX_PATH", hostsFile, "COCOONBOX_NEW_HOSTNAME", name)
-		return exitIO
+		return cli.IO
 	}
 	if !changed && !hostsChanged {
 		log.Send(journal.Info, msgUnchanged, "hostname already "+name, "COCOONBOX_NEW_HOSTNAME", name)
-		return exitOK
+		return cli.OK
 	}
 	log.Send(journal.Notice, msgSet, fmt.Sprintf("hostname %s → %s", oldKernel, name),
 		"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_OLD_STATIC_HOSTNAME", oldStatic,
 		"COCOONBOX_NEW_HOSTNAME", name, "COCOONBOX_PATH", identity.Path, "COCOONBOX_VIA", h.Via())
-	return exitOK
+	return cli.OK
 }

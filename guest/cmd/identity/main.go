@@ -6,11 +6,12 @@
 //	identity show --hostname         print the hostname the record maps to
 //
 // The api runs `identity write` through sandboxd at every boot and wake.
-// Exit codes (sysexits(3)):
+// Exit codes (package cli, the README's table):
 //
 //	0   done
-//	64  usage: unknown command or option
-//	65  the record (stdin, or the file for show) is invalid; the error names the field and the rule
+//	2   usage: unknown command or option
+//	65  the record (stdin, or the file for show) is invalid, or its name maps
+//	    to no hostname; the error names the field and the rule
 //	66  show: there is no identity file yet
 //	73  the directory or file is unsafe (a symlink, not root's, group- or world-writable, not regular, oversize)
 //	74  an I/O error
@@ -19,6 +20,7 @@ package main
 
 import (
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"io/fs"
@@ -26,9 +28,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // MESSAGE_IDs of the writer's journal entries (catalog:
@@ -38,20 +40,9 @@ const (
 	msgRefused = "06e1415d05ac4e2cb03563d4220f734f"
 )
 
-// Exit codes.
-const (
-	exitOK       = 0
-	exitUsage    = 64
-	exitInvalid  = 65
-	exitNoInput  = 66
-	exitUnsafe   = 73
-	exitIO       = 74
-	exitTryLater = 75
-)
-
 const usage = `usage: identity write < record.json
        identity show [--hostname]
-       identity --version
+       identity --help | --version
 
 write  reads one identity record (JSON) on stdin, validates it strictly and
        writes it atomically to /run/cocoonbox-identity/identity (root 0644,
@@ -64,7 +55,10 @@ The record: {"box_id":"cb-[a-z0-9]{1,60}","wake_id":"1-128 printable ASCII",
 "key_id":"first 16 hex of sha256(key)","public_key":"ed25519, base64url, no
 padding","name":"[A-Za-z0-9_-]{0,63}"}; at most 4096 bytes.
 
-exit codes: 0 done; 64 usage; 65 invalid record (the error names the field
+A name that maps to no hostname (one starting or ending in '_' or '-') is
+refused by write, as the hostname helper would refuse it.
+
+exit codes: 0 done; 2 usage; 65 invalid record (the error names the field
 and the rule); 66 no identity file (show); 73 unsafe directory or file
 (symlink, not root's, group/world-writable, not regular, oversize);
 74 I/O error; 75 try again later (out of space or memory).
@@ -75,41 +69,46 @@ func main() {
 }
 
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return exitUsage
+	cmd := cli.Command{Name: "identity", Usage: usage, Stdout: stdout, Stderr: stderr}
+	rest, code, exit := cmd.Parse(nil, args)
+	if exit {
+		return code
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case "--version":
-		fmt.Fprintln(stdout, "identity", version.Version)
-		return exitOK
+	if len(rest) == 0 {
+		return cmd.UsageError("a command is needed (write or show)")
+	}
+	switch rest[0] {
 	case "write":
-		if len(args) != 1 {
-			fmt.Fprintf(stderr, "identity write: takes no arguments (got %q); the record comes on stdin\n", args[1:])
-			return exitUsage
+		sub := cli.Command{Name: "identity write", Usage: usage, Stdout: stdout, Stderr: stderr}
+		more, code, exit := sub.Parse(nil, rest[1:])
+		if exit {
+			return code
+		}
+		if len(more) != 0 {
+			return sub.UsageError("takes no arguments (got %q); the record comes on stdin", more)
 		}
 		return write(stdin, stderr)
 	case "show":
-		hostname := false
-		for _, a := range args[1:] {
-			if a != "--hostname" {
-				fmt.Fprintf(stderr, "identity show: unknown option %q (allowed: --hostname)\n", a)
-				return exitUsage
-			}
-			hostname = true
+		sub := cli.Command{Name: "identity show", Usage: usage, Stdout: stdout, Stderr: stderr}
+		fs := flag.NewFlagSet("show", flag.ContinueOnError)
+		hostname := fs.Bool("hostname", false, "print the hostname the record maps to")
+		more, code, exit := sub.Parse(fs, rest[1:])
+		if exit {
+			return code
 		}
-		return show(hostname, stdout, stderr)
+		if len(more) != 0 {
+			return sub.UsageError("unknown argument %q (allowed: --hostname)", more[0])
+		}
+		return show(*hostname, stdout, stderr)
 	}
-	fmt.Fprintf(stderr, "identity: unknown command %q (allowed: write, show, --help, --version)\n", args[0])
-	return exitUsage
+	return cmd.UsageError("unknown command %q (allowed: write, show, --help, --version)", rest[0])
 }
 
 func write(stdin io.Reader, stderr io.Writer) int {
 	log := journal.New("cocoonbox-identity")
-	log.Stderr = io.Discard // the one-line error below is the stderr form
+	// The one-line error below is the stderr form, always (sandboxd hands
+	// it to the api), so the journal does not echo it a second time.
+	log.Stderr, log.Echo = io.Discard, nil
 	fail := func(code int, err error) int {
 		fmt.Fprintf(stderr, "identity write: %v\n", err)
 		log.Send(journal.Err, msgRefused, "identity write refused: "+err.Error(),
@@ -118,11 +117,16 @@ func write(stdin io.Reader, stderr io.Writer) int {
 	}
 	data, err := io.ReadAll(io.LimitReader(stdin, identity.MaxSize+1))
 	if err != nil {
-		return fail(exitIO, fmt.Errorf("read stdin: %w", err))
+		return fail(cli.IO, fmt.Errorf("read stdin: %w", err))
 	}
 	id, err := identity.Parse(data)
 	if err != nil {
-		return fail(exitInvalid, fmt.Errorf("stdin: %w", err))
+		return fail(cli.Invalid, fmt.Errorf("stdin: %w", err))
+	}
+	// A record the hostname helper would refuse is refused here, so the
+	// api hears of it instead of a success the box never applies.
+	if _, err := id.Hostname(); err != nil {
+		return fail(cli.Invalid, fmt.Errorf("stdin: %w", err))
 	}
 	log.Set("COCOONBOX_BOX_ID", id.BoxID)
 	log.Set("COCOONBOX_WAKE_ID", id.WakeID)
@@ -136,7 +140,7 @@ func write(stdin io.Reader, stderr io.Writer) int {
 	}
 	log.Send(journal.Info, msgWritten, fmt.Sprintf("identity of %s written (wake %s, name %q)", id.BoxID, id.WakeID, id.Name),
 		"COCOONBOX_PATH", identity.Path, "COCOONBOX_KEY_ID", id.KeyID, "COCOONBOX_NAME", id.Name)
-	return exitOK
+	return cli.OK
 }
 
 func show(hostname bool, stdout, stderr io.Writer) int {
@@ -149,27 +153,27 @@ func show(hostname bool, stdout, stderr io.Writer) int {
 		h, err := id.Hostname()
 		if err != nil {
 			fmt.Fprintf(stderr, "identity show: %s: %v\n", identity.Path, err)
-			return exitInvalid
+			return cli.Invalid
 		}
 		fmt.Fprintln(stdout, h)
-		return exitOK
+		return cli.OK
 	}
 	_, _ = stdout.Write(id.Marshal())
-	return exitOK
+	return cli.OK
 }
 
 // code maps an error to the exit code its kind documents.
 func code(err error) int {
 	switch {
 	case errors.Is(err, identity.ErrInvalid):
-		return exitInvalid
+		return cli.Invalid
 	case errors.Is(err, identity.ErrUnsafe):
-		return exitUnsafe
+		return cli.Unsafe
 	case errors.Is(err, fs.ErrNotExist):
-		return exitNoInput
+		return cli.NoInput
 	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EDQUOT),
 		errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-		return exitTryLater
+		return cli.TryLater
 	}
-	return exitIO
+	return cli.IO
 }

@@ -7,10 +7,11 @@
 //	packages reconcile   run by cocoonbox-packages.service at every desktop
 //	                     start: installs the listed packages this machine lacks.
 //
-// Exit codes of reconcile: 0 nothing missing or all installed; 75 the dpkg
-// lock stayed held past the lock timeout, or apt-get update failed (try
-// again later: the unit retries); 1 a listed package failed to install, or
-// the list is unsafe or unreadable (a retry will not fix it); 2 usage.
+// Exit codes of reconcile (package cli, the README's table): 0 nothing
+// missing or all installed; 75 the dpkg lock stayed held past the lock
+// timeout, or apt-get update failed (try again later: the unit retries);
+// 1 a listed package failed to install, or the list is unsafe or
+// unreadable (a retry will not fix it); 2 usage.
 //
 // Environment: COCOONBOX_PACKAGES_LOCK_TIMEOUT, how long reconcile waits
 // for a held dpkg lock (seconds, or a Go duration such as "3s"; default
@@ -28,10 +29,10 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/packages"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // DesktopUser is the user whose packages are kept (Contract: Desktop user).
@@ -41,7 +42,8 @@ const DesktopUser = "user"
 // wait (the unit sets the contract's 120 s; tests set a few seconds).
 const LockTimeoutEnv = "COCOONBOX_PACKAGES_LOCK_TIMEOUT"
 
-const usage = `usage: packages record | reconcile | --version | --help
+const usage = `usage: packages record | reconcile
+       packages --help | --version
 
   record     after an apt run (apt's DPkg::Post-Invoke hook, as root): write the
              packages marked manual beyond /etc/cocoonbox/packages.baseline to
@@ -53,27 +55,28 @@ const usage = `usage: packages record | reconcile | --version | --help
 Environment:
   COCOONBOX_PACKAGES_LOCK_TIMEOUT  dpkg lock wait, seconds or a duration like 3s (default 120)
   COCOONBOX_PACKAGES_NO_RECORD=1   record does nothing (set by reconcile for its apt runs)
+
+Refusals and failures go to the journal (journalctl -t cocoonbox-packages),
+and to stderr too when run in a terminal.
 `
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	cmd := cli.Command{Name: "packages", Usage: usage}
+	rest, code, exit := cmd.Parse(nil, os.Args[1:])
+	if exit {
+		os.Exit(code)
 	}
-	switch os.Args[1] {
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-	case "--version":
-		fmt.Println("packages", version.Version)
+	if len(rest) != 1 {
+		os.Exit(cmd.UsageError("one command is needed: record or reconcile (got %q)", rest))
+	}
+	switch rest[0] {
 	case "record":
 		record()
-		os.Exit(0)
+		os.Exit(cli.OK)
 	case "reconcile":
 		os.Exit(reconcile())
-	default:
-		fmt.Fprintf(os.Stderr, "packages: unknown command %q\n%s", os.Args[1], usage)
-		os.Exit(2)
 	}
+	os.Exit(cmd.UsageError("unknown command %q (allowed: record, reconcile)", rest[0]))
 }
 
 // newLog is the helper's journal logger; the box id names the box in every
@@ -193,29 +196,31 @@ func reconcile() int {
 	timeout, err := lockTimeout()
 	if err != nil {
 		log.Send(journal.Err, packages.MsgListError, err.Error())
-		fmt.Fprintln(os.Stderr, "packages:", err)
-		return 2
+		if log.Echo == nil {
+			fmt.Fprintln(os.Stderr, "packages:", err)
+		}
+		return cli.Usage
 	}
 	home, err := lookupHome()
 	if err != nil {
 		log.Send(journal.Err, packages.MsgListError, err.Error())
-		return 1
+		return cli.Failed
 	}
 	log.Set("COCOONBOX_PATH", home.Path())
 	f, err := home.OpenList()
 	if errors.Is(err, os.ErrNotExist) {
 		log.Send(journal.Info, packages.MsgNothing, "no package list ("+home.Path()+"): nothing to install", "COCOONBOX_LISTED", "0")
-		return 0
+		return cli.OK
 	}
 	if err != nil {
 		log.Send(journal.Err, packages.MsgListError, "the package list is not read: "+err.Error())
-		return 1
+		return cli.Failed
 	}
 	list, err := packages.Parse(f)
 	f.Close()
 	if err != nil {
 		log.Send(journal.Err, packages.MsgListError, home.Path()+": "+err.Error())
-		return 1
+		return cli.Failed
 	}
 	for _, r := range list.Refused {
 		log.Send(journal.Warning, packages.MsgRefused, home.Path()+": "+r.Error()+"; the other lines go on",
@@ -225,12 +230,12 @@ func reconcile() int {
 	_, err = rc.Reconcile(context.Background(), list.Names)
 	switch {
 	case err == nil:
-		return 0
+		return cli.OK
 	case errors.Is(err, packages.ErrTryLater):
 		log.Send(journal.Warning, packages.MsgLockBusy, "reconcile deferred (exit 75): "+err.Error())
-		return 75
+		return cli.TryLater
 	default:
 		log.Send(journal.Err, packages.MsgFailed, "reconcile failed: "+err.Error())
-		return 1
+		return cli.Failed
 	}
 }

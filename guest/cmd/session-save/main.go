@@ -5,7 +5,7 @@
 //
 // Contract: Desktop session save.
 //
-// Exit codes:
+// Exit codes (package cli, the README's table):
 //
 //	0   saved
 //	2   bad usage
@@ -27,9 +27,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/desktop"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // MESSAGE_IDs, one per kind of event.
@@ -38,21 +38,8 @@ const (
 	msgFailed = "eec20c232e7b4aea998458f27232a414"
 )
 
-const (
-	exitFailed      = 1
-	exitUsage       = 2
-	exitUnavailable = 69
-	exitTempFail    = 75
-)
-
-func main() { os.Exit(run()) }
-
-func run() int {
-	fs := flag.NewFlagSet("session-save", flag.ContinueOnError)
-	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for xfce4-session's session file")
-	showVersion := fs.Bool("version", false, "print the version and exit")
-	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), `usage: session-save [--timeout 10s]
+const usage = `usage: session-save [--timeout 10s]
+       session-save --help | --version
 
 Saves the XFCE session of the calling user (run it as user, with the
 session's DBUS_SESSION_BUS_ADDRESS or /run/user/UID/bus): checkpoints
@@ -60,64 +47,68 @@ xfce4-session over D-Bus (org.xfce.Session.Manager.Checkpoint), waits for
 ~/.cache/sessions/xfce4-session-HOST:DISPLAY (a link into
 ~/.local/state/xfce4-session), and records whether Mousepad is open.
 
-Exit codes: 0 saved; 2 bad usage; 69 no xfce4-session on the session bus;
+--timeout D  how long to wait for xfce4-session's session file (default 10s)
+
+Exit codes: 0 saved; 2 usage; 69 no xfce4-session on the session bus;
 75 xfce4-session busy or no session file within --timeout (try again
 later); 1 other failure. A failure leaves the previous save as it was.
+`
 
-`)
-		fs.PrintDefaults()
+func main() { os.Exit(run()) }
+
+func run() int {
+	cmd := cli.Command{Name: "session-save", Usage: usage}
+	fs := flag.NewFlagSet("session-save", flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 10*time.Second, "how long to wait for xfce4-session's session file")
+	rest, code, exit := cmd.Parse(fs, os.Args[1:])
+	if exit {
+		return code
 	}
-	if err := fs.Parse(os.Args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return 0
-		}
-		return exitUsage
+	if len(rest) > 0 {
+		return cmd.UsageError("takes no arguments (got %q)", rest)
 	}
-	if *showVersion {
-		fmt.Println("session-save", version.Version)
-		return 0
-	}
-	if fs.NArg() > 0 || *timeout <= 0 {
-		fmt.Fprintf(os.Stderr, "session-save: takes no arguments and --timeout must be positive (got %q, %v)\n", fs.Args(), *timeout)
-		return exitUsage
+	if *timeout <= 0 {
+		return cmd.UsageError("--timeout must be positive (got %v)", *timeout)
 	}
 	log := journal.New("cocoonbox-session-save")
 	fail := func(code int, err error) int {
-		fmt.Fprintf(os.Stderr, "session-save: %v\n", err)
+		if log.Echo == nil { // in a terminal the journal entry is echoed already
+			fmt.Fprintf(os.Stderr, "session-save: %v\n", err)
+		}
 		log.Send(journal.Err, msgFailed, "desktop session not saved: "+err.Error(), "COCOONBOX_EXIT", fmt.Sprint(code))
 		return code
 	}
 	env, err := desktop.CurrentEnv()
 	if err != nil {
-		return fail(exitFailed, err)
+		return fail(cli.Failed, err)
 	}
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	conn, err := desktop.ConnectSessionBus(env.UID)
 	if err != nil {
-		return fail(exitUnavailable, fmt.Errorf("%w (%v)", desktop.ErrNoSessionManager, err))
+		return fail(cli.Unavailable, fmt.Errorf("%w (%v)", desktop.ErrNoSessionManager, err))
 	}
 	defer conn.Close()
 	// The save must land in the state layer: the link first (it moves a
 	// stray real directory's files over), then the checkpoint.
 	state, err := desktop.LinkCache(env.Home)
 	if err != nil {
-		return fail(exitFailed, err)
+		return fail(cli.Failed, err)
 	}
 	file := env.SessionFile()
 	session, err := desktop.Checkpoint(ctx, conn, file, 20*time.Millisecond)
 	switch {
 	case errors.Is(err, desktop.ErrNoSessionManager):
-		return fail(exitUnavailable, err)
+		return fail(cli.Unavailable, err)
 	case errors.Is(err, desktop.ErrBusy), errors.Is(err, desktop.ErrNoSessionFile):
-		return fail(exitTempFail, err)
+		return fail(cli.TryLater, err)
 	case err != nil:
-		return fail(exitFailed, err)
+		return fail(cli.Failed, err)
 	}
 	mousepad := desktop.Running("/proc", "mousepad", env.UID)
 	if err := desktop.RecordMousepad(state, mousepad); err != nil {
-		return fail(exitFailed, fmt.Errorf("session saved to %s, but recording Mousepad failed: %w", file, err))
+		return fail(cli.Failed, fmt.Errorf("session saved to %s, but recording Mousepad failed: %w", file, err))
 	}
 	open := map[bool]string{true: "open", false: "closed"}[mousepad]
 	took := time.Since(start)
@@ -126,5 +117,5 @@ later); 1 other failure. A failure leaves the previous save as it was.
 	fmt.Println(msg)
 	log.Send(journal.Info, msgSaved, "desktop session "+msg, "COCOONBOX_PATH", file,
 		"COCOONBOX_CLIENTS", fmt.Sprint(len(session.Clients)), "COCOONBOX_MOUSEPAD", open)
-	return 0
+	return cli.OK
 }

@@ -7,12 +7,14 @@
 //
 // Contract: Box API keys.
 //
-// Exit codes of a single run: 0 rendered, or nothing to do (no claim env
-// file yet); 65 the claim env file is unreadable or unparsable (the last
-// good render stays; a retry of the same file fails again); 75 the render
-// could not be put in place (try again later); 2 bad usage. With --watch a
-// bad file or a failed render is logged and the watch goes on; it exits 75
-// only when the watch itself fails.
+// Exit codes of a single run (package cli, the README's table): 0
+// rendered, or nothing to do (no claim env file yet); 65 the claim env file
+// is unreadable or unparsable (the last good render stays; a retry of the
+// same file fails again); 73 the vault directory's parent is missing (a
+// retry would not make it); 75 the render could not be put in place (try
+// again later); 2 bad usage. With --watch a bad file or a failed render is
+// logged and the watch goes on; it exits 75 only when the watch itself
+// fails.
 package main
 
 import (
@@ -21,6 +23,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -28,10 +31,10 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/vault"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 	"golang.org/x/sys/unix"
 )
 
@@ -46,13 +49,6 @@ const (
 	msgEnvChanged    = "c43746e3bd68483581ddf99332bafcff" // the file changed during a render: render again
 )
 
-const (
-	exitOK       = 0
-	exitUsage    = 2
-	exitBadData  = 65 // EX_DATAERR
-	exitTempFail = 75 // EX_TEMPFAIL
-)
-
 // maxRecordLogs bounds the per-record journal entries of one render; the
 // rest are counted in one summary entry.
 const maxRecordLogs = 100
@@ -61,36 +57,38 @@ const maxRecordLogs = 100
 // changed while it rendered.
 const maxRounds = 20
 
+const usage = `usage: vault [--watch] [--env FILE] [--dir DIR]
+       vault --help | --version
+
+Reads COCOONBOX_VAULT and COCOONBOX_CONNECT from the claim env file FILE
+(default /run/silkd.env; the syntax of systemd's EnvironmentFile=) and
+renders their records into DIR (default /run/cocoonbox-vault): vault.sh
+(export/unset lines for login shells), names (every name exported since
+boot) and keys (the records with hosts, NAME<TAB>placeholder<TAB>hosts<TAB>how).
+The new render replaces the old one in a single rename. Refusals go to the
+journal (journalctl -t cocoonbox-vault), and to stderr in a terminal.
+
+--watch  keep running: render now, tell systemd it is ready, render again on
+         every change of FILE (what cocoonbox-vault.service runs); bad files
+         are logged and the watch goes on.
+
+Exit codes: 0 rendered or nothing to do; 2 usage; 65 bad claim env file
+(last render kept); 73 DIR's parent is missing; 75 could not put the render
+in place (try again later). --watch exits 75 only if the watch fails.
+`
+
 func main() {
-	envPath := flag.String("env", "/run/silkd.env", "the claim env file to read")
-	dir := flag.String("dir", "/run/cocoonbox-vault", "the vault directory to render into")
-	showVersion := flag.Bool("version", false, "print the version and exit")
-	watchFlag := flag.Bool("watch", false, "keep running: render now, tell systemd it is ready, render again on every change of FILE")
-	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, `usage: vault [--watch] [--env FILE] [--dir DIR]
-
-Reads COCOONBOX_VAULT and COCOONBOX_CONNECT from the claim env file (the
-syntax of systemd's EnvironmentFile=) and renders their records into DIR:
-vault.sh (export/unset lines for login shells), names (every name exported
-since boot) and keys (the records with hosts, NAME<TAB>placeholder<TAB>hosts<TAB>how).
-The new render replaces the old one in a single rename.
-
-Exit codes: 0 rendered or nothing to do; 65 bad claim env file (last render
-kept); 75 could not put the render in place (try again later); 2 usage.
-With --watch (cocoonbox-vault.service) it renders at start and after every
-change of FILE, logging bad files, and exits 75 only if the watch fails.
-
-`)
-		flag.PrintDefaults()
+	cmd := cli.Command{Name: "vault", Usage: usage}
+	fs := flag.NewFlagSet("vault", flag.ContinueOnError)
+	envPath := fs.String("env", "/run/silkd.env", "the claim env file to read")
+	dir := fs.String("dir", "/run/cocoonbox-vault", "the vault directory to render into")
+	watchFlag := fs.Bool("watch", false, "keep running and render every change")
+	rest, code, exit := cmd.Parse(fs, os.Args[1:])
+	if exit {
+		os.Exit(code)
 	}
-	flag.Parse()
-	if *showVersion {
-		fmt.Println("vault", version.Version)
-		return
-	}
-	if flag.NArg() != 0 {
-		flag.Usage()
-		os.Exit(exitUsage)
+	if len(rest) != 0 {
+		os.Exit(cmd.UsageError("takes no arguments (got %q)", rest))
 	}
 	log := journal.New("cocoonbox-vault")
 	// The box id names the box in every entry, once the identity is there.
@@ -104,34 +102,43 @@ change of FILE, logging bad files, and exits 75 only if the watch fails.
 	os.Exit(run(log, *envPath, filepath.Clean(*dir)))
 }
 
+// installCode is the exit code of a render that could not be put in place:
+// a missing parent of the vault directory is no passing condition.
+func installCode(err error) int {
+	if errors.Is(err, fs.ErrNotExist) {
+		return cli.Unsafe
+	}
+	return cli.TryLater
+}
+
 func run(log *journal.Logger, envPath, dir string) int {
 	// One vault at a time: a second run (by hand, beside the service)
 	// waits here rather than racing the swap.
 	lock, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot open the vault's lock: %v", err), "COCOONBOX_PATH", dir+".lock")
-		return exitTempFail
+		return installCode(err)
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
 		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot lock the vault: %v", err), "COCOONBOX_PATH", dir+".lock")
-		return exitTempFail
+		return cli.TryLater
 	}
 
 	for round := 1; ; round++ {
 		data, stamp, err := vault.ReadEnvFile(envPath)
 		if errors.Is(err, vault.ErrNoEnvFile) {
 			log.Send(journal.Notice, msgNoEnvFile, fmt.Sprintf("no claim env file %s: the vault stays as it is", envPath), "COCOONBOX_PATH", envPath)
-			return exitOK
+			return cli.OK
 		}
 		if err != nil {
 			log.Send(journal.Err, msgBadEnvFile, fmt.Sprintf("cannot read the claim env, keeping the last good render: %v", err), "COCOONBOX_PATH", envPath)
-			return exitBadData
+			return cli.Invalid
 		}
 		recs, err := vault.ParseClaimEnv(data)
 		if err != nil {
 			log.Send(journal.Err, msgBadEnvFile, fmt.Sprintf("%s: %v; keeping the last good render", envPath, err), "COCOONBOX_PATH", envPath)
-			return exitBadData
+			return cli.Invalid
 		}
 		logRecords(log, envPath, recs)
 		names, err := vault.ReadNames(dir)
@@ -141,10 +148,10 @@ func run(log *journal.Logger, envPath, dir string) int {
 			log.Send(journal.Warning, msgInstallFailed, fmt.Sprintf("cannot read the names of the last render: %v", err), "COCOONBOX_PATH", dir)
 		}
 		id := renderID()
-		files := vault.Render(id, recs.Accepted, names)
+		files := vault.Render(id, envPath, recs.Accepted, names)
 		if err := vault.Install(dir, files); err != nil {
 			log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot put the render in place, keeping the last one: %v", err), "COCOONBOX_PATH", dir)
-			return exitTempFail
+			return installCode(err)
 		}
 		exported, keys := 0, 0
 		for _, r := range recs.Accepted {
@@ -166,11 +173,11 @@ func run(log *journal.Logger, envPath, dir string) int {
 		// the queued event would also bring another render.)
 		now, err := vault.StatFile(envPath)
 		if err != nil || now == stamp {
-			return exitOK
+			return cli.OK
 		}
 		if round >= maxRounds {
 			log.Send(journal.Warning, msgEnvChanged, fmt.Sprintf("%s keeps changing; stopping after %d renders (the next change starts another run)", envPath, round), "COCOONBOX_PATH", envPath)
-			return exitOK
+			return cli.OK
 		}
 		log.Send(journal.Info, msgEnvChanged, fmt.Sprintf("%s changed while rendering; rendering again", envPath), "COCOONBOX_PATH", envPath)
 	}

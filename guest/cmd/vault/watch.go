@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/pathwatch"
 )
@@ -19,7 +20,7 @@ func watch(log *journal.Logger, envPath, dir string, ready func(), stop int) int
 	err := pathwatch.Run([]string{envPath}, func() { run(log, envPath, dir) }, ready, stop)
 	if err != nil {
 		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot watch %s: %v", envPath, err), "COCOONBOX_PATH", envPath)
-		return exitTempFail
+		return cli.TryLater
 	}
-	return exitOK
+	return cli.OK
 }

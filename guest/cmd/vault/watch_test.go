@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 )
 
@@ -87,7 +88,7 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	stopW.Close()
 	select {
 	case code := <-done:
-		if code != exitOK {
+		if code != cli.OK {
 			t.Fatalf("watch returned %d after stop, want 0", code)
 		}
 	case <-time.After(10 * time.Second):

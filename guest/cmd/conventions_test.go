@@ -1,0 +1,85 @@
+// Package cmd_test holds the test that every helper under guest/cmd follows
+// the one command-line convention of package cli (issue 18, item 6).
+package cmd_test
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/guest/cli"
+)
+
+// helpers lists the commands under guest/cmd: every directory with a
+// main.go. A new helper is held to the convention without being listed.
+func helpers(t *testing.T) []string {
+	t.Helper()
+	dirs, err := filepath.Glob("*/main.go")
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("no helpers found under guest/cmd (%v)", err)
+	}
+	names := make([]string, len(dirs))
+	for i, d := range dirs {
+		names[i] = filepath.Dir(d)
+	}
+	return names
+}
+
+type result struct {
+	code           int
+	stdout, stderr string
+}
+
+func runHelper(t *testing.T, bin string, args ...string) result {
+	t.Helper()
+	var out, errb bytes.Buffer
+	c := exec.Command(bin, args...)
+	c.Stdin, c.Stdout, c.Stderr = nil, &out, &errb
+	err := c.Run()
+	var ee *exec.ExitError
+	if err != nil && !errors.As(err, &ee) {
+		t.Fatalf("%s %q: %v", bin, args, err)
+	}
+	return result{c.ProcessState.ExitCode(), out.String(), errb.String()}
+}
+
+// Contract (DESIGN, Conventions): exit codes mean something and are the
+// same everywhere. Each helper: --help prints its usage on stdout and
+// exits 0; --version prints "NAME VERSION" and exits 0; an unknown option
+// exits 2 with the fault and the usage on stderr, nothing on stdout. (On
+// main before, identity and hostname exited 64; vault and session-save
+// printed --help on stderr.)
+func TestEveryHelperFollowsTheCommandLineConvention(t *testing.T) {
+	names := helpers(t)
+	bin := t.TempDir()
+	args := []string{"build", "-o", bin + "/"}
+	for _, n := range names {
+		args = append(args, "./"+n)
+	}
+	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	for _, n := range names {
+		exe := filepath.Join(bin, n)
+		if _, err := os.Stat(exe); err != nil {
+			t.Fatalf("helper %s: %v", n, err)
+		}
+		t.Run(n, func(t *testing.T) {
+			usage := "usage: " + n
+			if r := runHelper(t, exe, "--help"); r.code != cli.OK || !strings.HasPrefix(r.stdout, usage) || r.stderr != "" {
+				t.Errorf("--help: exit %d, stdout %.60q, stderr %.60q; want 0 and %q on stdout only", r.code, r.stdout, r.stderr, usage)
+			}
+			if r := runHelper(t, exe, "--version"); r.code != cli.OK || !strings.HasPrefix(r.stdout, n+" ") {
+				t.Errorf("--version: exit %d, stdout %q; want 0 and %q", r.code, r.stdout, n+" VERSION")
+			}
+			r := runHelper(t, exe, "--no-such-option")
+			if r.code != cli.Usage || r.stdout != "" || !strings.HasPrefix(r.stderr, n+": ") || !strings.Contains(r.stderr, usage) {
+				t.Errorf("--no-such-option: exit %d, stdout %.60q, stderr %.80q; want 2, the fault and the usage on stderr", r.code, r.stdout, r.stderr)
+			}
+		})
+	}
+}
