@@ -1,6 +1,6 @@
-// Package cmd_test holds the test that every helper under guest/cmd follows
-// the one command-line convention of package cli (issue 18, item 6).
-package cmd_test
+// This file holds the test that every helper under guest/cmd follows the
+// one command-line convention of this package (issue 18, item 6).
+package cli_test
 
 import (
 	"bytes"
@@ -18,13 +18,13 @@ import (
 // main.go. A new helper is held to the convention without being listed.
 func helpers(t *testing.T) []string {
 	t.Helper()
-	dirs, err := filepath.Glob("*/main.go")
+	dirs, err := filepath.Glob("../cmd/*/main.go")
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no helpers found under guest/cmd (%v)", err)
 	}
 	names := make([]string, len(dirs))
 	for i, d := range dirs {
-		names[i] = filepath.Dir(d)
+		names[i] = filepath.Base(filepath.Dir(d))
 	}
 	return names
 }
@@ -58,7 +58,7 @@ func TestEveryHelperFollowsTheCommandLineConvention(t *testing.T) {
 	bin := t.TempDir()
 	args := []string{"build", "-o", bin + "/"}
 	for _, n := range names {
-		args = append(args, "./"+n)
+		args = append(args, "../cmd/"+n)
 	}
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, out)
