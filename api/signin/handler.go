@@ -1,0 +1,112 @@
+package signin
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"mime"
+	"net/http"
+	"net/url"
+)
+
+// Principal is the console's signed-in user.
+type Principal struct {
+	UserID, UserName string
+}
+
+// Handler serves the sign-in's endpoints. Build it with NewHandler and
+// mount it with Mount.
+type Handler struct {
+	store   *Store
+	issuer  string
+	session func(*http.Request) (Principal, bool)
+	revoke  func(ctx context.Context, secret string) error
+	log     *slog.Logger
+}
+
+// NewHandler is the sign-in of the api reachable at issuer (its public URL,
+// the iss of RFC 9207, no trailing slash). session answers the console
+// session of a request; revoke revokes the device token with this secret,
+// leaving an unknown or personal token alone.
+func NewHandler(store *Store, issuer string, session func(*http.Request) (Principal, bool),
+	revoke func(ctx context.Context, secret string) error, log *slog.Logger) *Handler {
+	return &Handler{store: store, issuer: issuer, session: session, revoke: revoke, log: log}
+}
+
+// Mount puts the endpoints on mux (a net/http.ServeMux or the api's server).
+func (h *Handler) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/oauth/authorize", http.HandlerFunc(h.authorizePage))
+	mux.Handle("POST /cb/api/oauth/check", http.HandlerFunc(h.check))
+	mux.Handle("POST /cb/api/oauth/approve", http.HandlerFunc(h.approve))
+	mux.Handle("POST /cb/api/oauth/deny", http.HandlerFunc(h.deny))
+	mux.Handle("POST /cocoonbox.oauth/token", http.HandlerFunc(h.token))
+	mux.Handle("POST /cocoonbox.oauth/revoke", http.HandlerFunc(h.revokeToken))
+}
+
+// callbackURL is the redirect URI with the parameters of RFC 6749 §4.1.2 and
+// iss (RFC 9207).
+func (h *Handler) callbackURL(redirectURI string, params url.Values) string {
+	params.Set("iss", h.issuer)
+	return redirectURI + "?" + params.Encode()
+}
+
+// errorCallback is the redirect of a refusal (RFC 6749 §4.1.2.1).
+func (h *Handler) errorCallback(q url.Values, e *Error) string {
+	p := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+	if st := q.Get("state"); st != "" && len(st) <= maxState {
+		p.Set("state", st)
+	}
+	return h.callbackURL(q.Get("redirect_uri"), p)
+}
+
+// consoleCall reads the body {"query": "<authorize query>"} of the
+// consent page's calls. It takes JSON only, which a cross-site form cannot
+// send (with the SameSite=Strict session cookie, the CSRF defence).
+func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
+	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": ErrInvalidRequest, "error_description": "send application/json"})
+		return nil, false
+	}
+	var body struct {
+		Query string `json:"query"`
+	}
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "the body must be {\"query\": \"...\"}: " + err.Error()})
+		return nil, false
+	}
+	q, err := url.ParseQuery(body.Query)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
+		return nil, false
+	}
+	return q, true
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// writeOAuthError answers an OAuth error as JSON (RFC 6749 §5.2): 401 for
+// invalid_client, 500 for server_error, else 400.
+func writeOAuthError(w http.ResponseWriter, e *Error) {
+	status := http.StatusBadRequest
+	switch e.Code {
+	case ErrInvalidClient:
+		status = http.StatusUnauthorized
+	case ErrServerError:
+		status = http.StatusInternalServerError
+	}
+	writeJSON(w, status, map[string]string{"error": e.Code, "error_description": e.Description})
+}
+
+// serverError logs err and answers server_error, never err's text.
+func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
+	h.log.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "err", err)
+	writeOAuthError(w, &Error{Code: ErrServerError, Description: "the api failed; try again"})
+}

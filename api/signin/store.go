@@ -1,0 +1,154 @@
+package signin
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cocoonbox/cocoonbox/api/database"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Schema is the signin package's migrations (signin_schema_migrations); its
+// table refers to users, so it migrates after users.Schema.
+var Schema = database.Schema{Table: "signin_schema_migrations", FS: mustSub(migrations, "migrations")}
+
+func mustSub(f fs.FS, dir string) fs.FS {
+	s, err := fs.Sub(f, dir)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+// CodeLifetime is how long an authorization code can be exchanged (the contract's 60 s).
+const CodeLifetime = 60 * time.Second
+
+// Devices is what the sign-in needs of the device tokens (package tokens):
+// it makes one in the exchange's transaction, and revokes one.
+type Devices interface {
+	// CreateDevice stores a new device token of userID for client, named
+	// label, in tx, and answers its id (dev_ + 16 hex) and secret (cb_ + 64
+	// hex). Every api learns it once tx commits.
+	CreateDevice(ctx context.Context, tx pgx.Tx, userID, client, label string) (id, secret string, err error)
+	// RevokeDevice revokes userID's device id in tx; every api drops it and
+	// ends the calls open on it once tx commits. A device already gone is no error.
+	RevokeDevice(ctx context.Context, tx pgx.Tx, userID, id string) error
+}
+
+// Store keeps the one-use authorization codes.
+type Store struct {
+	pool    *pgxpool.Pool
+	devices Devices
+	// Lifetime is CodeLifetime; tests shorten it.
+	Lifetime time.Duration
+}
+
+// NewStore is a store on pool making device tokens through devices.
+func NewStore(pool *pgxpool.Pool, devices Devices) *Store {
+	return &Store{pool: pool, devices: devices, Lifetime: CodeLifetime}
+}
+
+func hashCode(code string) []byte {
+	sum := sha256.Sum256([]byte(code))
+	return sum[:]
+}
+
+// IssueCode stores a code for userID's approval of r and answers it (cbc_ and
+// 26 base32 characters, 130 random bits); only its SHA-256 is kept. Codes
+// that expired an hour ago are removed on the way.
+func (s *Store) IssueCode(ctx context.Context, userID string, r *AuthorizeRequest) (string, error) {
+	code := "cbc_" + rand.Text()
+	_, err := s.pool.Exec(ctx, `
+		WITH gone AS (DELETE FROM signin_codes WHERE expires_at < now() - interval '1 hour')
+		INSERT INTO signin_codes (code_sha256, user_id, client, redirect_uri, code_challenge, device_name, expires_at)
+		VALUES ($1, $2, $3, $4, $5, $6, now() + make_interval(secs => $7))`,
+		hashCode(code), userID, r.Client.ID, r.RedirectURI, r.CodeChallenge, r.DeviceName, s.Lifetime.Seconds())
+	if err != nil {
+		return "", fmt.Errorf("store the authorization code: %w", err)
+	}
+	return code, nil
+}
+
+// Exchange is a token request's grant (RFC 6749 §4.1.3).
+type Exchange struct {
+	ClientID, Code, RedirectURI, Verifier string
+}
+
+// Redeem turns a code into a device token of its user, in one transaction.
+// The first attempt burns the code whatever its outcome, so a code works once;
+// a second use is invalid_grant and revokes the device the first use made
+// (RFC 6749 §4.1.2). invalid_grant also for an unknown or expired code, a
+// client or redirect URI other than the approval's, a verifier that does not
+// match (RFC 7636 §4.6), and a user disabled meanwhile. Other errors are
+// server errors.
+func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr *Error, err error) {
+	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var (
+			userID, client, redirectURI, challenge, label string
+			deviceID                                      *string
+			used, expired, disabled                       bool
+		)
+		err := tx.QueryRow(ctx, `
+			SELECT c.user_id, c.client, c.redirect_uri, c.code_challenge, c.device_name, c.device_id,
+			       c.used_at IS NOT NULL, c.expires_at <= now(), u.disabled_at IS NOT NULL
+			FROM signin_codes c JOIN users u ON u.id = c.user_id
+			WHERE c.code_sha256 = $1 FOR UPDATE OF c`, hashCode(x.Code)).
+			Scan(&userID, &client, &redirectURI, &challenge, &label, &deviceID, &used, &expired, &disabled)
+		if errors.Is(err, pgx.ErrNoRows) {
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code is unknown: sign in again"}
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("read the authorization code: %w", err)
+		}
+		if used {
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
+			if deviceID != nil {
+				return s.devices.RevokeDevice(ctx, tx, userID, *deviceID)
+			}
+			return nil
+		}
+		if _, err := tx.Exec(ctx, `UPDATE signin_codes SET used_at = now() WHERE code_sha256 = $1`, hashCode(x.Code)); err != nil {
+			return fmt.Errorf("burn the authorization code: %w", err)
+		}
+		switch {
+		case expired:
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code expired (it lives 60 s): sign in again"}
+		case client != x.ClientID:
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code was issued to another client"}
+		case redirectURI != x.RedirectURI:
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "redirect_uri is not the one of the authorization request"}
+		case VerifyPKCE(challenge, x.Verifier) != nil:
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "code_verifier does not match the code_challenge"}
+		case disabled:
+			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the account is disabled"}
+		}
+		if oauthErr != nil {
+			return nil
+		}
+		id, sec, err := s.devices.CreateDevice(ctx, tx, userID, client, label)
+		if err != nil {
+			return fmt.Errorf("make the device token: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE signin_codes SET device_id = $2 WHERE code_sha256 = $1`, hashCode(x.Code), id); err != nil {
+			return fmt.Errorf("record the code's device: %w", err)
+		}
+		secret = sec
+		return nil
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return secret, oauthErr, nil
+}
