@@ -1,0 +1,107 @@
+package devices
+
+import (
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+)
+
+// Console serves the console's Devices section and its JSON calls, for the
+// user of the console session (cb_session):
+//
+//	GET    /cb/api/devices                 200 [{id, client, label, created_at, used_at}]
+//	DELETE /cb/api/devices/{id}            204; 404 for another user's device or one gone
+//	POST   /cb/api/me/sign-out-everywhere  204, the session cookie cleared
+//	GET    /cb/devices                     the Devices page
+//
+// Without a session each call answers 401.
+type Console struct {
+	store *Store
+	// session answers the user id of the request's console session.
+	session func(*http.Request) (userID string, ok bool)
+	// clearSession expires the session cookie in the answer.
+	clearSession func(http.ResponseWriter)
+	log          *slog.Logger
+}
+
+// NewConsole is the console side of store.
+func NewConsole(store *Store, session func(*http.Request) (string, bool), clearSession func(http.ResponseWriter), log *slog.Logger) *Console {
+	return &Console{store: store, session: session, clearSession: clearSession, log: log}
+}
+
+// Mount puts the routes on mux.
+func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/api/devices", c.user(c.list))
+	mux.Handle("DELETE /cb/api/devices/{id}", c.user(c.revoke))
+	mux.Handle("POST /cb/api/me/sign-out-everywhere", c.user(c.signOutEverywhere))
+	mux.Handle("GET /cb/devices", http.HandlerFunc(c.page))
+}
+
+// user runs h for the session's user, or answers 401.
+func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		userID, ok := c.session(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
+			return
+		}
+		h(w, r, userID)
+	})
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
+	list, err := c.store.List(r.Context(), userID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	if list == nil {
+		list = []Device{}
+	}
+	writeJSON(w, http.StatusOK, list)
+}
+
+func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) {
+	err := c.store.Revoke(r.Context(), userID, r.PathValue("id"))
+	if errors.Is(err, ErrNotFound) {
+		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no device " + r.PathValue("id") + " of yours"})
+		return
+	}
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, userID string) {
+	if err := c.store.SignOutEverywhere(r.Context(), userID); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	c.clearSession(w)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+//go:embed devices.html
+var devicesPage []byte
+
+func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Write(devicesPage)
+}
+
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.ErrorContext(r.Context(), "devices call failed", "path", r.URL.Path, "err", err)
+	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
