@@ -1,0 +1,164 @@
+// Command branchbox is the BranchBox in-guest runtime (Contract: BranchBox
+// managed runtime manifest): it checks an orchestrator's assignment,
+// and starts a provider for a consumer.
+// The usage text below is its manual; the README's "BranchBox" section has
+// the JSON of every verb.
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/internal/version"
+)
+
+const usage = `usage: branchbox feature check       NAME --run RUN_ID [--root DIR] [--json]
+       branchbox feature exec        NAME --run RUN_ID --consumer C --executable E [--inherit A,B] [--root DIR] [--json] [-- ARGS...]
+       branchbox --version
+
+The assignment is DIR/managed/RUN_ID/assignment.json (DIR defaults to
+/run/branchbox); NAME must be its "feature". Every verb checks the whole
+assignment first (strict JSON, every rule of the security contract, on
+opened descriptors) and refuses with the rule broken and the path.
+
+check        validate the assignment and print what it would do.
+exec         start the executable for the consumer: only when it and the
+             --inherit names match one live model-identity lease exactly;
+             its environment is only PATH=/usr/local/bin:/usr/bin:/bin,
+             the inherited names from branchbox's own environment and the
+             consumer's digest-checked provider-environment values.
+             branchbox execs it (as the version 3 workspace consumer, else
+             the run's owner; in the workspace when it exists), so its exit
+             status is the provider's.
+
+--json prints one JSON object on stdout: check's report, or any verb's
+refusal ({"status":"refused","rule":...,"where":...,"error":...}).
+
+exit codes: 0 done; 1 a failure a retry will not fix; 2 usage; 65 the
+assignment breaks a rule (the error names it); 66 no such run; 73 an unsafe
+path (symlink, owner, mode, links); 74 an I/O error; 75 try again later
+(out of space or memory, a lock held); after exec, the provider's own.
+`
+
+// Exit codes (guest/cli's table).
+const (
+	exitOK       = 0
+	exitFailed   = 1
+	exitUsage    = 2
+	exitInvalid  = 65
+	exitNoInput  = 66
+	exitUnsafe   = 73
+	exitIO       = 74
+	exitTryLater = 75
+)
+
+// MESSAGE_IDs of branchbox's journal entries.
+const (
+	msgRefused  = "3f6c1a0e2b8d4c57a1e9d2b7c4f08a61"
+	msgDone     = "8b2e5d71c9a34f06b8d1e6a2f3c79b45"
+	msgResidue  = "c41d8e2a7b5f4a93b06e1d9c2a8f7e30"
+	msgProvider = "5a9e3c17d2b64e08a7f1c5d3b9e2a640"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+type env struct {
+	o      *options
+	stdout io.Writer
+	stderr io.Writer
+	log    *journal.Logger
+	opt    branchbox.Options
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	o, err := parseArgs(args)
+	var ue *errUsage
+	switch {
+	case errors.Is(err, errHelp):
+		fmt.Fprint(stdout, usage)
+		return exitOK
+	case errors.Is(err, errVersion):
+		fmt.Fprintln(stdout, "branchbox", version.Version)
+		return exitOK
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "branchbox: %s\n\n%s", ue.msg, usage)
+		return exitUsage
+	}
+	e := &env{o: o, stdout: stdout, stderr: stderr, log: journal.New("branchbox"),
+		opt: branchbox.Options{Root: o.root}}
+	e.log.Stderr = io.Discard
+	e.log.Set("BRANCHBOX_RUN_ID", o.runID)
+	switch o.verb {
+	case "check":
+		return e.check()
+	case "exec":
+		return e.exec()
+	}
+	return exitUsage
+}
+
+// fail reports err (as JSON with --json, else one line on stderr), logs
+// it, and returns its exit code.
+func (e *env) fail(err error) int {
+	code := exitCode(err)
+	e.log.Send(journal.Warning, msgRefused, fmt.Sprintf("%s %s refused: %v", e.o.verb, e.o.name, err),
+		"BRANCHBOX_RULE", string(branchbox.RuleOf(err)))
+	if e.o.json {
+		out := map[string]any{"status": "refused", "verb": e.o.verb, "error": err.Error(), "exit_code": code}
+		var re *branchbox.RuleError
+		if errors.As(err, &re) {
+			out["rule"], out["where"] = re.Rule, re.Where
+		} else {
+			out["status"] = "failed"
+		}
+		e.printJSON(out)
+	} else {
+		fmt.Fprintf(e.stderr, "branchbox: %s: %v\n", e.o.verb, err)
+	}
+	return code
+}
+
+func (e *env) printJSON(v any) {
+	enc := json.NewEncoder(e.stdout)
+	enc.SetIndent("", "  ")
+	enc.Encode(v)
+}
+
+// placeRules are refusals of where a file is rather than what it says.
+var placeRules = map[branchbox.Rule]bool{
+	branchbox.RuleRunDirectory: true, branchbox.RuleOwnerOnly: true, branchbox.RuleSourceType: true,
+	branchbox.RuleGitMetadata: true,
+}
+
+func exitCode(err error) int {
+	var re *branchbox.RuleError
+	switch {
+	case errors.As(err, &re) && re.Rule == branchbox.RuleRunDirectory && re.Detail == "does not exist":
+		return exitNoInput
+	case errors.As(err, &re) && placeRules[re.Rule]:
+		return exitUnsafe
+	case errors.As(err, &re):
+		return exitInvalid
+	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EWOULDBLOCK):
+		return exitTryLater
+	case errors.Is(err, fs.ErrNotExist):
+		return exitNoInput
+	case errors.Is(err, fs.ErrPermission):
+		return exitUnsafe
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return exitIO
+	}
+	return exitFailed
+}
