@@ -40,7 +40,9 @@ var ErrNoEnvFile = errors.New("no claim env file")
 
 // ReadEnvFile reads the claim env file at path. It opens it without
 // following a symlink and checks, on the descriptor, that it is a regular
-// file of at most MaxEnvFileSize bytes. It returns the contents and the
+// file of root's, not writable by group or others (the rules the identity
+// reader holds its file to: anyone else who could write it could steer
+// every login shell's environment), of at most MaxEnvFileSize bytes. It returns the contents and the
 // file's Stamp as read. A missing file is ErrNoEnvFile (wrapped).
 func ReadEnvFile(path string) ([]byte, Stamp, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
@@ -61,6 +63,12 @@ func ReadEnvFile(path string) ([]byte, Stamp, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, Stamp{}, fmt.Errorf("%s is not a regular file (mode %o)", path, st.Mode)
+	}
+	if st.Uid != 0 {
+		return nil, Stamp{}, fmt.Errorf("%s belongs to uid %d: the claim env must be root's", path, st.Uid)
+	}
+	if st.Mode&(unix.S_IWGRP|unix.S_IWOTH) != 0 {
+		return nil, Stamp{}, fmt.Errorf("%s has mode %04o: the claim env must not be writable by group or others", path, st.Mode&0o7777)
 	}
 	if st.Size > MaxEnvFileSize {
 		return nil, Stamp{}, fmt.Errorf("%s is %d bytes, larger than %d", path, st.Size, MaxEnvFileSize)

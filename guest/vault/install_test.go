@@ -104,6 +104,30 @@ func TestReadEnvFile(t *testing.T) {
 	if _, _, err := ReadEnvFile(d); err == nil || !strings.Contains(err.Error(), "not a regular file") {
 		t.Errorf("directory: %v", err)
 	}
+	// Owned by another user, or writable by group or others: refused as the
+	// identity reader refuses its file (issue 18, item 4: only a symlink
+	// was refused).
+	if os.Geteuid() != 0 {
+		t.Fatal("this test needs root (it gives a file to another user): run it as make test does")
+	}
+	os.WriteFile(p, []byte("COCOONBOX_VAULT=A=a;;\n"), 0o644)
+	if err := os.Chown(p, 1000, 1000); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := ReadEnvFile(p); err == nil || !strings.Contains(err.Error(), "must be root's") {
+		t.Errorf("a file of uid 1000: %v", err)
+	}
+	os.Chown(p, 0, 0)
+	for _, mode := range []os.FileMode{0o664, 0o646, 0o666} {
+		os.Chmod(p, mode)
+		if _, _, err := ReadEnvFile(p); err == nil || !strings.Contains(err.Error(), "writable by group or others") {
+			t.Errorf("mode %04o: %v", mode, err)
+		}
+	}
+	os.Chmod(p, 0o640)
+	if _, _, err := ReadEnvFile(p); err != nil {
+		t.Errorf("root's 0640 file refused: %v", err)
+	}
 	if _, err := ParseClaimEnv([]byte("COCOONBOX_VAULT=\xff\n")); err == nil {
 		t.Error("invalid UTF-8 accepted")
 	}

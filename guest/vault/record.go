@@ -25,9 +25,13 @@
 //     (sandboxd swaps its placeholder on those hosts all the same, and the
 //     agent lists it), and is left out of vault.sh and names, with a
 //     warning. Without hosts it would do nothing, so it is refused.
-//   - A NAME the shell or the dynamic loader gives a meaning to (PATH,
-//     HOME, IFS, BASH_ENV, LD_*, ... see Reserved) is refused: exporting a
-//     placeholder under it would break or steer every login shell.
+//   - A NAME that a login shell, the dynamic loader or a common runtime or
+//     tool gives a meaning to (PATH, PS0, BASH_ENV, LD_*, LESSOPEN,
+//     PYTHON*, JAVA_TOOL_OPTIONS, GIT_*, ... see Reserved) is refused:
+//     exporting a placeholder under it would break or steer every login
+//     shell and what runs in it. A list of names refused, not of names
+//     allowed: keys are named by their vendors (GITHUB_TOKEN,
+//     OPENAI_API_KEY, LINK_NO_REFRESH), which no allowlist can know.
 //   - A repeated NAME: the first record wins, later ones are refused.
 //     COCOONBOX_VAULT is read before COCOONBOX_CONNECT, so the user's own
 //     key wins over a Connect grant of the same name, and nothing appended
@@ -38,7 +42,8 @@
 //     variable"; then how must be empty too.
 //   - how, with hosts, is "Header: template" (an HTTP header name, a colon,
 //     optional spaces, then a template with exactly one {}) or "?param={}"
-//     (param of [A-Za-z0-9._~-]). In the raw record, '%' is only allowed in
+//     (param of [A-Za-z0-9._~-]), at most MaxHowLen bytes decoded: it
+//     reaches the agent's system prompt through keys. In the raw record, '%' is only allowed in
 //     the three escapes %25, %20 and %3B (either case of hex), which decode
 //     to '%', ' ' and ';'.
 package vault
@@ -52,6 +57,12 @@ import (
 // A placeholder is a short vendor prefix, "cbv_" and 32 hex digits, so 4 KiB
 // leaves ample room and keeps a hostile entry from bloating the files.
 const MaxRecordLen = 4096
+
+// MaxHowLen is the longest how, decoded, that a record may carry. Real
+// ones are a header and a short template ("Authorization: Bearer {}");
+// the agent lists each key's how in its system prompt, so a long one
+// would be text the api never meant the model to read.
+const MaxHowLen = 256
 
 // Source names the claim env entry a record came from.
 type Source string
@@ -259,6 +270,9 @@ func decodeHow(s string) (string, error) {
 
 // checkHow checks a decoded how.
 func checkHow(how string) error {
+	if len(how) > MaxHowLen {
+		return refuse("how is %d bytes decoded, longer than %d", len(how), MaxHowLen)
+	}
 	if strings.Count(how, "{}") != 1 {
 		return refuse("how must hold {} exactly once, where the placeholder goes")
 	}
@@ -325,31 +339,61 @@ func ShellName(name string) bool {
 	return name != "" && (name[0] < '0' || name[0] > '9') && shellSet.all(name)
 }
 
-// reserved are names the shell, login or the dynamic loader read.
-var reserved = map[string]bool{
-	"PATH": true, "HOME": true, "SHELL": true, "USER": true, "LOGNAME": true,
-	"IFS": true, "ENV": true, "CDPATH": true, "PS1": true, "PS2": true, "PS3": true,
-	"PS4": true, "PROMPT_COMMAND": true, "SHELLOPTS": true, "GLOBIGNORE": true,
-	"MAIL": true, "MAILPATH": true, "TERM": true, "TMPDIR": true, "TZ": true,
-	"LANG": true, "LANGUAGE": true, "HISTFILE": true, "INPUTRC": true, "PWD": true,
-	"OLDPWD": true, "OPTIND": true, "OPTARG": true, "PPID": true, "UID": true,
-	"EUID": true, "HOSTNAME": true, "XDG_RUNTIME_DIR": true, "DBUS_SESSION_BUS_ADDRESS": true,
-	"DISPLAY": true, "GCONV_PATH": true, "LOCPATH": true, "NLSPATH": true, "MALLOC_CHECK_": true,
-	"PYTHONPATH": true, "PYTHONSTARTUP": true, "PERL5LIB": true, "PERL5OPT": true,
-	"NODE_OPTIONS": true, "RUBYOPT": true, "GIT_SSH_COMMAND": true, "EDITOR": true,
-	"VISUAL": true, "PAGER": true, "SSL_CERT_FILE": true, "SSL_CERT_DIR": true,
-	"HTTP_PROXY": true, "HTTPS_PROXY": true, "http_proxy": true, "https_proxy": true,
-	"NO_PROXY": true, "no_proxy": true, "ALL_PROXY": true, "all_proxy": true,
+// reserved are the names a login shell, the dynamic loader, the C library
+// or a common runtime or tool reads to decide what to run, where to look
+// or whom to trust. Names of a family are in reservedPrefixes.
+var reserved = setOfNames(
+	// POSIX sh, bash and login(1).
+	"PATH", "HOME", "SHELL", "USER", "LOGNAME", "IFS", "ENV", "CDPATH",
+	"PS0", "PS1", "PS2", "PS3", "PS4", "PROMPT_COMMAND", "SHELLOPTS", "GLOBIGNORE",
+	"MAIL", "MAILPATH", "MAILCHECK", "TERM", "TERMINFO", "TERMCAP", "TMPDIR", "TZ",
+	"TZDIR", "LANG", "LANGUAGE", "INPUTRC", "PWD", "OLDPWD", "OPTIND", "OPTARG",
+	"PPID", "UID", "EUID", "HOSTNAME", "SHLVL", "TMOUT", "FCEDIT", "FIGNORE",
+	"COLUMNS", "LINES", "POSIXLY_CORRECT", "EXECIGNORE",
+	// The C library and the resolver.
+	"GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "LOCALDOMAIN",
+	"RES_OPTIONS", "GLIBC_TUNABLES",
+	// The session.
+	"XDG_RUNTIME_DIR", "DBUS_SESSION_BUS_ADDRESS", "DISPLAY", "XAUTHORITY",
+	"SESSION_MANAGER", "SHUTTLE_SOCKET", "TOOLHOST_SOCKET",
+	// Pagers, editors and browsers, which shells and tools start.
+	"EDITOR", "VISUAL", "PAGER", "MANPAGER", "MANOPT", "MANPATH", "BROWSER",
+	// Runtimes: what they load at start.
+	"PERL5LIB", "PERL5OPT", "PERLLIB", "RUBYOPT", "RUBYLIB", "GEM_HOME", "GEM_PATH",
+	"JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "JAVA_HOME", "CLASSPATH",
+	"GOFLAGS", "GOROOT", "GOPATH", "GOPROXY", "GOTOOLCHAIN", "GODEBUG", "GOENV",
+	"RUSTFLAGS", "RUSTC_WRAPPER", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_HOME",
+	"CC", "CXX", "CPP", "CFLAGS", "CXXFLAGS", "CPPFLAGS", "LDFLAGS", "MAKEFLAGS",
+	// Trust and transport.
+	"SSL_CERT_FILE", "SSL_CERT_DIR", "CURL_CA_BUNDLE", "REQUESTS_CA_BUNDLE",
+	"HTTP_PROXY", "HTTPS_PROXY", "http_proxy", "https_proxy", "NO_PROXY", "no_proxy",
+	"ALL_PROXY", "all_proxy", "GNUPGHOME", "DOCKER_HOST", "DOCKER_CONFIG", "KUBECONFIG",
+)
+
+// reservedPrefixes are the families of names reserved as a whole: bash's
+// own, history, the dynamic loader, the locale, malloc, less (LESSOPEN runs
+// a command), Python (PYTHONHOME, PYTHONSTARTUP, ...), Node.js and npm, pip,
+// git (GIT_DIR, GIT_SSH_COMMAND, GIT_CONFIG_*, ...), ssh, sudo, systemd's
+// tools, the XDG directories and ours.
+var reservedPrefixes = []string{"BASH", "HIST", "LD_", "LC_", "MALLOC_", "LESS",
+	"PYTHON", "NODE_", "NPM_CONFIG_", "npm_config_", "PIP_", "GIT_", "SSH_", "SUDO_",
+	"SYSTEMD_", "XDG_", "COCOONBOX_"}
+
+func setOfNames(names ...string) map[string]bool {
+	m := make(map[string]bool, len(names))
+	for _, n := range names {
+		m[n] = true
+	}
+	return m
 }
 
-// Reserved says whether a shell name is refused as a NAME: the names in the
-// list above, and any starting with BASH, LD_, LC_ or COCOONBOX_ (bash's
-// own, the dynamic loader's, the locale's, and ours).
+// Reserved says whether a shell name is refused as a NAME: a name in
+// reserved, or one starting with a prefix of reservedPrefixes.
 func Reserved(name string) bool {
 	if reserved[name] {
 		return true
 	}
-	for _, p := range []string{"BASH", "LD_", "LC_", "COCOONBOX_"} {
+	for _, p := range reservedPrefixes {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

@@ -65,6 +65,8 @@ func TestParseRecordRefuses(t *testing.T) {
 		{"PATH=p;;", "reserved"},
 		{"LD_PRELOAD=p;;", "reserved"},
 		{"BASH_ENV=p;;", "reserved"},
+		// A how reaches the agent's prompt: capped (issue 18, item 4).
+		{"A=p;h;X:%20{}" + strings.Repeat("x", MaxHowLen), "longer than"},
 		{"my-flag=1;;", "no hosts"},
 		{"A=" + strings.Repeat("p", MaxRecordLen) + ";;", "longer than"},
 	} {
@@ -184,4 +186,25 @@ func FuzzRecords(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Names a login shell, the C library or a common runtime reads to decide
+// what to run are refused; vendors' key names are not (issue 18, item 4:
+// LESSOPEN, PS0, JAVA_TOOL_OPTIONS, PYTHONHOME and GIT_* were accepted).
+func TestReservedCoversWhatShellsAndRuntimesRead(t *testing.T) {
+	for _, name := range []string{"LESSOPEN", "LESSCLOSE", "PS0", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS",
+		"PYTHONHOME", "PYTHONSTARTUP", "PYTHONWARNINGS", "GIT_DIR", "GIT_CONFIG_GLOBAL", "GIT_EXEC_PATH",
+		"NODE_OPTIONS", "NODE_EXTRA_CA_CERTS", "npm_config_registry", "PIP_INDEX_URL", "SSH_AUTH_SOCK",
+		"SUDO_ASKPASS", "HISTFILE", "GLIBC_TUNABLES", "HOSTALIASES", "MANPAGER", "XAUTHORITY",
+		"GOFLAGS", "RUSTC_WRAPPER", "CURL_CA_BUNDLE", "PATH", "LD_PRELOAD", "BASH_ENV"} {
+		if _, err := ParseRecord(name + "=p;;"); err == nil || !strings.Contains(err.Error(), "reserved") {
+			t.Errorf("NAME %s: %v; want it refused as reserved", name, err)
+		}
+	}
+	for _, name := range []string{"GITHUB_TOKEN", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "NPM_TOKEN",
+		"GOOGLE_API_KEY", "CARGO_REGISTRY_TOKEN", "LINK_NO_REFRESH", "HF_TOKEN", "GITLAB_TOKEN"} {
+		if _, err := ParseRecord(name + "=p;;"); err != nil {
+			t.Errorf("NAME %s refused: %v", name, err)
+		}
+	}
 }

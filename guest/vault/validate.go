@@ -37,6 +37,8 @@ func Validate(r Record) error {
 		return errors.New("how is neither Header: template nor ?param={}")
 	case strings.Count(r.How, "{}") > 1:
 		return errors.New("how holds {} more than once")
+	case len(r.How) > MaxHowLen:
+		return errors.New("how is longer than MaxHowLen")
 	}
 	for _, h := range r.Hosts {
 		if len(h) > 253 {
