@@ -105,32 +105,17 @@ func run(args []string) int {
 		log.Send(journal.Err, msgFailed, fmt.Sprintf("desktop-session %s failed: %v", verb, err))
 		return cli.Failed
 	}
-	env, err := desktop.CurrentEnv()
-	if err != nil {
-		return fail(err)
-	}
-	state, err := desktop.LinkCache(env.Home)
-	if err != nil {
-		return fail(err)
-	}
 	if verb == "mousepad" {
-		open, err := desktop.MousepadWasOpen(state)
-		if err != nil {
-			return fail(err)
-		}
-		if !open || desktop.Running("/proc", "mousepad", env.UID) {
-			return cli.OK
-		}
-		log.Send(journal.Info, msgMousepad, "reopening Mousepad, open at the last session save")
-		if err := syscall.Exec(mousepadPath, []string{"mousepad"}, os.Environ()); err != nil {
-			return fail(fmt.Errorf("exec %s: %w", mousepadPath, err))
-		}
-		return cli.OK
+		return mousepad(log, fail)
 	}
-	code = prepare(log, fail, env, state)
+	code = prepare(log, fail)
 	if verb == "prepare" {
 		return code
 	}
+	// start: whatever prepare said (it is logged), the desktop starts. A
+	// start that returned here would leave the unit failed once Restart=
+	// hit the start limit, with no desktop at all (issue 18, item 1: a
+	// regular file at ~/.cache/sessions did it).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	act := exec.CommandContext(ctx, "dbus-update-activation-environment", append([]string{"--systemd"}, activationEnv...)...)
@@ -144,8 +129,43 @@ func run(args []string) int {
 	return cli.OK
 }
 
-// prepare adopts the newest save under the current host name; see Adopt.
-func prepare(log *journal.Logger, fail func(error) int, env desktop.Env, state string) int {
+// mousepad starts Mousepad when the last save found it open and it is not
+// running yet.
+func mousepad(log *journal.Logger, fail func(error) int) int {
+	env, err := desktop.CurrentEnv()
+	if err != nil {
+		return fail(err)
+	}
+	state, err := desktop.LinkCache(env.Home)
+	if err != nil {
+		return fail(err)
+	}
+	open, err := desktop.MousepadWasOpen(state)
+	if err != nil {
+		return fail(err)
+	}
+	if !open || desktop.Running("/proc", "mousepad", env.UID) {
+		return cli.OK
+	}
+	log.Send(journal.Info, msgMousepad, "reopening Mousepad, open at the last session save")
+	if err := syscall.Exec(mousepadPath, []string{"mousepad"}, os.Environ()); err != nil {
+		return fail(fmt.Errorf("exec %s: %w", mousepadPath, err))
+	}
+	return cli.OK
+}
+
+// prepare links the session cache into the state directory and adopts the
+// newest save under the current host name; see LinkCache and Adopt. A
+// failure is logged through fail, whose code it returns.
+func prepare(log *journal.Logger, fail func(error) int) int {
+	env, err := desktop.CurrentEnv()
+	if err != nil {
+		return fail(err)
+	}
+	state, err := desktop.LinkCache(env.Home)
+	if err != nil {
+		return fail(err)
+	}
 	a, err := desktop.Adopt(state, env.Host, env.Display)
 	switch {
 	case errors.Is(err, desktop.ErrNoSave):
