@@ -42,6 +42,12 @@ var (
 // the saved session as read back from the file. The file is xfce4-session's
 // own, written by it with a rename, so a failed or timed-out save leaves
 // the previous one in place.
+//
+// A manager that is not idle (still starting right after a desktop
+// restart, when a quiesce may call this; or saving, or logging out)
+// refuses a checkpoint with BadState: Checkpoint asks again every
+// pollEvery until it is taken, and returns ErrBusy only when ctx ends
+// first (Contract: Desktop session save).
 func Checkpoint(ctx context.Context, conn *dbus.Conn, sessionFile string, pollEvery time.Duration) (Session, error) {
 	var owned bool
 	if err := conn.BusObject().CallWithContext(ctx, "org.freedesktop.DBus.NameHasOwner", 0, SessionManagerName).Store(&owned); err != nil {
@@ -52,18 +58,28 @@ func Checkpoint(ctx context.Context, conn *dbus.Conn, sessionFile string, pollEv
 	}
 	before := stamp(sessionFile)
 	obj := conn.Object(SessionManagerName, SessionManagerPath)
-	if call := obj.CallWithContext(ctx, SessionManagerIface+".Checkpoint", 0, ""); call.Err != nil {
-		var de dbus.Error
-		if errors.As(call.Err, &de) && de.Name == "org.xfce.SessionManager.Error.BadState" {
-			return Session{}, fmt.Errorf("%w: %v", ErrBusy, call.Err)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		call := obj.CallWithContext(ctx, SessionManagerIface+".Checkpoint", 0, "")
+		if call.Err == nil {
+			break
 		}
-		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		var de dbus.Error
+		busy := errors.As(call.Err, &de) && de.Name == "org.xfce.SessionManager.Error.BadState"
+		switch {
+		case busy:
+			select {
+			case <-ctx.Done():
+				return Session{}, fmt.Errorf("%w: it did not become idle before the wait ended: %v", ErrBusy, call.Err)
+			case <-tick.C:
+				continue
+			}
+		case errors.Is(ctx.Err(), context.DeadlineExceeded):
 			return Session{}, fmt.Errorf("%w: %s.Checkpoint did not answer: %v", ErrNoSessionFile, SessionManagerIface, call.Err)
 		}
 		return Session{}, fmt.Errorf("%s.Checkpoint: %w", SessionManagerIface, call.Err)
 	}
-	tick := time.NewTicker(pollEvery)
-	defer tick.Stop()
 	for {
 		if now := stamp(sessionFile); now.exists && now != before {
 			var state uint32
