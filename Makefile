@@ -31,7 +31,7 @@ help:
 	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
 	@echo 'make fuzz        each fuzz target for FUZZTIME (4s); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
-	@echo 'make lint    gofmt, go vet, staticcheck'
+	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck'
 	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
 	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 
@@ -89,6 +89,7 @@ lint:
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
 	go vet ./... ./api/...
 	go run $(STATICCHECK) ./... ./api/...
+	tests/lint-shell
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
 unit-test:

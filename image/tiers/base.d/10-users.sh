@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Contract: Guest (image) ↔ agent, "Desktop user" and "Agent user".
 # user (uid 1000) is the desktop user; cbagent is the agent's system user,
 # with no login shell and in none of user's groups.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Contract: Guest (image) ↔ agent, the parts of the image contract that need
 # an owner other than root, a mode git cannot carry, or a value computed at
 # provision. The plain files (polkit rule, logind drop-in, policies, ...)

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Box identity and the journal across wakes (issue 3).
 # The journal catalog (cocoonbox-identity.catalog, from base.rootfs) goes
 # into journald's catalog database, so `journalctl -x` explains our entries.

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Contract: Packages. /etc/cocoonbox/packages.baseline is the image's
 # `apt-mark showmanual`: the packages the image itself marked manual, which
 # the recording hook leaves out of the user's list. Idempotent: the file is

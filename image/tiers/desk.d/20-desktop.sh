@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Contract: Desktop user, Desktop session save.
 # The desk tier's settings that are not plain files (those are in
 # image/tiers/desk.rootfs). Idempotent: a second run changes nothing.

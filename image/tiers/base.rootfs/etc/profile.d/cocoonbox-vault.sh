@@ -1,3 +1,4 @@
+# shellcheck shell=sh
 # Contract: Box API keys. Login shells get the box's API key placeholders:
 # /run/cocoonbox-vault/vault.sh exports one variable per key
 # (NAME='placeholder') and unsets the names whose keys are gone. It is
