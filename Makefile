@@ -113,7 +113,7 @@ fuzz:
 fuzz-corpus:
 	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
 
-test: lint unit-test box-test fuzz
+test: setup lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) ./api/...
