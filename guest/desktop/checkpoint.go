@@ -19,6 +19,15 @@ const (
 	SessionManagerIface = "org.xfce.Session.Manager"
 )
 
+// The D-Bus error names of xfce4-session's XFSM_ERROR_BAD_STATE ("Session
+// manager must be in idle state when requesting a checkpoint"): the GDBus
+// versions (4.16 on, Debian 12's 4.18) register it as ".Error.Failed"
+// (xfsm-error.c), the dbus-glib ones named it after the enum.
+const (
+	errBadState    = "org.xfce.SessionManager.Error.Failed"
+	errBadStateOld = "org.xfce.SessionManager.Error.BadState"
+)
+
 // StateIdle is xfce4-session's XFSM_MANAGER_IDLE, the state GetState
 // answers when no checkpoint or shutdown is under way.
 const StateIdle = 1
@@ -66,7 +75,7 @@ func Checkpoint(ctx context.Context, conn *dbus.Conn, sessionFile string, pollEv
 			break
 		}
 		var de dbus.Error
-		busy := errors.As(call.Err, &de) && de.Name == "org.xfce.SessionManager.Error.BadState"
+		busy := errors.As(call.Err, &de) && (de.Name == errBadState || de.Name == errBadStateOld)
 		switch {
 		case busy:
 			select {
