@@ -12,7 +12,7 @@ import (
 
 func TestInstallSwapsWholeRenders(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "cocoonbox-vault")
-	rs := ParseRecords(SourceVault, "A=a1;h.example;X:{} B=b1;;")
+	rs := parseRecords(SourceVault, "A=a1;h.example;X:{} B=b1;;")
 	if err := Install(dir, Render("one", "/run/silkd.env", rs.Accepted, nil)); err != nil {
 		t.Fatal(err)
 	}
@@ -59,7 +59,7 @@ func TestInstallSwapsWholeRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs = ParseRecords(SourceVault, "B=b2;;")
+	rs = parseRecords(SourceVault, "B=b2;;")
 	if err := Install(dir, Render("two", "/run/silkd.env", rs.Accepted, names)); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +75,13 @@ func TestInstallSwapsWholeRenders(t *testing.T) {
 	if len(entries) != 1 {
 		t.Errorf("parent holds %d entries, want 1: %v", len(entries), entries)
 	}
+}
+
+// parseRecords reads one entry's list of records; see Records.Add.
+func parseRecords(src Source, list string) *Records {
+	rs := &Records{}
+	rs.Add(src, list)
+	return rs
 }
 
 func TestReadEnvFile(t *testing.T) {
@@ -142,7 +149,7 @@ func records(n int) []Record {
 			fmt.Fprintf(&b, "FLAG_%d=%d;; ", i, i)
 		}
 	}
-	return ParseRecords(SourceVault, b.String()).Accepted
+	return parseRecords(SourceVault, b.String()).Accepted
 }
 
 // BenchmarkRender1000 renders 1,000 records (half with hosts) with 1,000

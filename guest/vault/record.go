@@ -9,8 +9,9 @@
 //
 //	NAME=placeholder;host,host;how
 //
-// ParseRecords reads such a list; Render turns the records into the three
-// files; Install swaps a render into place atomically.
+// Records.Add reads such a list (ParseClaimEnv both of a claim env file);
+// Render turns the records into the three files; Install swaps a render
+// into place atomically.
 //
 // What this package decides where the contract is silent:
 //
@@ -53,7 +54,7 @@ import (
 	"strings"
 )
 
-// MaxRecordLen is the longest record, in bytes, that ParseRecords accepts.
+// MaxRecordLen is the longest record, in bytes, that Records.Add accepts.
 // A placeholder is a short vendor prefix, "cbv_" and 32 hex digits, so 4 KiB
 // leaves ample room and keeps a hostile entry from bloating the files.
 const MaxRecordLen = 4096
@@ -73,7 +74,7 @@ const (
 	SourceConnect Source = "COCOONBOX_CONNECT"
 )
 
-// Sources are the entries ParseRecords' callers read, in order.
+// Sources are the claim env entries ParseClaimEnv reads, in order.
 var Sources = []Source{SourceVault, SourceConnect}
 
 // Record is one accepted record.
@@ -159,13 +160,6 @@ func (rs *Records) Add(src Source, list string) {
 		}
 		rs.Accepted = append(rs.Accepted, rec)
 	}
-}
-
-// ParseRecords reads one entry's list of records; see Records.Add.
-func ParseRecords(src Source, list string) *Records {
-	rs := &Records{}
-	rs.Add(src, list)
-	return rs
 }
 
 // RecordError is a record that breaks a rule.

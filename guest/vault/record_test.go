@@ -153,7 +153,7 @@ func TestShellQuote(t *testing.T) {
 // vaultLine is every line vault.sh may hold.
 var vaultLine = regexp.MustCompile(`^(# cocoonbox vault render [^\n]*|export [A-Za-z_][A-Za-z0-9_]*='[A-Za-z0-9_-]+'|unset [A-Za-z_][A-Za-z0-9_]*)$`)
 
-// FuzzRecords: ParseRecords never panics, never accepts a record Validate
+// FuzzRecords: Records.Add never panics, never accepts a record Validate
 // refuses, and renders only lines of the three allowed shapes.
 func FuzzRecords(f *testing.F) {
 	for _, s := range []string{

@@ -34,7 +34,7 @@ type Files struct {
 // ParseNames). id names the render; source is the claim env file the
 // records came from, named in vault.sh's first line (a path with a control
 // character or a non-ASCII byte appears Go-quoted, so it cannot end the
-// comment). Records are trusted to be valid (from ParseRecords); values
+// comment). Records are trusted to be valid (from Records.Add); values
 // are single-quoted all the same.
 func Render(id, source string, records []Record, previous []string) *Files {
 	f := &Files{ID: id}
