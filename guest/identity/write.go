@@ -11,42 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// PendingPath is the marker the identity writer creates (MarkPending)
-// after every write. The hostname helper removes it first thing and
-// cocoonbox-hostname.path has PathExists= on it: a path unit does not watch
-// while its service runs, and PathChanged= is not looked at again when the
-// service ends, so without the marker a write that lands during a run would
-// be missed; PathExists= is checked again at the end of every run.
-//
-// It lives in a directory of its own, not beside the identity: a path unit
-// re-arms all its watches on an event of any of them, dropping the events
-// still queued on the others, and a watch on the identity directory (which
-// PathExists= would need there) wakes on every temporary file a writer
-// creates, eating the rename event of PathChanged= that follows.
-const PendingPath = "/run/cocoonbox-hostname/pending"
-
-// MarkPending creates PendingPath (and its directory, root 0755, when
-// tmpfiles has not made it), without following a symlink.
-func MarkPending() error {
-	dir := PendingPath[:strings.LastIndexByte(PendingPath, '/')]
-	if err := unix.Mkdir(dir, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-		return fmt.Errorf("create %s: %w", dir, err)
-	}
-	dfd, err := openDir(dir)
-	if err != nil {
-		return err
-	}
-	defer unix.Close(dfd)
-	if err := CheckDir(dfd, dir); err != nil {
-		return err
-	}
-	fd, err := openat(dfd, PendingPath[len(dir)+1:], unix.O_WRONLY|unix.O_CREAT|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return fmt.Errorf("create %s: %w", PendingPath, err)
-	}
-	return unix.Close(fd)
-}
-
 // Write validates id and writes it as dir/identity (Contract: Box
 // identity): it makes sure dir is a directory owned by root with mode 0755
 // (creating it, or fixing its mode; refusing a symlink or a directory of

@@ -130,9 +130,8 @@ func waitJournal(t testing.TB, b *box.Box, messageID string, n int) string {
 func boxID(i int) string { return fmt.Sprintf("cb-%08x", i) }
 
 // waitWatching waits up to 15 s until the hostname service watches the
-// identity (active: it said READY=1 after its first run). A raw write (not
-// through `identity write`, so without the pending marker) that lands
-// while nothing watches would go unseen.
+// identity (active: it said READY=1 after its first run). A raw write that
+// lands before the watch is set is only seen at the service's first read.
 func waitWatching(t testing.TB, b *box.Box) {
 	t.Helper()
 	deadline := time.Now().Add(15 * time.Second)

@@ -18,6 +18,26 @@ func TestHostnameFollowsIdentityWrite(t *testing.T) {
 	checkHostname(t, b, "first")
 }
 
+// The old one-run-per-write hostname unit's marker is gone (issue 18,
+// item 8): identity write leaves nothing in /run/cocoonbox-hostname, the
+// path unit has no PathExists= on it, and a write still renames, also
+// while the resident service was stopped (the path unit starts it).
+func TestNoPendingMarkerAndAStoppedWatchIsStartedByTheWrite(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	mustWrite(t, b, record(t, boxID(1), "marked"))
+	checkHostname(t, b, "marked")
+	if out, err := b.Sh("ls -A /run/cocoonbox-hostname 2>&1"); err == nil {
+		t.Errorf("/run/cocoonbox-hostname exists after a write: %q", out)
+	}
+	if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "Paths", "cocoonbox-hostname.path")); strings.Contains(got, "pending") {
+		t.Errorf("cocoonbox-hostname.path still watches the marker: %s", got)
+	}
+	b.Must(t, "systemctl", "stop", "cocoonbox-hostname.service")
+	mustWrite(t, b, record(t, boxID(1), "unmarked"))
+	checkHostname(t, b, "unmarked")
+}
+
 // A second write renames.
 func TestSecondWriteRenames(t *testing.T) {
 	t.Parallel()

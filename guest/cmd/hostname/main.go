@@ -104,12 +104,6 @@ func watch(log *journal.Logger) int {
 }
 
 func run(log *journal.Logger) int {
-	// First thing: take the marker. A write after this point makes a new
-	// one, and the path unit starts us again when this run ends.
-	if err := os.Remove(identity.PendingPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		log.Send(journal.Warning, msgFailed, "cannot remove the pending marker: "+err.Error(),
-			"COCOONBOX_PATH", identity.PendingPath)
-	}
 	applied := ""
 	for round := 0; round < maxRounds; round++ {
 		id, err := identity.Load()

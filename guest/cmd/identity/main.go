@@ -133,11 +133,6 @@ func write(stdin io.Reader, stderr io.Writer) int {
 	if err := identity.Write(identity.Dir, id); err != nil {
 		return fail(code(err), err)
 	}
-	if err := identity.MarkPending(); err != nil {
-		// The file is in place and PathChanged= sees it; only a write
-		// during a run of the hostname helper could be missed.
-		log.Send(journal.Warning, msgRefused, "cannot mark the identity pending: "+err.Error(), "COCOONBOX_PATH", identity.PendingPath)
-	}
 	log.Send(journal.Info, msgWritten, fmt.Sprintf("identity of %s written (wake %s, name %q)", id.BoxID, id.WakeID, id.Name),
 		"COCOONBOX_PATH", identity.Path, "COCOONBOX_KEY_ID", id.KeyID, "COCOONBOX_NAME", id.Name)
 	return cli.OK
