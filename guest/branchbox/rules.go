@@ -53,10 +53,11 @@ const (
 	RuleToolRequest       Rule = "tool-request-link"
 
 	// Managed runtime manifest v2: shared Git metadata before checkout.
-	RuleGitMetadata Rule = "shared-git-metadata"
-	RuleReuse       Rule = "no-reuse"
-	RuleProvider    Rule = "provider-lease-match"
-	RuleForce       Rule = "teardown-force"
+	RuleGitMetadata    Rule = "shared-git-metadata"
+	RuleReuse          Rule = "no-reuse"
+	RuleWorkspacePlace Rule = "workspace-place"
+	RuleProvider       Rule = "provider-lease-match"
+	RuleForce          Rule = "teardown-force"
 )
 
 // ErrRefused is wrapped by every *RuleError: errors.Is(err, ErrRefused)

@@ -36,8 +36,10 @@ func (e *errUsage) Error() string { return e.msg }
 func usageErr(format string, a ...any) error { return &errUsage{fmt.Sprintf(format, a...)} }
 
 var verbFlags = map[string][]string{
-	"check": {"root", "run", "json"},
-	"exec":  {"root", "run", "json", "consumer", "executable", "inherit"},
+	"check":       {"root", "run", "json"},
+	"materialize": {"root", "run", "json", "reuse"},
+	"exec":        {"root", "run", "json", "consumer", "executable", "inherit"},
+	"teardown":    {"root", "run", "json", "force"},
 }
 
 // parseArgs returns the options, or errHelp (print usage, exit 0), or an
@@ -64,7 +66,7 @@ func parseArgs(args []string) (*options, error) {
 	}
 	allowed, ok := verbFlags[o.verb]
 	if !ok {
-		return nil, usageErr("unknown verb %q (check, exec)", o.verb)
+		return nil, usageErr("unknown verb %q (check, materialize, exec, teardown)", o.verb)
 	}
 	if len(args) < 3 || strings.HasPrefix(args[2], "-") {
 		if len(args) >= 3 && (args[2] == "-h" || args[2] == "--help") {

@@ -1,6 +1,6 @@
 // Command branchbox is the BranchBox in-guest runtime (Contract: BranchBox
 // managed runtime manifest): it checks an orchestrator's assignment,
-// and starts a provider for a consumer.
+// materializes it, starts a provider for a consumer and tears it down.
 // The usage text below is its manual; the README's "BranchBox" section has
 // the JSON of every verb.
 package main
@@ -21,7 +21,9 @@ import (
 )
 
 const usage = `usage: branchbox feature check       NAME --run RUN_ID [--root DIR] [--json]
+       branchbox feature materialize NAME --run RUN_ID [--root DIR] [--json] [--reuse]
        branchbox feature exec        NAME --run RUN_ID --consumer C --executable E [--inherit A,B] [--root DIR] [--json] [-- ARGS...]
+       branchbox feature teardown    NAME --run RUN_ID [--root DIR] [--json] [--force]
        branchbox --version
 
 The assignment is DIR/managed/RUN_ID/assignment.json (DIR defaults to
@@ -30,6 +32,14 @@ assignment first (strict JSON, every rule of the security contract, on
 opened descriptors) and refuses with the rule broken and the path.
 
 check        validate the assignment and print what it would do.
+materialize  check the repository's shared Git metadata (runtime-owned, not
+             group/other-writable, no replaceable ancestor), check out a
+             new branch at the signed base into the new workspace
+             directory and record the run's ledger
+             (DIR/state/RUN_ID/ledger.json). Version 3 delegates the
+             workspace and the shared Git metadata to the workspace
+             consumer's group; --reuse and an existing branch are refused
+             (versions 1 and 2: --reuse takes the existing branch).
 exec         start the executable for the consumer: only when it and the
              --inherit names match one live model-identity lease exactly;
              its environment is only PATH=/usr/local/bin:/usr/bin:/bin,
@@ -38,14 +48,25 @@ exec         start the executable for the consumer: only when it and the
              branchbox execs it (as the version 3 workspace consumer, else
              the run's owner; in the workspace when it exists), so its exit
              status is the provider's.
+teardown     remove the workspace, the run directory with every source
+             (non-empty shared directories and sockets too) and the state
+             directory with the ledger; write the receipt
+             DIR/receipts/RUN_ID.json naming every path removed and any
+             residue. --force is required for version 3: its consumer
+             could edit the shared Git metadata, and no dirty-worktree
+             check is made (commit what you want to keep first).
 
 --json prints one JSON object on stdout: check's report, or any verb's
-refusal ({"status":"refused","rule":...,"where":...,"error":...}).
+refusal ({"status":"refused","rule":...,"where":...,"error":...}), materialize's
+{"status":"materialized","workspace":...,"sources":...,"ledger":...},
+teardown's receipt {"removed":[...],"residue":[{"path","error"}],
+"residue_free":...,"receipt_path":...}.
 
 exit codes: 0 done; 1 a failure a retry will not fix; 2 usage; 65 the
 assignment breaks a rule (the error names it); 66 no such run; 73 an unsafe
 path (symlink, owner, mode, links); 74 an I/O error; 75 try again later
-(out of space or memory, a lock held); after exec, the provider's own.
+(out of space or memory, a lock held); after exec, the provider's own;
+teardown with residue exits 1 (the receipt lists it).
 `
 
 // Exit codes (guest/cli's table).
@@ -101,8 +122,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	switch o.verb {
 	case "check":
 		return e.check()
+	case "materialize":
+		return e.materialize()
 	case "exec":
 		return e.exec()
+	case "teardown":
+		return e.teardown()
 	}
 	return exitUsage
 }

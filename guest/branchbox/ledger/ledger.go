@@ -1,0 +1,118 @@
+// Package ledger is a run's record of what BranchBox materialized, which
+// teardown reads to remove exactly that (Contract: BranchBox managed
+// runtime manifest, Security contract: "Teardown removes every recorded
+// materialization"). It lives in <root>/state/<run_id>/ledger.json, owner
+// only, beside what part 2 keeps there (the replay ledger), and is written
+// the durable way: temp file, fsync, rename, directory fsync.
+package ledger
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
+)
+
+// Ledger is what materialize did for one run.
+type Ledger struct {
+	RunID      string `json:"run_id"`
+	Feature    string `json:"feature"`
+	Version    string `json:"version"`
+	OwnerUID   uint32 `json:"owner_uid"`
+	Repository string `json:"repository"`
+	// Workspace is the checkout, and whether it was delegated.
+	Workspace *workspace.Result `json:"workspace"`
+	// Sources are the materializations as checked (path, kind, dev, ino).
+	Sources        []rundir.Source `json:"sources"`
+	MaterializedAt time.Time       `json:"materialized_at"`
+}
+
+// StateDir is the run's state directory, removed whole by teardown.
+func StateDir(root, runID string) string { return filepath.Join(root, "state", runID) }
+
+// Path is the ledger file.
+func Path(root, runID string) string { return filepath.Join(StateDir(root, runID), "ledger.json") }
+
+// Write stores l durably (owner 0600 in 0700 directories).
+func Write(root string, l *Ledger) error {
+	data, err := json.MarshalIndent(l, "", "  ")
+	if err != nil {
+		return err
+	}
+	return WriteFile(StateDir(root, l.RunID), "ledger.json", append(data, '\n'))
+}
+
+// WriteFile writes dir/name durably and owner-only, creating dir (0700)
+// and its parent (0700) when missing, without following symlinks: a temp
+// file in dir, fsync, rename, fsync of dir. Receipts are written with it too.
+func WriteFile(dir, name string, data []byte) error {
+	for _, d := range []string{filepath.Dir(dir), dir} {
+		if err := unix.Mkdir(d, 0o700); err != nil && err != unix.EEXIST {
+			return fmt.Errorf("create %s: %w", d, err)
+		}
+	}
+	dfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("open %s: %w", dir, err)
+	}
+	defer unix.Close(dfd)
+	tmp := fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("create %s/%s: %w", dir, tmp, err)
+	}
+	f := os.NewFile(uintptr(fd), dir+"/"+tmp)
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat(dfd, tmp, dfd, name)
+	}
+	if err == nil {
+		err = unix.Fsync(dfd)
+	}
+	if err != nil {
+		unix.Unlinkat(dfd, tmp, 0)
+		return fmt.Errorf("write %s/%s: %w", dir, name, err)
+	}
+	return nil
+}
+
+// Read loads the run's ledger; a missing one wraps fs.ErrNotExist.
+func Read(root, runID string) (*Ledger, error) {
+	path := Path(root, runID)
+	fd, err := rundir.OpenPath(path, unix.O_RDONLY)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, fmt.Errorf("fstat %s: %w", path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG || st.Mode&0o077 != 0 || st.Nlink != 1 {
+		return nil, branchbox.Refuse(branchbox.RuleOwnerOnly, path, "the ledger must be an owner-only regular file with one link")
+	}
+	data, err := io.ReadAll(io.LimitReader(f, branchbox.MaxAssignmentSize*4))
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	var l Ledger
+	if err := json.Unmarshal(data, &l); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return &l, nil
+}
