@@ -37,6 +37,8 @@ func placeError(rule branchbox.Rule, path string, err error) error {
 		return branchbox.Refuse(rule, path, "is not a directory")
 	case errors.Is(err, unix.ENOENT):
 		return branchbox.Refuse(rule, path, "does not exist")
+	case errors.Is(err, unix.EACCES):
+		return branchbox.Refuse(rule, path, "permission denied: run branchbox as root or as the run's owner")
 	case errors.Is(err, unix.ENXIO):
 		return branchbox.Refuse(rule, path, "is not a regular file")
 	}
