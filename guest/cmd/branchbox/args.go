@@ -1,18 +1,16 @@
 package main
 
 import (
-	"errors"
 	"flag"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 )
 
-// Every argument is parsed here: `branchbox feature VERB NAME [flags] [--
-// argv]`. The shared guest/cli convention (usage errors exit 2, --help on
-// stdout) is followed by hand until it lands; switching is this file.
+// Every argument is parsed here, on guest/cli's convention: `branchbox
+// feature VERB NAME [flags] [-- argv]`; usage errors exit 2 with the usage
+// on stderr, --help (anywhere) prints it on stdout and exits 0.
 
 // options are every verb's flags; a verb refuses the ones it does not take.
 type options struct {
@@ -28,13 +26,6 @@ type options struct {
 	argv       []string
 }
 
-// errUsage marks a command-line fault (exit 2, usage on stderr).
-type errUsage struct{ msg string }
-
-func (e *errUsage) Error() string { return e.msg }
-
-func usageErr(format string, a ...any) error { return &errUsage{fmt.Sprintf(format, a...)} }
-
 var verbFlags = map[string][]string{
 	"check":       {"root", "run", "json"},
 	"materialize": {"root", "run", "json", "reuse"},
@@ -42,41 +33,42 @@ var verbFlags = map[string][]string{
 	"teardown":    {"root", "run", "json", "force"},
 }
 
-// parseArgs returns the options, or errHelp (print usage, exit 0), or an
-// *errUsage.
-func parseArgs(args []string) (*options, error) {
-	if len(args) == 0 {
-		return nil, usageErr("missing command")
+// parseArgs returns the options, or exit true with the code to exit with
+// (after printing the help, the version or the usage error).
+func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool) {
+	rest, code, exit := cmd.Parse(nil, args)
+	if exit {
+		return nil, code, true
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		return nil, errHelp
-	case "--version":
-		return nil, errVersion
-	case "feature":
-	default:
-		return nil, usageErr("unknown command %q (only: feature)", args[0])
+	switch {
+	case len(rest) == 0:
+		return nil, cmd.UsageError("missing command"), true
+	case rest[0] != "feature":
+		return nil, cmd.UsageError("unknown command %q (only: feature)", rest[0]), true
+	case len(rest) < 2:
+		return nil, cmd.UsageError("missing verb after feature"), true
 	}
-	if len(args) < 2 {
-		return nil, usageErr("missing verb after feature")
-	}
-	o := &options{verb: args[1]}
-	if o.verb == "-h" || o.verb == "--help" || o.verb == "help" {
-		return nil, errHelp
+	o = &options{verb: rest[1]}
+	if o.verb == "help" || strings.HasPrefix(o.verb, "-") {
+		_, code, exit = cmd.Parse(nil, rest[1:])
+		if exit {
+			return nil, code, true
+		}
 	}
 	allowed, ok := verbFlags[o.verb]
 	if !ok {
-		return nil, usageErr("unknown verb %q (check, materialize, exec, teardown)", o.verb)
+		return nil, cmd.UsageError("unknown verb %q (check, materialize, exec, teardown)", o.verb), true
 	}
-	if len(args) < 3 || strings.HasPrefix(args[2], "-") {
-		if len(args) >= 3 && (args[2] == "-h" || args[2] == "--help") {
-			return nil, errHelp
+	if len(rest) < 3 || strings.HasPrefix(rest[2], "-") {
+		if len(rest) >= 3 {
+			if _, code, exit = cmd.Parse(nil, rest[2:3]); exit {
+				return nil, code, true
+			}
 		}
-		return nil, usageErr("%s: missing feature NAME", o.verb)
+		return nil, cmd.UsageError("%s: missing feature NAME", o.verb), true
 	}
-	o.name = args[2]
+	o.name = rest[2]
 	fs := flag.NewFlagSet("branchbox", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
 	fs.StringVar(&o.root, "root", branchbox.Root, "")
 	fs.StringVar(&o.runID, "run", "", "")
 	fs.BoolVar(&o.json, "json", false, "")
@@ -85,11 +77,8 @@ func parseArgs(args []string) (*options, error) {
 	fs.StringVar(&o.consumer, "consumer", "", "")
 	fs.StringVar(&o.executable, "executable", "", "")
 	fs.StringVar(&o.inherit, "inherit", "", "")
-	if err := fs.Parse(args[3:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, errHelp
-		}
-		return nil, usageErr("%s: %v", o.verb, err)
+	if o.argv, code, exit = cmd.Parse(fs, rest[3:]); exit {
+		return nil, code, true
 	}
 	var bad []string
 	fs.Visit(func(f *flag.Flag) {
@@ -100,24 +89,15 @@ func parseArgs(args []string) (*options, error) {
 		}
 		bad = append(bad, "--"+f.Name)
 	})
-	if len(bad) > 0 {
-		return nil, usageErr("%s does not take %s", o.verb, strings.Join(bad, ", "))
+	switch {
+	case len(bad) > 0:
+		return nil, cmd.UsageError("%s does not take %s", o.verb, strings.Join(bad, ", ")), true
+	case o.runID == "":
+		return nil, cmd.UsageError("%s: --run RUN_ID is required", o.verb), true
+	case o.verb == "exec" && (o.consumer == "" || o.executable == ""):
+		return nil, cmd.UsageError("exec: --consumer and --executable are required"), true
+	case o.verb != "exec" && len(o.argv) > 0:
+		return nil, cmd.UsageError("%s: unexpected argument %q", o.verb, o.argv[0]), true
 	}
-	if o.runID == "" {
-		return nil, usageErr("%s: --run RUN_ID is required", o.verb)
-	}
-	o.argv = fs.Args()
-	if o.verb == "exec" {
-		if o.consumer == "" || o.executable == "" {
-			return nil, usageErr("exec: --consumer and --executable are required")
-		}
-	} else if len(o.argv) > 0 {
-		return nil, usageErr("%s: unexpected argument %q", o.verb, o.argv[0])
-	}
-	return o, nil
+	return o, cli.OK, false
 }
-
-var (
-	errHelp    = errors.New("help")
-	errVersion = errors.New("version")
-)

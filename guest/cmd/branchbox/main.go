@@ -16,15 +16,15 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 const usage = `usage: branchbox feature check       NAME --run RUN_ID [--root DIR] [--json]
        branchbox feature materialize NAME --run RUN_ID [--root DIR] [--json] [--reuse]
        branchbox feature exec        NAME --run RUN_ID --consumer C --executable E [--inherit A,B] [--root DIR] [--json] [-- ARGS...]
        branchbox feature teardown    NAME --run RUN_ID [--root DIR] [--json] [--force]
-       branchbox --version
+       branchbox --version | --help
 
 The assignment is DIR/managed/RUN_ID/assignment.json (DIR defaults to
 /run/branchbox); NAME must be its "feature". Every verb checks the whole
@@ -69,16 +69,16 @@ path (symlink, owner, mode, links); 74 an I/O error; 75 try again later
 teardown with residue exits 1 (the receipt lists it).
 `
 
-// Exit codes (guest/cli's table).
+// Exit codes: guest/cli's table.
 const (
-	exitOK       = 0
-	exitFailed   = 1
-	exitUsage    = 2
-	exitInvalid  = 65
-	exitNoInput  = 66
-	exitUnsafe   = 73
-	exitIO       = 74
-	exitTryLater = 75
+	exitOK       = cli.OK
+	exitFailed   = cli.Failed
+	exitUsage    = cli.Usage
+	exitInvalid  = cli.Invalid
+	exitNoInput  = cli.NoInput
+	exitUnsafe   = cli.Unsafe
+	exitIO       = cli.IO
+	exitTryLater = cli.TryLater
 )
 
 // MESSAGE_IDs of branchbox's journal entries.
@@ -102,18 +102,9 @@ type env struct {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	o, err := parseArgs(args)
-	var ue *errUsage
-	switch {
-	case errors.Is(err, errHelp):
-		fmt.Fprint(stdout, usage)
-		return exitOK
-	case errors.Is(err, errVersion):
-		fmt.Fprintln(stdout, "branchbox", version.Version)
-		return exitOK
-	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "branchbox: %s\n\n%s", ue.msg, usage)
-		return exitUsage
+	o, code, exit := parseArgs(&cli.Command{Name: "branchbox", Usage: usage, Stdout: stdout, Stderr: stderr}, args)
+	if exit {
+		return code
 	}
 	e := &env{o: o, stdout: stdout, stderr: stderr, log: journal.New("branchbox"),
 		opt: branchbox.Options{Root: o.root}}
