@@ -126,8 +126,18 @@ func execArgs(r *branchboxtest.Run, extra ...string) []string {
 // inherited names, and the exact digest-bound provider-environment
 // bindings." The provider's own /proc/self/environ is compared byte for
 // byte; the caller's other variables (and branchbox's own) are absent.
+//
+// Contract: "Provider-environment values are selected only for that
+// lease's exact consumer": primary-tool's value is not given to
+// coding-agent's provider.
 func TestSecurityContractProviderEnvironmentExact(t *testing.T) {
-	r := execRun(t)
+	r := branchboxtest.Lay(t, func(m map[string]any) {
+		m["leases"].([]any)[0].(map[string]any)["executable"] = "cat"
+		m["leases"] = append(m["leases"].([]any), map[string]any{"lease_id": "other_env", "scope": "provider-environment",
+			"consumer": "primary-tool", "expires_at": "2099-01-01T00:00:00Z", "materializations": []any{map[string]any{
+				"source_path": "/run/branchbox/managed/run-demo/materializations/other-token", "environment_name": "OTHER_TOKEN", "sha256": ""}}})
+	})
+	r.SetValue(t, "other-token", []byte("primary-tool-only"))
 	caller := []string{"MODEL_ACCESS_TOKEN=model-secret", "CALLER_SECRET=do-not-leak", "LD_PRELOAD=/tmp/x.so", "PATH=/tmp/evil:/usr/bin", "HOME=/root"}
 	out, errs, code := runChild(t, caller, execArgs(r, "--", "/proc/self/environ")...)
 	if code != 0 {
