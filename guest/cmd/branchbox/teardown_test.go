@@ -154,3 +154,33 @@ func TestTeardownVersion2NeedsNoForce(t *testing.T) {
 		t.Fatalf("a second teardown: exit %d", code)
 	}
 }
+
+// Bad input: a hostile assignment is refused by materialize with its rule,
+// and nothing is materialized (no workspace, no ledger).
+func TestMaterializeRefusesHostileAssignmentsAndMakesNothing(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(m map[string]any)
+		rule string
+	}{
+		"LD_PRELOAD": {func(m map[string]any) {
+			m["leases"].([]any)[1].(map[string]any)["materializations"].([]any)[0].(map[string]any)["environment_name"] = "LD_PRELOAD"
+		}, "environment-name"},
+		"expired lease": {func(m map[string]any) { m["leases"].([]any)[2].(map[string]any)["expires_at"] = "2001-01-01T00:00:00Z" }, "lease-expiry"},
+		"tag-only image": {func(m map[string]any) { m["service_images"].(map[string]any)["app"] = "registry.example/team/app:latest" }, "immutable-image-reference"},
+		"version 4":      {func(m map[string]any) { m["version"] = "4" }, "version"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := branchboxtest.Lay(t, branchboxtest.WithRepo(t, c.edit))
+			out, _, code := runIn("feature", "materialize", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--json")
+			if code != exitInvalid || !strings.Contains(out, `"rule": "`+c.rule+`"`) {
+				t.Fatalf("exit %d: %s", code, out)
+			}
+			ws := r.Assignment["workspace"].(map[string]any)["path"].(string)
+			for _, p := range []string{ws, filepath.Join(r.Root, "state")} {
+				if _, err := os.Lstat(p); !os.IsNotExist(err) {
+					t.Errorf("%s exists after a refusal", p)
+				}
+			}
+		})
+	}
+}
