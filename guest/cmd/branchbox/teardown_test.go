@@ -166,8 +166,10 @@ func TestMaterializeRefusesHostileAssignmentsAndMakesNothing(t *testing.T) {
 			m["leases"].([]any)[1].(map[string]any)["materializations"].([]any)[0].(map[string]any)["environment_name"] = "LD_PRELOAD"
 		}, "environment-name"},
 		"expired lease": {func(m map[string]any) { m["leases"].([]any)[2].(map[string]any)["expires_at"] = "2001-01-01T00:00:00Z" }, "lease-expiry"},
-		"tag-only image": {func(m map[string]any) { m["service_images"].(map[string]any)["app"] = "registry.example/team/app:latest" }, "immutable-image-reference"},
-		"version 4":      {func(m map[string]any) { m["version"] = "4" }, "version"},
+		"tag-only image": {func(m map[string]any) {
+			m["service_images"].(map[string]any)["app"] = "registry.example/team/app:latest"
+		}, "immutable-image-reference"},
+		"version 4": {func(m map[string]any) { m["version"] = "4" }, "version"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			r := branchboxtest.Lay(t, branchboxtest.WithRepo(t, c.edit))
