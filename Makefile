@@ -92,13 +92,14 @@ lint:
 	tests/lint-shell
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
+# api/sandbox/local boots machines: it runs with the booted-box tests.
 unit-test:
-	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) ./api/...
+	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v /api/sandbox/local)
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/services
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/...
 
 # Only the desk tier's booted-box tests (they are part of box-test too).
 desk-test: desk-image

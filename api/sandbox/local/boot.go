@@ -1,0 +1,321 @@
+package local
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// egressFiles are bound read-only into every box, so every way a program
+// starts there knows the proxy: systemd's services (DefaultEnvironment),
+// the user manager's (environment.d), login shells (profile.d) and apt run
+// from anything (its own setting). The box cannot change them.
+func (s *Supervisor) egressFiles() map[string]string {
+	u := s.ProxyURL()
+	vars := fmt.Sprintf("HTTP_PROXY=%[1]s HTTPS_PROXY=%[1]s http_proxy=%[1]s https_proxy=%[1]s NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1", u)
+	lines := strings.ReplaceAll(vars, " ", "\n") + "\n"
+	var profile strings.Builder
+	for _, kv := range strings.Fields(vars) {
+		profile.WriteString("export " + kv + "\n")
+	}
+	return map[string]string{
+		"/etc/systemd/system.conf.d/50-cocoonbox-egress.conf": "[Manager]\nDefaultEnvironment=" + vars + "\n",
+		"/etc/environment.d/50-cocoonbox-egress.conf":         lines,
+		"/etc/profile.d/cocoonbox-egress.sh":                  profile.String(),
+		"/etc/apt/apt.conf.d/80cocoonbox-egress":              fmt.Sprintf("Acquire::http::Proxy %q;\nAcquire::https::Proxy %q;\n", u, u),
+	}
+}
+
+// crashRecord is what the run directory keeps of a booted machine, so the
+// next supervisor on the bridge can clear it after a crash.
+type crashRecord struct {
+	ID      string   `json:"id"`
+	NSpawn  int      `json:"nspawn"`
+	Root    string   `json:"root"`
+	Link    boxLink  `json:"link"`
+	Cgroups []string `json:"cgroups"`
+	Unified string   `json:"unified"`
+}
+
+// boot brings a stopped machine up: network, disk, cgroups, nspawn, and
+// waits for systemd's verdict. The caller holds m.op.
+func (s *Supervisor) boot(ctx context.Context, m *machine) error {
+	root, err := s.imageRoot(m.Image)
+	if err != nil {
+		return err
+	}
+	r := &running{}
+	undo := func() { s.teardown(m, r) }
+	if r.addrOff, err = s.leaseAddress(m.ID); err != nil {
+		return err
+	}
+	addr, _ := s.cfg.Network.addressAt(r.addrOff)
+	if r.link, err = s.cfg.Network.plug(m.ID, addr); err != nil {
+		undo()
+		return err
+	}
+	if err := mountRoot(m.dir, root); err != nil {
+		undo()
+		return err
+	}
+	if r.cg, err = makeCgroups("cbsbx-" + m.ID); err != nil {
+		undo()
+		return err
+	}
+	egressDir := filepath.Join(m.dir, "egress")
+	if err := os.MkdirAll(egressDir, 0o755); err != nil {
+		undo()
+		return err
+	}
+	args := []string{"--quiet", "--register=no", "--keep-unit", "--boot",
+		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
+		"--console=read-only", "--link-journal=no",
+		"--network-namespace-path=" + netnsPath(r.link.NetNS)}
+	for path, body := range s.egressFiles() {
+		host := filepath.Join(egressDir, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"))
+		if err := os.WriteFile(host, []byte(body), 0o644); err != nil {
+			undo()
+			return err
+		}
+		args = append(args, "--bind-ro="+host+":"+path)
+	}
+	console, err := os.Create(filepath.Join(m.dir, "console.log"))
+	if err != nil {
+		undo()
+		return err
+	}
+	// The shell moves itself into the box's cgroups, then becomes nspawn.
+	script := `for d in $COCOONBOX_CGROUPS; do echo $$ >"$d/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"`
+	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
+	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "COCOONBOX_CGROUPS=" + strings.Join(r.cg.dirs, " ")}
+	cmd.Stdout, cmd.Stderr = console, console
+	// Its own process group: a signal to the supervisor's group does not
+	// reach the box before Delete or Close does.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		console.Close()
+		undo()
+		return fmt.Errorf("start systemd-nspawn: %w", err)
+	}
+	r.nspawn = cmd
+	r.exited = make(chan struct{})
+	go func() {
+		r.exitErr = cmd.Wait()
+		console.Close()
+		close(r.exited)
+	}()
+	if err := s.writeCrashRecord(crashRecord{ID: m.ID, NSpawn: cmd.Process.Pid, Root: filepath.Join(m.dir, "root"), Link: r.link, Cgroups: r.cg.dirs, Unified: r.cg.unified}); err != nil {
+		undo()
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
+	defer cancel()
+	if err := s.waitRunning(ctx, r); err != nil {
+		tail := consoleTail(filepath.Join(m.dir, "console.log"), 30)
+		undo()
+		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
+	}
+	m.mu.Lock()
+	m.run = r
+	m.booted = time.Now().UTC()
+	m.mu.Unlock()
+	go s.watchExit(m, r)
+	return nil
+}
+
+// waitRunning finds the box's PID 1, then waits for systemd's verdict.
+func (s *Supervisor) waitRunning(ctx context.Context, r *running) error {
+	for {
+		select {
+		case <-r.exited:
+			return fmt.Errorf("systemd-nspawn exited: %v", r.exitErr)
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for running: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+		if r.leader == 0 {
+			if r.leader = findLeader(r.nspawn.Process.Pid); r.leader != 0 {
+				r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.payloads()}
+			}
+			continue
+		}
+		out, _, _ := runIn(ctx, r.door, sandbox.ExecRequest{Args: []string{"systemctl", "is-system-running", "--wait"}}, nil)
+		switch strings.TrimSpace(out) {
+		case "running", "degraded":
+			return nil
+		}
+	}
+}
+
+// findLeader returns the box's PID 1 as the host sees it: the child of
+// systemd-nspawn that lives in another PID namespace and is systemd.
+func findLeader(nspawn int) int {
+	self, _ := os.Readlink("/proc/self/ns/pid")
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawn, nspawn))
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(string(data)) {
+		pid, _ := strconv.Atoi(f)
+		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
+		if err == nil && ns != self {
+			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
+				return pid
+			}
+		}
+	}
+	return 0
+}
+
+// watchExit notices a machine that went down by itself (a poweroff inside,
+// a crash) and clears its host side.
+func (s *Supervisor) watchExit(m *machine, r *running) {
+	<-r.exited
+	m.mu.Lock()
+	stopping := r.stopping
+	m.mu.Unlock()
+	if stopping {
+		return
+	}
+	m.op.Lock()
+	defer m.op.Unlock()
+	m.mu.Lock()
+	current := m.run == r
+	m.mu.Unlock()
+	if !current {
+		return
+	}
+	s.teardown(m, r)
+	s.setState(m, sandbox.Stopped, fmt.Sprintf("went down by itself: %v", r.exitErr))
+}
+
+// stop powers a booted machine off (nspawn turns SIGTERM into a clean
+// halt), kills what is left after 20 s, and clears its host side. The
+// caller holds m.op.
+func (s *Supervisor) stop(m *machine) {
+	m.mu.Lock()
+	r := m.run
+	if r != nil {
+		r.stopping = true
+	}
+	m.mu.Unlock()
+	if r == nil {
+		return
+	}
+	// A frozen box cannot halt.
+	_ = r.cg.setFrozen(context.Background(), false)
+	_ = r.nspawn.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-r.exited:
+	case <-time.After(20 * time.Second):
+		_ = syscall.Kill(-r.nspawn.Process.Pid, syscall.SIGKILL)
+		r.cg.kill()
+		<-r.exited
+	}
+	s.teardown(m, r)
+}
+
+// teardown clears a machine's host side; each step tolerates what an
+// earlier failure left undone.
+func (s *Supervisor) teardown(m *machine, r *running) {
+	if r.cg.unified != "" {
+		r.cg.kill()
+		r.cg.remove()
+	}
+	_ = unmountRoot(m.dir)
+	s.cfg.Network.unplug(r.link)
+	if r.addrOff != 0 {
+		s.releaseAddress(r.addrOff)
+	}
+	_ = os.Remove(filepath.Join(s.runDir, m.ID+".json"))
+	m.mu.Lock()
+	if m.run == r {
+		m.run = nil
+	}
+	m.mu.Unlock()
+}
+
+func (s *Supervisor) writeCrashRecord(c crashRecord) error {
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(s.runDir, c.ID+".json"), data, 0o600)
+}
+
+// clearLeftovers ends what a crashed supervisor on this bridge left:
+// nspawn and its box, the root mount, the namespace and veth, the cgroups.
+func (s *Supervisor) clearLeftovers() {
+	entries, _ := os.ReadDir(s.runDir)
+	for _, e := range entries {
+		p := filepath.Join(s.runDir, e.Name())
+		data, err := os.ReadFile(p)
+		var c crashRecord
+		if err != nil || json.Unmarshal(data, &c) != nil {
+			os.Remove(p)
+			continue
+		}
+		s.cfg.Log.Warn("clearing a machine a previous supervisor left booted", "machine", c.ID)
+		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.NSpawn)); strings.TrimSpace(string(comm)) == "systemd-nspawn" {
+			_ = syscall.Kill(c.NSpawn, syscall.SIGKILL)
+		}
+		cg := cgroups{dirs: c.Cgroups, unified: c.Unified}
+		if cg.unified != "" {
+			_ = os.WriteFile(filepath.Join(cg.unified, "payload", "cgroup.freeze"), []byte("0"), 0o644)
+			cg.kill()
+			deadline := time.Now().Add(10 * time.Second)
+			for !cg.empty() && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+		}
+		cg.remove()
+		_ = unix.Unmount(c.Root, unix.MNT_DETACH)
+		s.cfg.Network.unplug(c.Link)
+		os.Remove(p)
+	}
+}
+
+// runIn runs a short command through a door and returns its stdout and
+// exit status; stdin may be nil.
+func runIn(ctx context.Context, d Door, req sandbox.ExecRequest, stdin io.Reader) (string, sandbox.ExitStatus, error) {
+	p, err := d.Start(ctx, req)
+	if err != nil {
+		return "", sandbox.ExitStatus{}, err
+	}
+	go func() {
+		if stdin != nil {
+			_, _ = io.Copy(p.Stdin(), stdin)
+		}
+		p.Stdin().Close()
+	}()
+	var out, errOut strings.Builder
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&errOut, p.Stderr()); close(done) }()
+	_, _ = io.Copy(&out, p.Stdout())
+	<-done
+	st, err := p.Wait()
+	if err == nil && st.Code != 0 {
+		err = fmt.Errorf("%q exited %d: %s", strings.Join(req.Args, " "), st.Code, strings.TrimSpace(errOut.String()))
+	}
+	return out.String(), st, err
+}
+
+func consoleTail(path string, n int) string {
+	data, _ := os.ReadFile(path)
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

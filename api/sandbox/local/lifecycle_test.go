@@ -1,0 +1,231 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// Must show: hibernate then wake keeps a process running (memory kept);
+// twenty cycles in a row all succeed (a second resume failing is a known
+// fault of peers: e2b #736, #582); a file written just before each
+// hibernate is there after each wake.
+func TestHibernateAndWakeTwentyTimesKeepAProcessAndEachFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	pid := strings.TrimSpace(mustSh(t, m.ID, `setsid -f sleep infinity </dev/null >/dev/null 2>&1; sleep 0.1; pgrep -n -x sleep`))
+	events, err := sup.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 20; i++ {
+		mustSh(t, m.ID, fmt.Sprintf("echo cycle-%d >/root/cycle-%d", i, i))
+		h, err := sup.Hibernate(ctx, m.ID)
+		if err != nil {
+			t.Fatalf("hibernate %d: %v", i, err)
+		}
+		if h.State != sandbox.Hibernated {
+			t.Fatalf("hibernate %d: state %s", i, h.State)
+		}
+		if _, err := sup.Exec(ctx, m.ID, sandbox.ExecRequest{Args: []string{"true"}}); !errors.Is(err, sandbox.ErrState) {
+			t.Fatalf("exec in a hibernated machine: %v, want ErrState", err)
+		}
+		if w, err := sup.Wake(ctx, m.ID); err != nil || w.State != sandbox.Running {
+			t.Fatalf("wake %d: %v (state %s)", i, err, w.State)
+		}
+		if got := mustSh(t, m.ID, fmt.Sprintf("cat /root/cycle-%d", i)); got != fmt.Sprintf("cycle-%d\n", i) {
+			t.Fatalf("after wake %d the file holds %q", i, got)
+		}
+		if _, code := sh(t, m.ID, "kill -0 "+pid); code != 0 {
+			t.Fatalf("after wake %d the process %s started before is gone", i, pid)
+		}
+	}
+	if out := mustSh(t, m.ID, "systemctl is-system-running"); strings.TrimSpace(out) != "running" {
+		t.Errorf("after 20 cycles systemd says %q", out)
+	}
+	// The stream saw every change, in order.
+	var seen []sandbox.State
+	timeout := time.After(10 * time.Second)
+	for len(seen) < 40 {
+		select {
+		case e := <-events:
+			if e.Machine == m.ID && (e.State == sandbox.Hibernated || e.State == sandbox.Running) {
+				seen = append(seen, e.State)
+			}
+		case <-timeout:
+			t.Fatalf("events: %v", seen)
+		}
+	}
+	for i, st := range seen[1:] {
+		if want := []sandbox.State{sandbox.Hibernated, sandbox.Running}[i%2]; st != want {
+			t.Fatalf("event %d is %s, want %s (all: %v)", i, st, want, seen)
+		}
+	}
+}
+
+// Must show: save then delete then restore: a file in /home/user comes
+// back, with its owner.
+func TestSaveDeleteRestoreBringsAFileInHomeBack(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	mustSh(t, m.ID, `echo "written before the save" >/home/user/notes.txt; chown user:user /home/user/notes.txt`)
+	save, err := sup.Save(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.DeleteSave(ctx, save.ID)
+	if save.Size <= 0 || save.Machine != m.ID || save.Image != v1 {
+		t.Fatalf("save %+v", save)
+	}
+	if st, err := os.Stat(sup.savePath(save.ID, ".tar")); err != nil || st.Size() != save.Size {
+		t.Fatalf("the save's size %d is not its file's: %v %v", save.Size, st, err)
+	}
+	if err := sup.Delete(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sup.Get(ctx, m.ID); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Fatalf("deleted machine: %v", err)
+	}
+	r, err := sup.Restore(ctx, save.ID, sandbox.Spec{ID: m.ID, Tenant: m.Tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sup.Boot(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, r.ID, "cat /home/user/notes.txt; stat -c %U /home/user/notes.txt"); got != "written before the save\nuser\n" {
+		t.Fatalf("restored notes.txt and owner: %q", got)
+	}
+	if _, err := sup.Restore(ctx, "save-0000000000000000", sandbox.Spec{ID: newID("t"), Tenant: "tenant-a"}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("restore of an unknown save: %v", err)
+	}
+}
+
+// Must show: a rebase onto a newer image keeps /home/user and /workspace
+// and changes /etc/cocoonbox/image; other changes to the disk go.
+func TestRebaseKeepsHomeAndWorkspaceAndChangesTheImage(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	mustSh(t, m.ID, `echo home >/home/user/kept; echo ws >/workspace/kept; echo etc >/etc/dropped`)
+	if got := mustSh(t, m.ID, "head -1 /etc/cocoonbox/image"); got != "cbdesk:v1\n" {
+		t.Fatalf("before: %q", got)
+	}
+	r, err := sup.Rebase(ctx, m.ID, v2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Image != v2 || r.State != sandbox.Running {
+		t.Fatalf("after rebase: %+v", r)
+	}
+	got := mustSh(t, m.ID, "head -1 /etc/cocoonbox/image; cat /home/user/kept /workspace/kept; test -e /etc/dropped && echo etc-kept || true")
+	if got != "cbdesk:v2\nhome\nws\n" {
+		t.Fatalf("after the rebase: %q", got)
+	}
+	if _, err := sup.Rebase(ctx, m.ID, "cbdesk:v9-base"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("rebase onto an unknown image: %v", err)
+	}
+}
+
+// Contract: Journal (every clone gets a new machine id): a clone carries
+// the disk and gets a machine id of its own.
+func TestCloneCarriesTheDiskWithANewMachineID(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	mustSh(t, m.ID, "echo cloned >/home/user/c")
+	c, err := sup.Clone(ctx, m.ID, sandbox.Spec{ID: newID("t"), Tenant: m.Tenant})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteMachine(t, c.ID) })
+	if _, err := sup.Boot(ctx, c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, c.ID, "cat /home/user/c"); got != "cloned\n" {
+		t.Fatalf("clone's file: %q", got)
+	}
+	a, b := mustSh(t, m.ID, "cat /etc/machine-id"), mustSh(t, c.ID, "cat /etc/machine-id")
+	if a == b || len(strings.TrimSpace(b)) != 32 {
+		t.Fatalf("machine ids %q and %q", a, b)
+	}
+}
+
+// Contract: Box API keys: the guest-visible entries land in
+// /run/silkd.env (and the box's vault renders them); host-only ones never
+// enter the box.
+func TestClaimEnvGuestEntriesLandInSilkdEnvHostEntriesStayOut(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	entries := []sandbox.ClaimEntry{
+		{Name: "COCOONBOX_VAULT", Value: "OPENAI_API_KEY=sk-proj-cbv_0123456789abcdef0123456789abcdef;api.openai.com;Authorization:%20Bearer%20{}", Guest: true},
+		{Name: "CBV_1", Value: "sk-proj-the-real-secret", Hosts: []string{"api.openai.com"}, How: "Authorization:%20Bearer%20{}"},
+	}
+	if err := sup.SetClaimEnv(ctx, m.ID, entries); err != nil {
+		t.Fatal(err)
+	}
+	env := mustSh(t, m.ID, "cat /run/silkd.env; stat -c '%U %a' /run/silkd.env")
+	if !strings.Contains(env, "COCOONBOX_VAULT=") || !strings.Contains(env, "root 600") {
+		t.Fatalf("/run/silkd.env: %q", env)
+	}
+	if strings.Contains(env, "the-real-secret") || strings.Contains(mustSh(t, m.ID, "grep -rl the-real-secret /run /etc 2>/dev/null || true"), "/") {
+		t.Fatalf("a host-only entry reached the box: %q", env)
+	}
+	waitFor(t, 10*time.Second, "the vault to render the record", func() (bool, string) {
+		out, _ := sh(t, m.ID, "cat /run/cocoonbox-vault/vault.sh")
+		return strings.Contains(out, "export OPENAI_API_KEY='sk-proj-cbv_"), out
+	})
+	if host, err := sup.HostClaims(m.ID); err != nil || len(host) != 1 || host[0].Name != "CBV_1" {
+		t.Fatalf("host claims: %v %v", host, err)
+	}
+	bad := []sandbox.ClaimEntry{{Name: "COCOONBOX_VAULT", Value: "PATH=x;;", Guest: true}}
+	if err := sup.SetClaimEnv(ctx, m.ID, bad); !errors.Is(err, sandbox.ErrInvalid) {
+		t.Fatalf("a record the vault refuses: %v", err)
+	}
+	if got := mustSh(t, m.ID, "cat /run/silkd.env"); !strings.Contains(got, "OPENAI_API_KEY") {
+		t.Fatalf("a refused set changed the file: %q", got)
+	}
+}
+
+// The tenant cap (max_claims) is the supervisor's, and bad specs are
+// refused naming the rule.
+func TestTenantCapAndBadSpecs(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tenant := fmt.Sprintf("capped-%d", seq.Add(1))
+	if err := sup.SetTenantCap(ctx, tenant, 1); err != nil {
+		t.Fatal(err)
+	}
+	first, err := sup.Create(ctx, sandbox.Spec{ID: newID("t"), Tenant: tenant, Image: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer deleteMachine(t, first.ID)
+	if _, err := sup.Create(ctx, sandbox.Spec{ID: newID("t"), Tenant: tenant, Image: v1}); !errors.Is(err, sandbox.ErrCapExceeded) {
+		t.Fatalf("a second machine past max_claims 1: %v", err)
+	}
+	if _, err := sup.Create(ctx, sandbox.Spec{ID: first.ID, Tenant: tenant, Image: v1}); !errors.Is(err, sandbox.ErrExists) {
+		t.Fatalf("the same id again: %v", err)
+	}
+	for _, spec := range []sandbox.Spec{
+		{ID: "Bad_ID", Tenant: "x", Image: v1},
+		{ID: "ok-id", Tenant: "", Image: v1},
+		{ID: "ok-id", Tenant: "x", Image: "ubuntu:22.04"},
+	} {
+		if _, err := sup.Create(ctx, spec); !errors.Is(err, sandbox.ErrInvalid) {
+			t.Errorf("spec %+v: %v, want ErrInvalid", spec, err)
+		}
+	}
+	if _, err := sup.Create(ctx, sandbox.Spec{ID: newID("t"), Tenant: tenant + "x", Image: "cbdesk:v7-base"}); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("an unknown image: %v", err)
+	}
+}

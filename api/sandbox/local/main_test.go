@@ -1,0 +1,195 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// These tests boot real cbdesk machines under systemd-nspawn (root, and
+// the images `make image` builds: $COCOONBOX_IMAGE, and
+// $COCOONBOX_DESK_IMAGE for the desk tests). One supervisor serves the
+// whole package, on the contract's bridge; a crashed earlier run's boxes
+// are cleared by New and its machines deleted before the tests start.
+
+var (
+	sup      *Supervisor
+	testRoot = "/var/tmp/cocoonbox-sandboxd-test"
+	seq      atomic.Int64
+	// v1, v2 are the base image as two versions (v2 a hard-linked copy
+	// with another /etc/cocoonbox/image), for rebase.
+	v1, v2 = "cbdesk:v1-base", "cbdesk:v2-base"
+	desk   = "cbdesk:v1-desk"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "api/sandbox/local: the tests boot machines and need root")
+		return 1
+	}
+	image := os.Getenv("COCOONBOX_IMAGE")
+	if image == "" {
+		fmt.Fprintln(os.Stderr, "api/sandbox/local: COCOONBOX_IMAGE must name a base image root (make image; make test sets it)")
+		return 1
+	}
+	if err := setUpImages(image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	var err error
+	sup, err = New(ctx, Config{
+		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
+		// Only Debian's mirror, which apt in the boxes reaches.
+		EgressHosts:      []string{"deb.debian.org", "debian.org"},
+		DefaultMaxClaims: 1000,
+		Log:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "api/sandbox/local:", err)
+		return 1
+	}
+	old, _ := sup.List(ctx, "")
+	for _, mm := range old {
+		_ = sup.Delete(ctx, mm.ID)
+	}
+	code := m.Run()
+	if err := sup.Close(); err != nil {
+		fmt.Fprintln(os.Stderr, "close:", err)
+		code = 1
+	}
+	os.RemoveAll(filepath.Join(testRoot, "state"))
+	return code
+}
+
+// setUpImages makes the test's image catalog: links to the built images,
+// and v2 as a hard-linked copy of v1 whose /etc/cocoonbox/image says v2.
+func setUpImages(base, deskImage string) error {
+	dir := filepath.Join(testRoot, "images")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	link := func(target, name string) error {
+		p := filepath.Join(dir, name)
+		os.Remove(p)
+		return os.Symlink(target, p)
+	}
+	if err := link(base, "cbdesk-v1-base"); err != nil {
+		return err
+	}
+	if deskImage != "" {
+		if err := link(deskImage, "cbdesk-v1-desk"); err != nil {
+			return err
+		}
+	}
+	v2dir := filepath.Join(dir, "cbdesk-v2-base")
+	if err := os.RemoveAll(v2dir); err != nil {
+		return err
+	}
+	if out, err := exec.Command("cp", "-al", base, v2dir).CombinedOutput(); err != nil {
+		return fmt.Errorf("copy the base image as v2: %v: %s", err, out)
+	}
+	stamp := filepath.Join(v2dir, "etc/cocoonbox/image")
+	os.Remove(stamp) // break the hard link before writing
+	return os.WriteFile(stamp, []byte("cbdesk:v2\ntier=base\nrevision=test\n"), 0o644)
+}
+
+// newID is a machine id no other test uses.
+func newID(prefix string) string {
+	return fmt.Sprintf("%s-%d-%d", prefix, os.Getpid()%10000, seq.Add(1))
+}
+
+// boot creates and boots a machine of image, deleted when the test ends.
+func boot(t testing.TB, image string) sandbox.Machine {
+	t.Helper()
+	ctx := context.Background()
+	m, err := sup.Create(ctx, sandbox.Spec{ID: newID("t"), Tenant: "tenant-a", Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { deleteMachine(t, m.ID) })
+	m, err = sup.Boot(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+func deleteMachine(t testing.TB, id string) {
+	if t.Failed() {
+		t.Logf("console of %s:\n%s", id, consoleTail(filepath.Join(sup.cfg.StateDir, "machines", id, "console.log"), 40))
+	}
+	if err := sup.Delete(context.Background(), id); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("delete %s: %v", id, err)
+	}
+}
+
+// sh runs a shell line in the machine as root and returns its stdout and
+// exit code; it fails the test when the command cannot run.
+func sh(t testing.TB, id, line string) (string, int) {
+	t.Helper()
+	return shell(t, id, "sh", line)
+}
+
+// shell is sh with another shell (bash for its /dev/tcp).
+func shell(t testing.TB, id, shell, line string) (string, int) {
+	t.Helper()
+	p, err := sup.Exec(context.Background(), id, sandbox.ExecRequest{Args: []string{shell, "-c", line}})
+	if err != nil {
+		t.Fatalf("exec %q: %v", line, err)
+	}
+	p.Stdin().Close()
+	var errOut strings.Builder
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&errOut, p.Stderr()); close(done) }()
+	out, _ := io.ReadAll(p.Stdout())
+	<-done
+	st, err := p.Wait()
+	if err != nil {
+		t.Fatalf("exec %q: %v (stderr %s)", line, err, errOut.String())
+	}
+	return string(out), st.Code
+}
+
+// mustSh is sh that fails the test on a non-zero exit.
+func mustSh(t testing.TB, id, line string) string {
+	t.Helper()
+	out, code := sh(t, id, line)
+	if code != 0 {
+		t.Fatalf("%q exited %d: %s", line, code, out)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or d passes, then fails with what it
+// last saw.
+func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last saw: %s", what, d, seen)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,118 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/google/renameio/v2"
+)
+
+// Saves live in StateDir/saves: ID.tar (the machine's upper layer) and
+// ID.json (its SaveInfo), the record written last, so a save without one
+// is a crashed half and ignored.
+
+func newSaveID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return fmt.Sprintf("save-%x", b)
+}
+
+func (s *Supervisor) savePath(id, ext string) string {
+	return filepath.Join(s.cfg.StateDir, "saves", id+ext)
+}
+
+// Save implements sandbox.Supervisor: a running machine's file systems
+// are flushed first (e2b users lost files written just before a pause).
+func (s *Supervisor) Save(ctx context.Context, id string) (sandbox.SaveInfo, error) {
+	m, err := s.find(id)
+	if err != nil {
+		return sandbox.SaveInfo{}, err
+	}
+	defer m.op.Unlock()
+	// A running machine is flushed from inside, then frozen while its disk
+	// is read, so the save is one instant of it (no file changes under tar)
+	// and the box goes on where it was.
+	if d, err := m.door(); err == nil {
+		if _, _, err := runIn(ctx, d, sandbox.ExecRequest{Args: []string{"sync"}}, nil); err != nil {
+			return sandbox.SaveInfo{}, fmt.Errorf("flush %s before its save: %w", id, err)
+		}
+		m.mu.Lock()
+		cg := m.run.cg
+		m.mu.Unlock()
+		if err := cg.setFrozen(ctx, true); err != nil {
+			_ = cg.setFrozen(context.Background(), false)
+			return sandbox.SaveInfo{}, fmt.Errorf("freeze %s for its save: %w", id, err)
+		}
+		defer func() { _ = cg.setFrozen(context.Background(), false) }()
+	}
+	syncDir(m.dir)
+	info := sandbox.SaveInfo{ID: newSaveID(), Machine: m.ID, Tenant: m.Tenant, Image: m.Image, Created: time.Now().UTC()}
+	tmp := s.savePath(info.ID, ".tar.part")
+	if err := tarUpper(m.dir, tmp); err != nil {
+		os.Remove(tmp)
+		return sandbox.SaveInfo{}, err
+	}
+	st, err := os.Stat(tmp)
+	if err != nil {
+		return sandbox.SaveInfo{}, err
+	}
+	info.Size = st.Size()
+	if err := os.Rename(tmp, s.savePath(info.ID, ".tar")); err != nil {
+		return sandbox.SaveInfo{}, err
+	}
+	data, _ := json.Marshal(info)
+	if err := renameio.WriteFile(s.savePath(info.ID, ".json"), data, 0o600); err != nil {
+		os.Remove(s.savePath(info.ID, ".tar"))
+		return sandbox.SaveInfo{}, err
+	}
+	return info, nil
+}
+
+func (s *Supervisor) readSave(id string) (sandbox.SaveInfo, error) {
+	if err := sandbox.CheckSaveID("save_id", id); err != nil {
+		return sandbox.SaveInfo{}, err
+	}
+	data, err := os.ReadFile(s.savePath(id, ".json"))
+	if errors.Is(err, os.ErrNotExist) {
+		return sandbox.SaveInfo{}, fmt.Errorf("save %s: %w", id, sandbox.ErrNotFound)
+	}
+	if err != nil {
+		return sandbox.SaveInfo{}, err
+	}
+	var info sandbox.SaveInfo
+	if err := json.Unmarshal(data, &info); err != nil {
+		return sandbox.SaveInfo{}, fmt.Errorf("save %s: unreadable record: %w", id, err)
+	}
+	return info, nil
+}
+
+// Restore implements sandbox.Supervisor.
+func (s *Supervisor) Restore(ctx context.Context, saveID string, spec sandbox.Spec) (sandbox.Machine, error) {
+	info, err := s.readSave(saveID)
+	if err != nil {
+		return sandbox.Machine{}, err
+	}
+	if spec.Image == "" {
+		spec.Image = info.Image
+	}
+	tarFile := s.savePath(saveID, ".tar")
+	return s.newMachine(spec, func(m *machine) error { return untarUpper(tarFile, m.dir) })
+}
+
+// DeleteSave implements sandbox.Supervisor.
+func (s *Supervisor) DeleteSave(ctx context.Context, saveID string) error {
+	if _, err := s.readSave(saveID); err != nil {
+		return err
+	}
+	if err := os.Remove(s.savePath(saveID, ".json")); err != nil {
+		return err
+	}
+	return os.Remove(s.savePath(saveID, ".tar"))
+}
