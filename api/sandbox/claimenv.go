@@ -52,7 +52,8 @@ func checkRecords(field string, e ClaimEntry) error {
 		if e.Name != string(src) {
 			continue
 		}
-		rs := vault.ParseRecords(src, e.Value)
+		rs := &vault.Records{}
+		rs.Add(src, e.Value)
 		if len(rs.Rejected) > 0 {
 			r := rs.Rejected[0]
 			return Invalid(field+".value", "%s record %d (%s): %s", e.Name, r.Position, r.Name, r.Rule)
