@@ -39,8 +39,9 @@ type Source struct {
 	Path    string          `json:"path"`
 	Target  string          `json:"target,omitempty"`
 	Kind    Kind            `json:"kind"`
-	// Dev and Ino identify what was checked, so a later step can tell a
-	// swapped source from the one checked.
+	// Dev and Ino identify what was checked; materialize records them in
+	// the run's ledger for part 2's final mount inspection (a swapped
+	// source is another inode).
 	Dev uint64 `json:"dev"`
 	Ino uint64 `json:"ino"`
 }
