@@ -57,7 +57,8 @@ teardown     remove the workspace, the run directory with every source
              check is made (commit what you want to keep first).
 
 --json prints one JSON object on stdout: check's report, or any verb's
-refusal ({"status":"refused","rule":...,"where":...,"error":...}), materialize's
+refusal ({"status":"refused"|"failed","rule":...,"where":...,"error":...,
+"exit_code":...,"retryable":...}), materialize's
 {"status":"materialized","workspace":...,"sources":...,"ledger":...},
 teardown's receipt {"removed":[...],"residue":[{"path","error"}],
 "residue_free":...,"receipt_path":...}.
@@ -65,7 +66,8 @@ teardown's receipt {"removed":[...],"residue":[{"path","error"}],
 exit codes: 0 done; 1 a failure a retry will not fix; 2 usage; 65 the
 assignment breaks a rule (the error names it); 66 no such run; 73 an unsafe
 path (symlink, owner, mode, links); 74 an I/O error; 75 try again later
-(out of space or memory, a lock held); after exec, the provider's own;
+(out of space or memory; another branchbox holds the run's lock,
+DIR/locks/RUN_ID.lock, taken by materialize, exec and teardown); after exec, the provider's own;
 teardown with residue exits 1 (the receipt lists it).
 `
 
@@ -110,6 +112,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		opt: branchbox.Options{Root: o.root}}
 	e.log.Stderr = io.Discard
 	e.log.Set("BRANCHBOX_RUN_ID", o.runID)
+	if o.verb != "check" {
+		unlock, err := e.lockRun()
+		if err != nil {
+			return e.fail(err)
+		}
+		defer unlock()
+	}
 	switch o.verb {
 	case "check":
 		return e.check()
@@ -130,7 +139,8 @@ func (e *env) fail(err error) int {
 	e.log.Send(journal.Warning, msgRefused, fmt.Sprintf("%s %s refused: %v", e.o.verb, e.o.name, err),
 		"BRANCHBOX_RULE", string(branchbox.RuleOf(err)))
 	if e.o.json {
-		out := map[string]any{"status": "refused", "verb": e.o.verb, "error": err.Error(), "exit_code": code}
+		out := map[string]any{"status": "refused", "verb": e.o.verb, "error": err.Error(), "exit_code": code,
+			"retryable": code == exitTryLater}
 		var re *branchbox.RuleError
 		if errors.As(err, &re) {
 			out["rule"], out["where"] = re.Rule, re.Where
@@ -165,7 +175,7 @@ func exitCode(err error) int {
 		return exitUnsafe
 	case errors.As(err, &re):
 		return exitInvalid
-	case errors.Is(err, unix.ENOSPC), errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EWOULDBLOCK):
+	case errors.Is(err, errBusy), errors.Is(err, unix.ENOSPC), errors.Is(err, unix.ENOMEM), errors.Is(err, unix.EAGAIN):
 		return exitTryLater
 	case errors.Is(err, fs.ErrNotExist):
 		return exitNoInput

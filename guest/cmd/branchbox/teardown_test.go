@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
@@ -184,5 +185,26 @@ func TestMaterializeRefusesHostileAssignmentsAndMakesNothing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Exit 75 is for what a retry fixes: another branchbox working on the run.
+func TestBusyRunIsTryAgainLater(t *testing.T) {
+	r := materialized(t)
+	lock, err := os.OpenFile(filepath.Join(r.Root, "locks", branchboxtest.RunID+".lock"), os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	out, _, code := runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--json", "--force")
+	if code != exitTryLater || !strings.Contains(out, "holds the run's lock") {
+		t.Fatalf("exit %d: %s", code, out)
+	}
+	syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
+	if _, _, code := runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--force"); code != 0 {
+		t.Fatalf("after the lock is released: exit %d", code)
 	}
 }
