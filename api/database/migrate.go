@@ -18,6 +18,16 @@ type Schema struct {
 	FS    fs.FS
 }
 
+// NewSchema is the schema of the migrations in dir of fsys (a package's
+// embedded migrations/), kept in table. It panics on a bad dir: a build mistake.
+func NewSchema(table string, fsys fs.FS, dir string) Schema {
+	sub, err := fs.Sub(fsys, dir)
+	if err != nil {
+		panic(fmt.Sprintf("schema %s: %v", table, err))
+	}
+	return Schema{Table: table, FS: sub}
+}
+
 // Migrate brings every schema up to date, in the order given (a schema's
 // tables may refer to those of the schemas before it). A PostgreSQL advisory
 // lock makes apis starting at once on one server migrate one after another.

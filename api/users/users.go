@@ -9,7 +9,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"sync"
 	"time"
@@ -24,15 +23,7 @@ import (
 var migrations embed.FS
 
 // Schema is the users package's migrations and their table.
-var Schema = database.Schema{Table: "users_schema_migrations", FS: mustSub(migrations, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
+var Schema = database.NewSchema("users_schema_migrations", migrations, "migrations")
 
 // Channel is the PostgreSQL NOTIFY channel a change to a user's sign-ins
 // goes out on (Contract: Browser sign-in and device tokens: "A revoke
