@@ -1,0 +1,117 @@
+package tokens
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strings"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+)
+
+type principalKey struct{}
+
+// FromContext answers the principal the token check put in ctx.
+func FromContext(ctx context.Context) (*Principal, bool) {
+	p, ok := ctx.Value(principalKey{}).(*Principal)
+	return p, ok
+}
+
+// bearer is the token of an Authorization header value.
+func bearer(h string) (string, error) {
+	if h == "" {
+		return "", ErrNoBearer
+	}
+	scheme, tok, ok := strings.Cut(h, " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return "", ErrMalformed
+	}
+	return strings.TrimSpace(tok), nil
+}
+
+// authorize checks the request's Authorization header and answers a context
+// that carries the principal and ends when the token stops working.
+func (ix *Index) authorize(ctx context.Context, header string) (context.Context, context.CancelFunc, error) {
+	tok, err := bearer(header)
+	if err != nil {
+		return nil, nil, err
+	}
+	p, err := ix.Check(tok)
+	if err != nil {
+		return nil, nil, err
+	}
+	server.SetUser(ctx, p.UserID)
+	ctx, cancel := context.WithCancel(context.WithValue(ctx, principalKey{}, p))
+	stop := context.AfterFunc(p.ctx, cancel)
+	return ctx, func() { stop(); cancel() }, nil
+}
+
+// Require runs next only for a request with a live token, the principal in
+// its context (FromContext); the request's context ends when the token is
+// revoked, so a stream open on it ends. Others get 401 with a JSON error and
+// WWW-Authenticate (RFC 6750).
+func (ix *Index) Require(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, done, err := ix.authorize(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_token", "message": err.Error()})
+			return
+		}
+		defer done()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// Interceptor is the token check of connect (gRPC) handlers: a call without a
+// live token is UNAUTHENTICATED; a call's context ends when its token is
+// revoked, and the call then ends UNAUTHENTICATED too.
+func (ix *Index) Interceptor() connect.Interceptor { return interceptor{ix} }
+
+type interceptor struct{ ix *Index }
+
+func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		if req.Spec().IsClient {
+			return next(ctx, req)
+		}
+		ctx, done, err := i.ix.authorize(ctx, req.Header().Get("Authorization"))
+		if err != nil {
+			return nil, connect.NewError(connect.CodeUnauthenticated, err)
+		}
+		defer done()
+		resp, err := next(ctx, req)
+		return resp, ended(ctx, err)
+	}
+}
+
+func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return next
+}
+
+func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
+		ctx, done, err := i.ix.authorize(ctx, conn.RequestHeader().Get("Authorization"))
+		if err != nil {
+			return connect.NewError(connect.CodeUnauthenticated, err)
+		}
+		defer done()
+		return ended(ctx, next(ctx, conn))
+	}
+}
+
+// errRevoked ends a call whose token was revoked while it ran.
+var errRevoked = errors.New("the token of this call was revoked: sign in again (cocoonbox login)")
+
+// ended tells a call that ended because its token stopped working as UNAUTHENTICATED.
+func ended(ctx context.Context, err error) error {
+	if p, ok := FromContext(ctx); ok && p.ctx.Err() != nil {
+		return connect.NewError(connect.CodeUnauthenticated, errRevoked)
+	}
+	return err
+}

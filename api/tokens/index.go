@@ -1,0 +1,267 @@
+package tokens
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// UseInterval is how often at most a token's last use is written.
+const UseInterval = time.Minute
+
+// Principal is who a token belongs to. Done is closed when the token stops
+// working on this api (revoked, replaced, its user disabled or deleted), so
+// every call open on it can end.
+type Principal struct {
+	UserID   string
+	UserName string
+	Admin    bool
+	// DeviceID is the device token's id (dev_ + 16 hex); "" for the personal token.
+	DeviceID string
+	// Client is the device's client (cocoonbox-cli, cocoonbox-app); "" for the personal token.
+	Client string
+
+	ctx context.Context
+}
+
+// Done is closed once the token no longer works on this api.
+func (p *Principal) Done() <-chan struct{} { return p.ctx.Done() }
+
+type entry struct {
+	p      Principal
+	sum    [32]byte
+	cancel context.CancelFunc
+	// lastWrite is when the last use was last queued for writing (unix ns).
+	lastWrite atomic.Int64
+}
+
+// Index is this api's index of the live tokens: SHA-256 → principal. It is
+// loaded whole at start and after a lost LISTEN connection, and one user at
+// a time on each NOTIFY on users.Channel (every api's revoke, disable,
+// delete, new token), so every api drops a revoked token.
+type Index struct {
+	pool *pgxpool.Pool
+	url  string
+	log  *slog.Logger
+	// Now is the clock of the last-use writes (tests move it).
+	Now func() time.Time
+
+	mu     sync.RWMutex
+	byHash map[[32]byte]*entry
+
+	onChange []func(userID string)
+	used     chan *entry
+	stop     context.CancelFunc
+	done     sync.WaitGroup
+}
+
+// NewIndex is an index on pool; url is the same database's URL, for the
+// connection that LISTENs (kept apart from the pool).
+func NewIndex(pool *pgxpool.Pool, url string, log *slog.Logger) *Index {
+	return &Index{pool: pool, url: url, log: log, Now: time.Now, byHash: map[[32]byte]*entry{}, used: make(chan *entry, 1024)}
+}
+
+// OnChange adds fn to what runs after a user's tokens were reloaded on a
+// notification (another api's change, or this one's). Call before Start.
+func (ix *Index) OnChange(fn func(userID string)) { ix.onChange = append(ix.onChange, fn) }
+
+// Check answers the principal of bearer (the token without "Bearer "): one
+// map lookup, no query, no allocation. Errors: ErrInviteToken (refused
+// before any lookup), ErrMalformed, ErrUnknown.
+func (ix *Index) Check(bearer string) (*Principal, error) {
+	sum, err := parse(bearer)
+	if err != nil {
+		return nil, err
+	}
+	ix.mu.RLock()
+	e := ix.byHash[sum]
+	ix.mu.RUnlock()
+	if e == nil {
+		return nil, ErrUnknown
+	}
+	now := ix.Now().UnixNano()
+	if last := e.lastWrite.Load(); now-last >= int64(UseInterval) && e.lastWrite.CompareAndSwap(last, now) {
+		select {
+		case ix.used <- e:
+		default: // the writer is behind: this use goes unrecorded, a later one will be
+		}
+	}
+	return &e.p, nil
+}
+
+// Start loads the whole index, then keeps it current: a LISTEN on
+// users.Channel (reconnecting, with a full reload after each reconnect) and
+// the writer of last uses. It returns once the first load is done.
+func (ix *Index) Start(ctx context.Context) error {
+	conn, err := ix.listen(ctx)
+	if err != nil {
+		return err
+	}
+	ctx, ix.stop = context.WithCancel(context.WithoutCancel(ctx))
+	ix.done.Add(2)
+	go func() { defer ix.done.Done(); ix.follow(ctx, conn) }()
+	go func() { defer ix.done.Done(); ix.writeUses(ctx) }()
+	return nil
+}
+
+// Stop ends the LISTEN and the writer, and every call open on a token.
+func (ix *Index) Stop() {
+	if ix.stop != nil {
+		ix.stop()
+	}
+	ix.done.Wait()
+	ix.mu.Lock()
+	for h, e := range ix.byHash {
+		e.cancel()
+		delete(ix.byHash, h)
+	}
+	ix.mu.Unlock()
+}
+
+// listen connects, LISTENs and then loads everything, in that order, so no
+// change between the load and the LISTEN is missed.
+func (ix *Index) listen(ctx context.Context) (*pgx.Conn, error) {
+	conn, err := pgx.Connect(ctx, ix.url)
+	if err != nil {
+		return nil, fmt.Errorf("token index: connect: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "LISTEN "+users.Channel); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("token index: listen: %w", err)
+	}
+	if err := ix.Reload(ctx, ""); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	return conn, nil
+}
+
+// follow reloads a user's tokens on each notification; a lost connection is
+// made again (backing off up to 5 s) and followed by a full reload.
+func (ix *Index) follow(ctx context.Context, conn *pgx.Conn) {
+	backoff := 100 * time.Millisecond
+	for {
+		for conn != nil {
+			n, err := conn.WaitForNotification(ctx)
+			if err != nil {
+				if ctx.Err() == nil {
+					ix.log.Warn("token index: lost the LISTEN connection; reconnecting, then reloading every token", "err", err)
+				}
+				conn.Close(context.Background())
+				conn = nil
+				break
+			}
+			backoff = 100 * time.Millisecond
+			if err := ix.Reload(ctx, n.Payload); err != nil && ctx.Err() == nil {
+				// A user's reload failed: the index may be stale, so reload it all.
+				ix.log.Warn("token index: reload after a notification failed; reloading every token", "user", n.Payload, "err", err)
+				conn.Close(context.Background())
+				conn = nil
+				break
+			}
+			for _, fn := range ix.onChange {
+				fn(n.Payload)
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+		var err error
+		if conn, err = ix.listen(ctx); err != nil && ctx.Err() == nil {
+			ix.log.Warn("token index: reconnect failed", "err", err, "retry_in", backoff)
+		}
+	}
+}
+
+const loadQuery = `
+SELECT u.id::text, u.name, u.admin, u.token_sha256, '', '' FROM users u
+ WHERE u.disabled_at IS NULL AND u.token_sha256 IS NOT NULL AND ($1 = '' OR u.id::text = $1)
+UNION ALL
+SELECT u.id::text, u.name, u.admin, t.sha256, t.id, t.client FROM user_tokens t JOIN users u ON u.id = t.user_id
+ WHERE u.disabled_at IS NULL AND ($1 = '' OR u.id::text = $1)`
+
+// Reload makes the index agree with the database for userID ("" for every
+// user): new tokens are added, gone ones dropped and the calls open on them
+// ended. Stores call it after their own commits, so this api needs no
+// round trip through NOTIFY.
+func (ix *Index) Reload(ctx context.Context, userID string) error {
+	rows, err := ix.pool.Query(ctx, loadQuery, userID)
+	if err != nil {
+		return fmt.Errorf("token index: load: %w", err)
+	}
+	fresh := map[[32]byte]Principal{}
+	var sum []byte
+	var p Principal
+	_, err = pgx.ForEachRow(rows, []any{&p.UserID, &p.UserName, &p.Admin, &sum, &p.DeviceID, &p.Client}, func() error {
+		if len(sum) != 32 {
+			return errors.New("a stored token hash is not 32 bytes")
+		}
+		fresh[[32]byte(sum)] = p
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("token index: load: %w", err)
+	}
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	for h, e := range ix.byHash {
+		if userID != "" && e.p.UserID != userID {
+			continue
+		}
+		if np, ok := fresh[h]; ok && samePrincipal(np, e.p) {
+			delete(fresh, h) // unchanged: keep the entry, its calls go on
+			continue
+		}
+		e.cancel()
+		delete(ix.byHash, h)
+	}
+	for h, np := range fresh {
+		e := &entry{p: np, sum: h}
+		e.p.ctx, e.cancel = context.WithCancel(context.Background())
+		ix.byHash[h] = e
+	}
+	return nil
+}
+
+func samePrincipal(a, b Principal) bool {
+	return a.UserID == b.UserID && a.UserName == b.UserName && a.Admin == b.Admin && a.DeviceID == b.DeviceID && a.Client == b.Client
+}
+
+// Len is how many tokens the index holds.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return len(ix.byHash)
+}
+
+// writeUses writes the queued last uses, one UPDATE each.
+func (ix *Index) writeUses(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-ix.used:
+			at := time.Unix(0, e.lastWrite.Load())
+			var err error
+			if e.p.DeviceID != "" {
+				_, err = ix.pool.Exec(ctx, "UPDATE user_tokens SET used_at = $2 WHERE id = $1", e.p.DeviceID, at)
+			} else {
+				_, err = ix.pool.Exec(ctx, "UPDATE users SET token_used_at = $2 WHERE id = $1 AND token_sha256 = $3", e.p.UserID, at, e.sum[:])
+			}
+			if err != nil && ctx.Err() == nil {
+				ix.log.Warn("token index: write last use", "user", e.p.UserID, "device", e.p.DeviceID, "err", err)
+			}
+		}
+	}
+}
