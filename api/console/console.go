@@ -1,0 +1,273 @@
+// Package console is the api's web console at /cb/: the password sign-in
+// (POST /cb/api/session, the cb_session cookie, sessions in the database),
+// the personal token page, and the frame other packages' sections (the
+// Devices page, the sign-in's consent page) link into.
+//
+// Contract: Browser sign-in and device tokens (the console, the personal
+// token); the sections whose tables were lost are built as the README says.
+package console
+
+import (
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+//go:embed pages/*.html
+var pages embed.FS
+
+// Schema is the console's migrations (its sessions); they refer to users, so
+// they run after users.Schema.
+var Schema = database.NewSchema("console_schema_migrations", migrations, "migrations")
+
+var templates = template.Must(template.ParseFS(pages, "pages/*.html"))
+
+// Section is a part of the console another package serves (its own page
+// under /cb/), listed on the home page.
+type Section struct {
+	Title string // "Devices"
+	Path  string // "/cb/devices"
+	Blurb string // one line under the title
+}
+
+// Deps are what the console is built from.
+type Deps struct {
+	Pool   *pgxpool.Pool
+	Users  *users.Store
+	Tokens *tokens.Store
+	// Secure marks the cookie Secure: the api is served over https (public_url).
+	Secure bool
+	Log    *slog.Logger
+}
+
+// Console serves /cb/. Build it with New, add sections, then Mount.
+type Console struct {
+	pool     *pgxpool.Pool
+	users    *users.Store
+	tokens   *tokens.Store
+	secure   bool
+	log      *slog.Logger
+	sections []Section
+}
+
+// New is the console of d.
+func New(d Deps) *Console {
+	return &Console{pool: d.Pool, users: d.Users, tokens: d.Tokens, secure: d.Secure, log: d.Log,
+		sections: []Section{{Title: "Personal token", Path: "/cb/token", Blurb: "One token of your whole account, for scripts and COCOONBOX_TOKEN."}}}
+}
+
+// AddSection lists s on the home page.
+func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
+
+// Mount puts the console's pages and calls on mux.
+func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/{$}", http.HandlerFunc(c.home))
+	mux.Handle("GET /cb", http.RedirectHandler("/cb/", http.StatusMovedPermanently))
+	mux.Handle("GET /cb/token", c.page(c.tokenPage))
+	mux.Handle("POST /cb/api/session", http.HandlerFunc(c.signIn))
+	mux.Handle("DELETE /cb/api/session", http.HandlerFunc(c.signOut))
+	mux.Handle("GET /cb/api/me", c.user(c.me))
+	mux.Handle("GET /cb/api/me/token", c.user(c.tokenInfo))
+	mux.Handle("POST /cb/api/me/token", c.user(c.regenerate))
+	mux.Handle("DELETE /cb/api/me/token", c.user(c.revokeToken))
+}
+
+// apiError is a console call's error answer.
+type apiError struct {
+	Error   string `json:"error"`
+	Message string `json:"message"`
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// fail answers an unexpected error: logged in full, told in general.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
+	c.log.ErrorContext(r.Context(), what+" failed", "err", err)
+	writeJSON(w, http.StatusInternalServerError, apiError{"internal", what + " failed; try again"})
+}
+
+// user runs h for the session's user, or answers 401.
+func (c *Console) user(h func(http.ResponseWriter, *http.Request, users.User)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := c.Session(r)
+		if !ok {
+			writeJSON(w, http.StatusUnauthorized, apiError{"signed_out", "sign in to the console first (POST /cb/api/session)"})
+			return
+		}
+		h(w, r, u)
+	})
+}
+
+// readJSON decodes a console call's body: JSON only (a cross-site form
+// cannot send it without CORS), at most 8 KiB, no unknown field.
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, apiError{"bad_request", "send the body as Content-Type: application/json"})
+		return false
+	}
+	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<10))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		writeJSON(w, http.StatusBadRequest, apiError{"bad_request", fmt.Sprintf("the body is not the call's JSON object: %v", err)})
+		return false
+	}
+	return true
+}
+
+type signInRequest struct {
+	User     string `json:"user"`
+	Password string `json:"password"`
+}
+
+// signIn is POST /cb/api/session {"user","password"}: 200 with the user and
+// a new session cookie; 401 for a wrong name or password, 403 for a disabled account.
+func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
+	var req signInRequest
+	if !readJSON(w, r, &req) {
+		return
+	}
+	if req.User == "" || req.Password == "" {
+		writeJSON(w, http.StatusBadRequest, apiError{"bad_request", `give both "user" and "password"`})
+		return
+	}
+	u, err := c.users.Authenticate(r.Context(), req.User, req.Password)
+	switch {
+	case errors.Is(err, users.ErrBadCredentials):
+		c.log.InfoContext(r.Context(), "console sign-in refused", "user", req.User)
+		writeJSON(w, http.StatusUnauthorized, apiError{"invalid_credentials", "wrong user name or password"})
+		return
+	case errors.Is(err, users.ErrDisabled):
+		writeJSON(w, http.StatusForbidden, apiError{"disabled", "this account is disabled; ask an admin"})
+		return
+	case err != nil:
+		c.fail(w, r, "sign-in", err)
+		return
+	}
+	if err := c.startSession(r.Context(), w, u); err != nil {
+		c.fail(w, r, "sign-in", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, u)
+}
+
+// signOut is DELETE /cb/api/session: this session ends, 204.
+func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
+	if err := c.endSession(r); err != nil {
+		c.fail(w, r, "sign-out", err)
+		return
+	}
+	c.ClearCookie(w)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (c *Console) me(w http.ResponseWriter, r *http.Request, u users.User) {
+	writeJSON(w, http.StatusOK, u)
+}
+
+func (c *Console) tokenInfo(w http.ResponseWriter, r *http.Request, u users.User) {
+	p, err := c.tokens.Personal(r.Context(), u.ID)
+	if err != nil {
+		c.fail(w, r, "read the personal token", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, p)
+}
+
+// regenerate is POST /cb/api/me/token: {"token"} once; the old one ends.
+func (c *Console) regenerate(w http.ResponseWriter, r *http.Request, u users.User) {
+	var none struct{}
+	if r.ContentLength != 0 && !readJSON(w, r, &none) {
+		return
+	}
+	secret, err := c.tokens.Regenerate(r.Context(), u.ID)
+	if err != nil {
+		c.fail(w, r, "make the personal token", err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"token": string(secret)})
+}
+
+// revokeToken is DELETE /cb/api/me/token: 204, also when there is none.
+func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, u users.User) {
+	if err := c.tokens.Revoke(r.Context(), u.ID); err != nil {
+		c.fail(w, r, "revoke the personal token", err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pageData is what every page template gets.
+type pageData struct {
+	Title    string
+	User     *users.User
+	Sections []Section
+	ReturnTo string
+}
+
+func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+	if err := templates.ExecuteTemplate(w, name, d); err != nil {
+		c.log.ErrorContext(r.Context(), "render "+name, "err", err)
+	}
+}
+
+// home is /cb/: the sign-in form without a session, else the sections.
+func (c *Console) home(w http.ResponseWriter, r *http.Request) {
+	u, ok := c.Session(r)
+	if !ok {
+		c.render(w, r, "signin.html", pageData{Title: "Sign in", ReturnTo: returnTo(r)})
+		return
+	}
+	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: c.sections})
+}
+
+// page serves a page that needs a session; without one it sends the
+// browser to the sign-in and back.
+func (c *Console) page(h func(http.ResponseWriter, *http.Request, users.User)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		u, ok := c.Session(r)
+		if !ok {
+			http.Redirect(w, r, "/cb/?return_to="+r.URL.Path, http.StatusSeeOther)
+			return
+		}
+		h(w, r, u)
+	})
+}
+
+func (c *Console) tokenPage(w http.ResponseWriter, r *http.Request, u users.User) {
+	c.render(w, r, "token.html", pageData{Title: "Personal token", User: &u})
+}
+
+// returnTo is where the sign-in form goes after signing in: a console path
+// only, so a link cannot send a signed-in user elsewhere.
+func returnTo(r *http.Request) string {
+	p := r.URL.Query().Get("return_to")
+	if !strings.HasPrefix(p, "/cb/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+		return "/cb/"
+	}
+	return p
+}
