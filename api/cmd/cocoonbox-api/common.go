@@ -11,12 +11,13 @@ import (
 	"path/filepath"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 // schemas are every package's migrations, in the order their tables refer to each other.
-var schemas = []database.Schema{users.Schema}
+var schemas = []database.Schema{users.Schema, console.Schema}
 
 // common are the flags every command but version takes.
 type common struct {

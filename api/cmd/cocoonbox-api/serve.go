@@ -6,10 +6,14 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 func serve(args []string) error {
@@ -36,7 +40,20 @@ func serve(args []string) error {
 	}
 	defer db.Close(ctx)
 
+	// The token index keeps every live token of the database in memory and
+	// follows every api's changes (NOTIFY cocoonbox_users).
+	index := tokens.NewIndex(db.Pool, db.URL, log)
+	if err := index.Start(ctx); err != nil {
+		return err
+	}
+	defer index.Stop()
+
 	srv := server.New(log, func(ctx context.Context) error { return db.Pool.Ping(ctx) })
+	userStore := users.NewStore(db.Pool)
+	tokenStore := tokens.NewStore(db.Pool, index)
+	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,
+		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log})
+	con.Mount(srv)
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
