@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/loopback"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/signin"
+)
+
+// Console is a console session of one user, as a browser keeps it (a cookie jar).
+type Console struct {
+	Endpoint string
+	Client   *http.Client
+}
+
+// SignIn posts the console's sign-in form (POST /cb/api/session).
+func SignIn(ctx context.Context, endpoint, user, password string) (*Console, error) {
+	jar, _ := cookiejar.New(nil)
+	c := &Console{Endpoint: endpoint, Client: &http.Client{Jar: jar}}
+	status, body, err := c.Post(ctx, "/cb/api/session", map[string]string{"user": user, "password": password})
+	if err != nil {
+		return nil, err
+	}
+	if status != http.StatusOK && status != http.StatusNoContent {
+		return nil, fmt.Errorf("console sign-in as %s: %d %s", user, status, body)
+	}
+	return c, nil
+}
+
+// Post sends a JSON body and answers the status and body.
+func (c *Console) Post(ctx context.Context, path string, v any) (int, string, error) {
+	return c.Do(ctx, "POST", path, v)
+}
+
+// Do sends a request with an optional JSON body.
+func (c *Console) Do(ctx context.Context, method, path string, v any) (int, string, error) {
+	var body bytes.Buffer
+	if v != nil {
+		json.NewEncoder(&body).Encode(v)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.Endpoint+path, &body)
+	if err != nil {
+		return 0, "", err
+	}
+	if v != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Client.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	var out bytes.Buffer
+	out.ReadFrom(resp.Body)
+	return resp.StatusCode, out.String(), nil
+}
+
+// Device signs a device in without a browser: the consent page's approve
+// call on this console session, then the token endpoint, as the CLI would.
+// It answers the device token.
+func (c *Console) Device(ctx context.Context, deviceName string) (string, error) {
+	verifier := rand.Text() + rand.Text()
+	r := signin.AuthorizeRequest{Client: signin.CLI, RedirectURI: "http://127.0.0.1:9/callback", Scope: signin.Scope,
+		State: rand.Text(), CodeChallenge: signin.S256(verifier), DeviceName: deviceName}
+	status, body, err := c.Post(ctx, "/cb/api/oauth/approve", map[string]string{"query": r.Query().Encode()})
+	if err != nil {
+		return "", err
+	}
+	var a struct {
+		RedirectURI string `json:"redirect_uri"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &a) != nil {
+		return "", fmt.Errorf("approve: %d %s", status, body)
+	}
+	cb, err := url.Parse(a.RedirectURI)
+	if err != nil {
+		return "", err
+	}
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, signin.CLI.ID,
+		loopback.Result{Code: cb.Query().Get("code"), RedirectURI: r.RedirectURI, CodeVerifier: verifier})
+	if err != nil {
+		return "", err
+	}
+	return tok.AccessToken, nil
+}
+
+// Account is an Account client calling endpoint with token over gRPC (h2c),
+// as grpcurl -plaintext would.
+func Account(endpoint, token string) controlv1connect.AccountClient {
+	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer(token)))
+}
+
+// bearer puts the token on every call, unary and streaming.
+type bearer string
+
+func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		req.Header().Set("Authorization", "Bearer "+string(b))
+		return next(ctx, req)
+	}
+}
+
+func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		return conn
+	}
+}
+
+func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
+
+// h2cClient speaks cleartext HTTP/2, as gRPC clients do on a plaintext port.
+var h2cClient = func() *http.Client {
+	var p http.Protocols
+	p.SetUnencryptedHTTP2(true)
+	return &http.Client{Transport: &http.Transport{Protocols: &p}}
+}()

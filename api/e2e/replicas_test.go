@@ -1,0 +1,92 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+)
+
+// watch opens Account.WatchDevices on endpoint with token, waits for its
+// first list, and answers a channel that gets the stream's end (its error).
+func (e *env) watch(endpoint, token string) (ended <-chan error, updates <-chan int) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	e.t.Cleanup(cancel)
+	stream, err := Account(endpoint, token).WatchDevices(ctx, connect.NewRequest(&controlv1.WatchDevicesRequest{}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !stream.Receive() {
+		e.t.Fatalf("WatchDevices on %s sent no first list: %v", endpoint, stream.Err())
+	}
+	end, upd := make(chan error, 1), make(chan int, 16)
+	go func() {
+		for stream.Receive() {
+			upd <- len(stream.Msg().Devices)
+		}
+		end <- stream.Err()
+	}()
+	return end, upd
+}
+
+// refused reports whether endpoint refuses token (UNAUTHENTICATED).
+func (e *env) refused(endpoint, token string) (bool, string) {
+	_, err := Account(endpoint, token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	return connect.CodeOf(err) == connect.CodeUnauthenticated, fmt.Sprintf("ListDevices answered %v", err)
+}
+
+func (e *env) deviceID(endpoint, token string) string {
+	e.t.Helper()
+	resp, err := Account(endpoint, token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, d := range resp.Msg.Devices {
+		if d.Current {
+			return d.Id
+		}
+	}
+	e.t.Fatal("no current device")
+	return ""
+}
+
+// Must show: two cocoonbox-api processes on one PostgreSQL: a device revoked
+// on one is refused on the other, and a gRPC stream open on the other on
+// that token ends. (How long it takes is BenchmarkRevocationPropagation's.)
+func TestDeviceRevokedOnOneReplicaIsRefusedOnTheOther(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := e.api, e.start()
+	c := e.console("alice")
+	keeper, victim := e.device(c, "keeper"), e.device(c, "victim")
+	victimID := e.deviceID(b.URL, victim)
+	ended, _ := e.watch(b.URL, victim)
+	keeperEnded, _ := e.watch(b.URL, keeper)
+
+	if _, err := Account(a.URL, keeper).RevokeDevice(e.ctx, connect.NewRequest(&controlv1.RevokeDeviceRequest{DeviceId: victimID})); err != nil {
+		t.Fatal(err)
+	}
+	took := e.waitFor("the other api to refuse the revoked device", func() (bool, string) { return e.refused(b.URL, victim) })
+	t.Logf("refused on the other api %v after the revoke returned", took)
+	select {
+	case err := <-ended:
+		if connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("the stream on the other api ended with %v, want UNAUTHENTICATED", err)
+		}
+	case <-e.ctx.Done():
+		t.Fatal("the stream on the revoked token did not end on the other api")
+	}
+	// The control: the other device's stream and token live on.
+	select {
+	case err := <-keeperEnded:
+		t.Fatalf("the stream of a device not revoked ended: %v", err)
+	default:
+	}
+	if ok, saw := e.refused(b.URL, keeper); ok {
+		t.Fatalf("the device not revoked is refused: %s", saw)
+	}
+}

@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+)
+
+// Must show: the CLI's whole browser sign-in with real headless Chromium
+// signing in to the console and clicking Allow; then the device is listed
+// with its name, and the token works on gRPC.
+func TestCLIBrowserSignInThroughChromium(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	b := e.browser()
+	cli := CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
+
+	out, err := cli.Login(e.ctx, b, e.api.URL, "alice", password, "--device-name", "test laptop")
+	if err != nil || !strings.Contains(out, `Signed in to `+e.api.URL+` as device "test laptop"`) {
+		t.Fatalf("cocoonbox login: %v\n%s", err, out)
+	}
+	if err := b.WaitFor(e.ctx, "the CLI's page", func(url, text string) bool {
+		return strings.HasPrefix(url, "http://127.0.0.1:") && strings.Contains(text, "You can close this page")
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	path := filepath.Join(cli.ConfigDir, "cocoonbox", "cli.json")
+	st, err := os.Stat(path)
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("cli.json: %v %v, want mode 0600", st, err)
+	}
+	f, err := cliconfig.Load(path)
+	login := f.Endpoints[e.api.URL]
+	if err != nil || login.Source != cliconfig.SourceBrowser || !regexp.MustCompile(`^cb_[0-9a-f]{64}$`).MatchString(login.Token) {
+		t.Fatalf("cli.json login %+v, %v", login, err)
+	}
+
+	out, err = cli.Run(e.ctx, "", "devices", "--endpoint", e.api.URL)
+	if err != nil || !regexp.MustCompile(`(?m)^\* dev_[0-9a-f]{16}\s+cocoonbox-cli\s+test laptop`).MatchString(out) {
+		t.Fatalf("cocoonbox devices: %v\n%s", err, out)
+	}
+
+	resp, err := Account(e.api.URL, login.Token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	if err != nil {
+		t.Fatalf("ListDevices over gRPC with the device token: %v", err)
+	}
+	if d := resp.Msg.Devices; len(d) != 1 || !d[0].Current || d[0].Label != "test laptop" || d[0].Client != "cocoonbox-cli" {
+		t.Fatalf("ListDevices: %v", d)
+	}
+}
+
+// The demo's story: a device revoked with cocoonbox devices revoke, and
+// the CLI's next call refused with what to do; logout of a browser token
+// revokes it, logout of a pasted one does not.
+func TestCLIRevokeAndLogout(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.console("alice")
+	other := e.device(c, "other machine")
+	cli := CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
+
+	// A pasted token: kept as paste, and logout leaves it valid.
+	if out, err := cli.Run(e.ctx, other+"\n", "login", "--token-stdin", "--endpoint", e.api.URL); err != nil {
+		t.Fatalf("login --token-stdin: %v\n%s", err, out)
+	}
+	if out, err := cli.Run(e.ctx, "", "logout", "--endpoint", e.api.URL); err != nil || !strings.Contains(out, "stays valid") {
+		t.Fatalf("logout of a pasted token: %v\n%s", err, out)
+	}
+	if _, err := Account(e.api.URL, other).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{})); err != nil {
+		t.Fatalf("the pasted token stopped working after logout: %v", err)
+	}
+
+	// Revoke the other device from the CLI signed in with it; its next call is refused.
+	cli.Run(e.ctx, other+"\n", "login", "--token-stdin", "--endpoint", e.api.URL)
+	list, _ := Account(e.api.URL, other).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	if len(list.Msg.GetDevices()) != 1 {
+		t.Fatalf("devices: %v", list)
+	}
+	id := list.Msg.Devices[0].Id
+	if out, err := cli.Run(e.ctx, "", "devices", "revoke", id, "--endpoint", e.api.URL); err != nil || !strings.Contains(out, "Revoked "+id) {
+		t.Fatalf("devices revoke: %v\n%s", err, out)
+	}
+	out, err := cli.Run(e.ctx, "", "devices", "--endpoint", e.api.URL)
+	if err == nil || !strings.Contains(out, "run cocoonbox login") {
+		t.Fatalf("the CLI's call after its device was revoked: %v\n%s", err, out)
+	}
+	if out, err := cli.Run(e.ctx, "", "devices", "revoke", id, "--endpoint", e.api.URL); err == nil {
+		t.Fatalf("revoking a device gone succeeded:\n%s", out)
+	}
+
+	// A browser token (made here through the token endpoint, as the CLI
+	// does) is revoked by logout.
+	mine := e.device(c, "this machine")
+	writeLogin(t, cli, e.api.URL, mine, cliconfig.SourceBrowser)
+	if out, err := cli.Run(e.ctx, "", "logout", "--endpoint", e.api.URL); err != nil || !strings.Contains(out, "revoked") {
+		t.Fatalf("logout of a browser token: %v\n%s", err, out)
+	}
+	_, err = Account(e.api.URL, mine).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnauthenticated {
+		t.Fatalf("the browser token after logout: %v, want UNAUTHENTICATED", err)
+	}
+}
+
+func writeLogin(t *testing.T, cli CLI, endpoint, token, source string) {
+	t.Helper()
+	path := filepath.Join(cli.ConfigDir, "cocoonbox", "cli.json")
+	f, err := cliconfig.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Endpoint = endpoint
+	f.Endpoints[endpoint] = cliconfig.Login{Token: token, Source: source}
+	if err := f.Save(path); err != nil {
+		t.Fatal(err)
+	}
+}
