@@ -19,7 +19,9 @@ import (
 // through headless Chromium clicking Allow, the device listed, revoked, and
 // the CLI's next call refused. The box is not needed; the binaries are
 // make build's, in out/.
-func init() { register(80, "the api: browser sign-in of the CLI, its device listed and revoked", apiStep) }
+func init() {
+	register(80, "the api: browser sign-in of the CLI, its device listed and revoked", apiStep)
+}
 
 func apiStep(ctx context.Context, _ *box.Box, r *report) {
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
