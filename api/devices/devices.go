@@ -84,10 +84,12 @@ func (s *Store) Revoke(ctx context.Context, userID, id string) error {
 // devices changed on some api (the cocoonbox_users listener calls it).
 func (s *Store) Changed(userID string) { s.hub.changed(userID) }
 
-// after runs once a change of userID's sign-ins committed.
+// after runs once a change of userID's sign-ins committed. The reload may
+// end the very call that asked for the change (sign out everywhere, a
+// device revoking itself), so it runs on a context that call's end does not cancel.
 func (s *Store) after(ctx context.Context, userID string) error {
 	s.hub.changed(userID)
-	return s.reload(ctx, userID)
+	return s.reload(context.WithoutCancel(ctx), userID)
 }
 
 // RevokeInTx deletes userID's device id in tx and notifies every api on

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/signin"
 )
@@ -110,8 +111,13 @@ func (f *Flow) Wait(ctx context.Context) (Result, error) {
 	}
 }
 
-// Close stops the listener; a Wait still waiting ends with ctx only.
-func (f *Flow) Close() error { return f.srv.Close() }
+// Close stops the listener, letting a callback being answered finish its
+// page first (a few seconds at most); a Wait still waiting ends with ctx only.
+func (f *Flow) Close() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return f.srv.Shutdown(ctx)
+}
 
 // OAuthError is the authorization server's refusal as the callback carried it.
 type OAuthError struct {

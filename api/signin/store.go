@@ -50,13 +50,17 @@ type Devices interface {
 type Store struct {
 	pool    *pgxpool.Pool
 	devices Devices
+	reload  func(ctx context.Context, userID string) error
 	// Lifetime is CodeLifetime; tests shorten it.
 	Lifetime time.Duration
 }
 
-// NewStore is a store on pool making device tokens through devices.
-func NewStore(pool *pgxpool.Pool, devices Devices) *Store {
-	return &Store{pool: pool, devices: devices, Lifetime: CodeLifetime}
+// NewStore is a store on pool making device tokens through devices. reload
+// makes this api's token index agree with the database for a user at once,
+// so a token answered here works here on its first call (the other apis
+// learn it from the NOTIFY).
+func NewStore(pool *pgxpool.Pool, devices Devices, reload func(ctx context.Context, userID string) error) *Store {
+	return &Store{pool: pool, devices: devices, reload: reload, Lifetime: CodeLifetime}
 }
 
 func hashCode(code string) []byte {
@@ -93,6 +97,7 @@ type Exchange struct {
 // match (RFC 7636 §4.6), and a user disabled meanwhile. Other errors are
 // server errors.
 func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr *Error, err error) {
+	var changed string // the user whose tokens the transaction changed
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
 			userID, client, redirectURI, challenge, label string
@@ -115,6 +120,7 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 		if used {
 			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
 			if deviceID != nil {
+				changed = userID
 				return s.devices.RevokeDevice(ctx, tx, userID, *deviceID)
 			}
 			return nil
@@ -144,11 +150,16 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 		if _, err := tx.Exec(ctx, `UPDATE signin_codes SET device_id = $2 WHERE code_sha256 = $1`, hashCode(x.Code), id); err != nil {
 			return fmt.Errorf("record the code's device: %w", err)
 		}
-		secret = sec
+		secret, changed = sec, userID
 		return nil
 	})
 	if err != nil {
 		return "", nil, err
+	}
+	if changed != "" {
+		if err := s.reload(ctx, changed); err != nil {
+			return "", nil, fmt.Errorf("reload the token index: %w", err)
+		}
 	}
 	return secret, oauthErr, nil
 }

@@ -19,6 +19,8 @@ type codeFixture struct {
 	store *Store
 	users *users.Store
 	user  users.User
+	// reloaded is each user this api's token index was told to reload.
+	reloaded []string
 }
 
 func newCodeFixture(t *testing.T) *codeFixture {
@@ -30,7 +32,12 @@ func newCodeFixture(t *testing.T) *codeFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &codeFixture{t: t, ctx: context.Background(), db: db, store: NewStore(db.Pool, devices.InTx{}), users: us, user: u}
+	f := &codeFixture{t: t, ctx: context.Background(), db: db, users: us, user: u}
+	f.store = NewStore(db.Pool, devices.InTx{}, func(_ context.Context, userID string) error {
+		f.reloaded = append(f.reloaded, userID)
+		return nil
+	})
+	return f
 }
 
 // approve is the user's Allow of the CLI's request with RFC 7636's pair.
@@ -73,6 +80,9 @@ func TestCodeRedeemsToADeviceTokenNamedByTheRequest(t *testing.T) {
 	if oerr != nil || len(secret) != 67 || secret[:3] != "cb_" {
 		t.Fatalf("Redeem = %q, %v", secret, oerr)
 	}
+	if len(f.reloaded) != 1 || f.reloaded[0] != f.user.ID {
+		t.Fatalf("this api's index reloaded for %v, want the user once: the token must work here at once", f.reloaded)
+	}
 	var client, label string
 	f.db.Pool.QueryRow(f.ctx, `SELECT client, label FROM user_tokens WHERE user_id = $1`, f.user.ID).Scan(&client, &label)
 	if client != "cocoonbox-cli" || label != "laptop" {
@@ -96,8 +106,8 @@ func TestCodeUsedTwiceIsRefusedAndRevokesItsDevice(t *testing.T) {
 	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != ErrInvalidGrant {
 		t.Fatalf("a second use: %v, want invalid_grant", oerr)
 	}
-	if n := f.devices(); n != 0 {
-		t.Fatalf("%d devices after the code's replay, want its device revoked", n)
+	if n := f.devices(); n != 0 || len(f.reloaded) != 2 {
+		t.Fatalf("%d devices after the code's replay (index reloaded %d times), want its device revoked", n, len(f.reloaded))
 	}
 }
 

@@ -28,12 +28,12 @@ type deviceJSON struct {
 func devices(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flags("devices")
 	asJSON := fs.Bool("json", false, "print JSON")
-	st, err := begin(fs, args, 2, stdout)
+	pos, st, err := begin(fs, args, 2, stdout)
 	if err != nil {
 		return err
 	}
-	revoke := fs.NArg() == 2 && fs.Arg(0) == "revoke"
-	if fs.NArg() != 0 && !revoke {
+	revoke := len(pos) == 2 && pos[0] == "revoke"
+	if len(pos) != 0 && !revoke {
 		return usageError{"devices takes --json, or revoke ID"}
 	}
 	acct, err := st.account()
@@ -41,7 +41,7 @@ func devices(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if revoke {
-		id := fs.Arg(1)
+		id := pos[1]
 		if _, err := acct.RevokeDevice(ctx, connect.NewRequest(&controlv1.RevokeDeviceRequest{DeviceId: id})); err != nil {
 			return st.explain("revoke "+id, err)
 		}

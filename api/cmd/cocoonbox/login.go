@@ -30,7 +30,7 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	deviceName := fs.String("device-name", "", "the device's name in the device list (default: the host name)")
 	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not start xdg-open")
 	tokenStdin := fs.Bool("token-stdin", false, "read a token from standard input instead of the browser")
-	st, err := begin(fs, args, 0, stdout)
+	_, st, err := begin(fs, args, 0, stdout)
 	if err != nil {
 		return err
 	}

@@ -20,7 +20,7 @@ import (
 func logout(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flags("logout")
 	everywhere := fs.Bool("everywhere", false, "end every sign-in of your account: console sessions, the personal token, every device")
-	st, err := begin(fs, args, 0, stdout)
+	_, st, err := begin(fs, args, 0, stdout)
 	if err != nil {
 		return err
 	}

@@ -97,16 +97,27 @@ func flags(name string) *flag.FlagSet {
 
 // begin parses args (-h prints the usage, a bad flag or more than maxArgs
 // arguments is a usage error) and loads the state of the endpoint.
-func begin(fs *flag.FlagSet, args []string, maxArgs int, stdout io.Writer) (*state, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
-			return nil, err
+// Flags may come before, between or after the arguments
+// (`devices revoke ID --endpoint URL`); the arguments are answered in order.
+func begin(fs *flag.FlagSet, args []string, maxArgs int, stdout io.Writer) ([]string, *state, error) {
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				fmt.Fprint(stdout, usage)
+				return nil, nil, err
+			}
+			return nil, nil, usageError{err.Error()}
 		}
-		return nil, usageError{err.Error()}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
-	if fs.NArg() > maxArgs {
-		return nil, usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), fs.Arg(maxArgs))}
+	if len(positional) > maxArgs {
+		return nil, nil, usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), positional[maxArgs])}
 	}
-	return loadState(fs.Lookup("endpoint").Value.String())
+	st, err := loadState(fs.Lookup("endpoint").Value.String())
+	return positional, st, err
 }

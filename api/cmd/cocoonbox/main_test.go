@@ -43,6 +43,7 @@ func TestUsageErrorsNameTheInput(t *testing.T) {
 		{[]string{"login", "--device-name", strings.Repeat("x", 65)}, "--device-name"},
 		{[]string{"login", "--endpoint", "ftp://x"}, `"ftp://x"`},
 		{[]string{"devices", "remove", "dev_1"}, "revoke ID"},
+		{[]string{"devices", "revoke", "dev_1", "--endpoint", "ftp://x"}, `"ftp://x"`}, // flags after the arguments
 	} {
 		_, err := runCLI(t, "", c.args...)
 		var ue usageError
