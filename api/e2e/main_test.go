@@ -43,7 +43,7 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	db := dbtest.New(t)
 	e := &env{t: t, ctx: ctx, db: db}

@@ -39,8 +39,20 @@ func (e *env) refused(endpoint, token string) (bool, string) {
 	return connect.CodeOf(err) == connect.CodeUnauthenticated, fmt.Sprintf("ListDevices answered %v", err)
 }
 
+// accepted waits until endpoint takes token: a token made on one api
+// reaches the others with the NOTIFY.
+func (e *env) accepted(endpoint, token string) {
+	e.t.Helper()
+	e.waitFor("the api to take a new token", func() (bool, string) {
+		_, err := Account(endpoint, token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+		return err == nil, fmt.Sprintf("ListDevices answered %v", err)
+	})
+}
+
+// deviceID is the id of token's device, once endpoint takes it.
 func (e *env) deviceID(endpoint, token string) string {
 	e.t.Helper()
+	e.accepted(endpoint, token)
 	resp, err := Account(endpoint, token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
 	if err != nil {
 		e.t.Fatal(err)
@@ -64,6 +76,7 @@ func TestDeviceRevokedOnOneReplicaIsRefusedOnTheOther(t *testing.T) {
 	c := e.console("alice")
 	keeper, victim := e.device(c, "keeper"), e.device(c, "victim")
 	victimID := e.deviceID(b.URL, victim)
+	e.accepted(b.URL, keeper)
 	ended, _ := e.watch(b.URL, victim)
 	keeperEnded, _ := e.watch(b.URL, keeper)
 
