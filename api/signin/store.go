@@ -7,7 +7,6 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -21,15 +20,7 @@ var migrations embed.FS
 
 // Schema is the signin package's migrations (signin_schema_migrations); its
 // table refers to users, so it migrates after users.Schema.
-var Schema = database.Schema{Table: "signin_schema_migrations", FS: mustSub(migrations, "migrations")}
-
-func mustSub(f fs.FS, dir string) fs.FS {
-	s, err := fs.Sub(f, dir)
-	if err != nil {
-		panic(err)
-	}
-	return s
-}
+var Schema = database.NewSchema("signin_schema_migrations", migrations, "migrations")
 
 // CodeLifetime is how long an authorization code can be exchanged (the contract's 60 s).
 const CodeLifetime = 60 * time.Second

@@ -109,7 +109,12 @@ func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) con
 var errRevoked = errors.New("the token of this call was revoked: sign in again (cocoonbox login)")
 
 // ended tells a call that ended because its token stopped working as UNAUTHENTICATED.
+// A call that succeeded stays a success: one that revoked its own token
+// (sign out everywhere, a device revoking itself) did its work.
 func ended(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
 	if p, ok := FromContext(ctx); ok && p.ctx.Err() != nil {
 		return connect.NewError(connect.CodeUnauthenticated, errRevoked)
 	}

@@ -43,10 +43,6 @@ func serve(args []string) error {
 	// The token index keeps every live token of the database in memory and
 	// follows every api's changes (NOTIFY cocoonbox_users).
 	index := tokens.NewIndex(db.Pool, db.URL, log)
-	if err := index.Start(ctx); err != nil {
-		return err
-	}
-	defer index.Stop()
 
 	srv := server.New(log, func(ctx context.Context) error { return db.Pool.Ping(ctx) })
 	userStore := users.NewStore(db.Pool)
@@ -54,6 +50,12 @@ func serve(args []string) error {
 	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,
 		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log})
 	con.Mount(srv)
+	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, log)
+	// Started once everything that follows its changes is mounted (OnChange).
+	if err := index.Start(ctx); err != nil {
+		return err
+	}
+	defer index.Stop()
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/devices"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+// mountSignIn mounts the browser sign-in of the first-party clients
+// (package signin) and the devices (the console's Devices section and the
+// Account gRPC service) on srv. Call it before index.Start: it follows the
+// index's changes.
+//
+// Contract: Browser sign-in and device tokens.
+func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *tokens.Index, personal *tokens.Store, con *console.Console, log *slog.Logger) {
+	dev := devices.NewStore(pool, signIns{con, personal}, index.Reload)
+	index.OnChange(dev.Changed)
+
+	principal := func(r *http.Request) (signin.Principal, bool) {
+		u, ok := con.Session(r)
+		return signin.Principal{UserID: u.ID, UserName: u.Name}, ok
+	}
+	signin.NewHandler(signin.NewStore(pool, devices.InTx{}, index.Reload), issuer, principal, dev.RevokeSecret, log).Mount(srv)
+
+	sessionUser := func(r *http.Request) (string, bool) {
+		u, ok := con.Session(r)
+		return u.ID, ok
+	}
+	devices.NewConsole(dev, sessionUser, con.ClearCookie, log).Mount(srv)
+	con.AddSection(console.Section{Title: "Devices", Path: "/cb/devices", Blurb: "Where the cocoonbox CLI and app are signed in; revoke one, or sign out everywhere."})
+
+	caller := func(ctx context.Context) (devices.Caller, bool) {
+		p, ok := tokens.FromContext(ctx)
+		if !ok {
+			return devices.Caller{}, false
+		}
+		return devices.Caller{UserID: p.UserID, DeviceID: p.DeviceID}, true
+	}
+	path, h := controlv1connect.NewAccountHandler(devices.NewAccount(dev, caller, log), connect.WithInterceptors(index.Interceptor()))
+	srv.Handle(path, h)
+}
+
+// signIns is what sign out everywhere ends besides the device tokens.
+type signIns struct {
+	con      *console.Console
+	personal *tokens.Store
+}
+
+func (s signIns) EndSessions(ctx context.Context, tx pgx.Tx, userID string) error {
+	return s.con.EndSessions(ctx, tx, userID)
+}
+
+func (s signIns) RevokePersonal(ctx context.Context, tx pgx.Tx, userID string) error {
+	return s.personal.RevokePersonal(ctx, tx, userID)
+}
