@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -54,6 +55,40 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 	}
 	if d := resp.Msg.Devices; len(d) != 1 || !d[0].Current || d[0].Label != "test laptop" || d[0].Client != "cocoonbox-cli" {
 		t.Fatalf("ListDevices: %v", d)
+	}
+	first := login.Token
+
+	// Contract: a new CLI login revokes the browser token it replaces. The
+	// browser's console session is still there: only the Allow click.
+	out, err = cli.Login(e.ctx, b, e.api.URL, "alice", password, "--device-name", "test laptop 2")
+	if err != nil {
+		t.Fatalf("second cocoonbox login: %v\n%s", err, out)
+	}
+	if ok, saw := e.refused(e.api.URL, first); !ok {
+		t.Fatalf("the token the second login replaced still works: %s", saw)
+	}
+	out, err = cli.Run(e.ctx, "", "devices", "--json", "--endpoint", e.api.URL)
+	var list []map[string]any
+	if err != nil || json.Unmarshal([]byte(out), &list) != nil || len(list) != 1 || list[0]["label"] != "test laptop 2" || list[0]["current"] != true {
+		t.Fatalf("cocoonbox devices --json: %v\n%s", err, out)
+	}
+
+	// The console's Devices page lists it and revokes it with a click.
+	id := list[0]["id"].(string)
+	if err := b.Go(e.ctx, e.api.URL+"/cb/devices"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(e.ctx, "the device on the Devices page", func(_, text string) bool { return strings.Contains(text, "test laptop 2") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Click(e.ctx, "#device-"+id+" button.revoke"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(e.ctx, "the empty device list", func(_, text string) bool { return strings.Contains(text, "No devices are signed in") }); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := cli.Run(e.ctx, "", "devices", "--endpoint", e.api.URL); err == nil || !strings.Contains(out, "run cocoonbox login") {
+		t.Fatalf("the CLI after its device was revoked on the Devices page: %v\n%s", err, out)
 	}
 }
 
