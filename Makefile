@@ -90,6 +90,7 @@ lint:
 	go vet ./... ./api/...
 	go run $(STATICCHECK) ./... ./api/...
 	tests/lint-shell
+	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
 # api/sandbox/local boots machines: it runs with the booted-box tests.
