@@ -213,6 +213,17 @@ var authorizeURL = regexp.MustCompile(`https?://\S+/cb/oauth/authorize\?\S+`)
 // prints in the browser, signs in to the console as user with password,
 // clicks Allow, and waits for the CLI to finish. It answers the CLI's output.
 func (c CLI) Login(ctx context.Context, b *webdriver.Browser, endpoint, user, password string, extra ...string) (string, error) {
+	return c.login(ctx, b, SignInAndAllow, endpoint, user, password, extra...)
+}
+
+// LoginDenied is Login clicking Deny.
+func (c CLI) LoginDenied(ctx context.Context, b *webdriver.Browser, endpoint, user, password string, extra ...string) (string, error) {
+	return c.login(ctx, b, SignInAndDeny, endpoint, user, password, extra...)
+}
+
+type decide func(ctx context.Context, b *webdriver.Browser, u, user, password string) error
+
+func (c CLI) login(ctx context.Context, b *webdriver.Browser, click decide, endpoint, user, password string, extra ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Bin, append([]string{"login", "--endpoint", endpoint, "--no-browser"}, extra...)...)
 	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+c.ConfigDir)
 	stdout, err := cmd.StdoutPipe()
@@ -249,7 +260,7 @@ func (c CLI) Login(ctx context.Context, b *webdriver.Browser, endpoint, user, pa
 	if u == "" {
 		return fail(errors.New("cocoonbox login ended without printing an authorize URL"))
 	}
-	if err := SignInAndAllow(ctx, b, u, user, password); err != nil {
+	if err := click(ctx, b, u, user, password); err != nil {
 		return fail(err)
 	}
 	err = cmd.Wait()
@@ -259,6 +270,15 @@ func (c CLI) Login(ctx context.Context, b *webdriver.Browser, endpoint, user, pa
 // SignInAndAllow opens the consent page at u, signs in to the console when
 // it asks (user, password), and clicks Allow.
 func SignInAndAllow(ctx context.Context, b *webdriver.Browser, u, user, password string) error {
+	return signInAndClick(ctx, b, u, user, password, "#allow")
+}
+
+// SignInAndDeny is SignInAndAllow clicking Deny.
+func SignInAndDeny(ctx context.Context, b *webdriver.Browser, u, user, password string) error {
+	return signInAndClick(ctx, b, u, user, password, "#deny")
+}
+
+func signInAndClick(ctx context.Context, b *webdriver.Browser, u, user, password, button string) error {
 	if err := b.Go(ctx, u); err != nil {
 		return err
 	}
@@ -283,5 +303,5 @@ func SignInAndAllow(ctx context.Context, b *webdriver.Browser, u, user, password
 	}); err != nil {
 		return err
 	}
-	return b.Click(ctx, "#allow")
+	return b.Click(ctx, button)
 }

@@ -157,3 +157,22 @@ func writeLogin(t *testing.T, cli CLI, endpoint, token, source string) {
 		t.Fatal(err)
 	}
 }
+
+// Deny in the browser: the CLI says so and what to do, stores nothing, and
+// no device is made.
+func TestCLIBrowserSignInDenied(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	cli := CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
+	out, err := cli.LoginDenied(e.ctx, e.browser(), e.api.URL, "alice", password)
+	if err == nil || !strings.Contains(out, "denied in the browser") || !strings.Contains(out, "cocoonbox login again") {
+		t.Fatalf("cocoonbox login, denied: %v\n%s", err, out)
+	}
+	if _, err := os.Stat(filepath.Join(cli.ConfigDir, "cocoonbox", "cli.json")); err == nil {
+		t.Fatal("a denied login wrote cli.json")
+	}
+	status, body, _ := e.console("alice").Do(e.ctx, "GET", "/cb/api/devices", nil)
+	if status != 200 || strings.TrimSpace(body) != "[]" {
+		t.Fatalf("devices after a denied login: %d %s", status, body)
+	}
+}

@@ -143,7 +143,7 @@ func (f *Flow) callback(w http.ResponseWriter, r *http.Request) {
 	}
 	// RFC 9207: the issuer must be ours, else a code from another server could be replayed to us.
 	if iss := q.Get("iss"); iss != f.req.Endpoint {
-		f.finish(outcome{err: fmt.Errorf("the sign-in came back from issuer %q, not %q: sign in at the endpoint you asked for", iss, f.req.Endpoint)})
+		f.finish(outcome{err: fmt.Errorf("the sign-in came back from issuer %q, not %q (RFC 9207): if %s is your api, log in with --endpoint %s", iss, f.req.Endpoint, iss, iss)})
 		page(w, http.StatusBadRequest, "Sign-in failed.", "The answer came from another server. See the terminal.")
 		return
 	}
