@@ -48,6 +48,9 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, signin.MaxDeviceName)}
 	}
 
+	if err := reachable(ctx, st.endpoint); err != nil {
+		return err
+	}
 	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: signin.CLI, DeviceName: name, Invite: *invite})
 	if err != nil {
 		return err
@@ -143,4 +146,24 @@ func openBrowser(u string) {
 	if cmd.Start() == nil {
 		go cmd.Wait()
 	}
+}
+
+// reachable fails fast, before a browser is opened on a page that cannot
+// load, when the api does not answer its /healthz.
+func reachable(ctx context.Context, endpoint string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, "GET", endpoint+"/healthz", nil)
+	if err != nil {
+		return usageError{fmt.Sprintf("endpoint %q: %v", endpoint, err)}
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach the api at %s (is it running? --endpoint picks another): %w", endpoint, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("the api at %s is not healthy (/healthz answered %s): try again once it is", endpoint, resp.Status)
+	}
+	return nil
 }

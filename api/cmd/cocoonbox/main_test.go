@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"context"
 	"errors"
 	"os"
@@ -86,5 +87,19 @@ func TestTokenStdinRefusesWhatIsNoToken(t *testing.T) {
 func TestHostNameIsCutToTheDeviceNameBound(t *testing.T) {
 	if n := hostName(); n == "" || len(n) > 64 {
 		t.Fatalf("hostName() = %q", n)
+	}
+}
+
+// An api that does not answer fails the login at once, before any browser.
+func TestLoginToAnUnreachableAPIFailsAtOnce(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	endpoint := "http://" + ln.Addr().String()
+	ln.Close()
+	_, err = runCLI(t, "", "login", "--no-browser", "--endpoint", endpoint)
+	if err == nil || !strings.Contains(err.Error(), "cannot reach the api at "+endpoint) {
+		t.Fatalf("login to a closed port: %v", err)
 	}
 }
