@@ -2,9 +2,9 @@ package main
 
 import (
 	"bytes"
-	"net"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
