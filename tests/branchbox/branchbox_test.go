@@ -119,4 +119,8 @@ func TestManagedRunInTheImage(t *testing.T) {
 			t.Errorf("journalctl -t branchbox lacks %q:\n%s", line, story)
 		}
 	}
+	// journalctl -x explains them: the catalog is in the image's database.
+	if c := b.Must(t, "journalctl", "--list-catalog", "c41d8e2a7b5f4a93b06e1d9c2a8f7e30"); !strings.Contains(c, "BranchBox teardown left residue") {
+		t.Errorf("the catalog lacks branchbox's residue entry: %q", c)
+	}
 }

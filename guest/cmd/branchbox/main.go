@@ -83,7 +83,8 @@ const (
 	exitTryLater = cli.TryLater
 )
 
-// MESSAGE_IDs of branchbox's journal entries.
+// MESSAGE_IDs of branchbox's journal entries (catalog:
+// /usr/lib/systemd/catalog/cocoonbox-branchbox.catalog).
 const (
 	msgRefused  = "3f6c1a0e2b8d4c57a1e9d2b7c4f08a61"
 	msgDone     = "8b2e5d71c9a34f06b8d1e6a2f3c79b45"
