@@ -90,7 +90,8 @@ func Start(ctx context.Context) (*Browser, error) {
 			"binary": ChromiumPath,
 			"args": []string{"--headless", "--no-sandbox", "--disable-gpu",
 				"--disable-background-networking", "--disable-component-update", "--disable-sync",
-				"--no-first-run", "--disable-quic", "--user-data-dir=" + dataDir},
+				"--no-first-run", "--disable-quic", "--disable-dev-shm-usage", // a small /dev/shm (containers, CI) crashes tabs
+				"--user-data-dir=" + dataDir},
 		},
 	}}}
 	var sess struct {
