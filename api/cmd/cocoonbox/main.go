@@ -36,7 +36,7 @@ Devices (your sign-ins):
   devices [--json]        list them; * marks this CLI's own
   devices revoke ID       revoke one (ID is dev_ and 16 hex)
 Other:
-  version                 print the build's source revision
+  version, --version      print the build's source revision
 
 The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
 last login, else http://127.0.0.1:18200. cli.json is
@@ -77,8 +77,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return logout(ctx, rest, stdout)
 	case "devices":
 		return devices(ctx, rest, stdout)
-	case "version":
-		fmt.Fprintln(stdout, Version)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "cocoonbox", Version)
 		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)

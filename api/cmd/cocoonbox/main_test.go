@@ -103,3 +103,11 @@ func TestLoginToAnUnreachableAPIFailsAtOnce(t *testing.T) {
 		t.Fatalf("login to a closed port: %v", err)
 	}
 }
+
+func TestVersionNamesItself(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		if out, err := runCLI(t, "", arg); err != nil || !strings.HasPrefix(out, "cocoonbox ") {
+			t.Errorf("cocoonbox %s: %q, %v", arg, out, err)
+		}
+	}
+}
