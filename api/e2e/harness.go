@@ -195,13 +195,14 @@ func (b *syncBuffer) String() string {
 // CLI is the cocoonbox CLI with its own cli.json directory.
 type CLI struct {
 	Bin       string
-	ConfigDir string // XDG_CONFIG_HOME
+	ConfigDir string   // XDG_CONFIG_HOME
+	Env       []string // more of its environment ("COCOONBOX_TOKEN=...")
 }
 
 // Run runs the CLI and answers its standard output and error together.
 func (c CLI) Run(ctx context.Context, stdin string, args ...string) (string, error) {
 	cmd := exec.CommandContext(ctx, c.Bin, args...)
-	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+c.ConfigDir)
+	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+c.ConfigDir), c.Env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	out, err := cmd.CombinedOutput()
 	return string(out), err

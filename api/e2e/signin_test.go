@@ -102,6 +102,12 @@ func TestCLIRevokeAndLogout(t *testing.T) {
 	other := e.device(c, "other machine")
 	cli := CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
 
+	// $COCOONBOX_TOKEN, as in a box: used without any login, stored nowhere.
+	envCLI := CLI{Bin: bins.CLI, ConfigDir: t.TempDir(), Env: []string{"COCOONBOX_TOKEN=" + other}}
+	if out, err := envCLI.Run(e.ctx, "", "devices", "--endpoint", e.api.URL); err != nil || !strings.Contains(out, "* dev_") {
+		t.Fatalf("devices with COCOONBOX_TOKEN: %v\n%s", err, out)
+	}
+
 	// A pasted token: kept as paste, and logout leaves it valid.
 	if out, err := cli.Run(e.ctx, other+"\n", "login", "--token-stdin", "--endpoint", e.api.URL); err != nil {
 		t.Fatalf("login --token-stdin: %v\n%s", err, out)

@@ -99,15 +99,11 @@ func loginPaste(ctx context.Context, st *state, stdin io.Reader, stdout io.Write
 	if !isToken(token) {
 		return fmt.Errorf("standard input holds no token: paste a token of cb_ and 64 hex digits (the console's token page, or the app)")
 	}
-	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: token, Source: cliconfig.SourcePaste}
-	acct, err := st.account()
-	if err != nil {
-		return err
-	}
-	if _, err := acct.ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{})); err != nil {
+	if _, err := st.accountWith(token).ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{})); err != nil {
 		return st.explain("check the pasted token", err)
 	}
 	st.file.Endpoint = st.endpoint
+	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: token, Source: cliconfig.SourcePaste}
 	if err := st.save(); err != nil {
 		return err
 	}

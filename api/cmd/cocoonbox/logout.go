@@ -29,11 +29,7 @@ func logout(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	if *everywhere {
-		acct, err := st.account()
-		if err != nil {
-			return err
-		}
-		if _, err := acct.SignOutEverywhere(ctx, connect.NewRequest(&controlv1.SignOutEverywhereRequest{})); err != nil {
+		if _, err := st.accountWith(l.Token).SignOutEverywhere(ctx, connect.NewRequest(&controlv1.SignOutEverywhereRequest{})); err != nil {
 			return st.explain("sign out everywhere", err)
 		}
 		fmt.Fprintf(stdout, "Signed out everywhere at %s: every console session, the personal token and every device.\n", st.endpoint)

@@ -39,7 +39,8 @@ Other:
   version, --version      print the build's source revision
 
 The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
-last login, else http://127.0.0.1:18200. cli.json is
+last login, else http://127.0.0.1:18200. $COCOONBOX_TOKEN, when set, is
+the token of devices (logout touches only cli.json). cli.json is
 $XDG_CONFIG_HOME/cocoonbox/cli.json (~/.config/cocoonbox/cli.json).
 `
 

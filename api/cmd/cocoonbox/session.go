@@ -57,19 +57,34 @@ func (s *state) login() (cliconfig.Login, error) {
 	return l, nil
 }
 
-// account is the Account service of the endpoint, called with the stored token.
-func (s *state) account() (controlv1connect.AccountClient, error) {
+// token is what the Account calls carry: $COCOONBOX_TOKEN when set (as in
+// a box), else the endpoint's stored login.
+func (s *state) token() (string, error) {
+	if t := os.Getenv("COCOONBOX_TOKEN"); t != "" {
+		return t, nil
+	}
 	l, err := s.login()
+	return l.Token, err
+}
+
+// account is the Account service of the endpoint, called with token().
+func (s *state) account() (controlv1connect.AccountClient, error) {
+	token, err := s.token()
 	if err != nil {
 		return nil, err
 	}
+	return s.accountWith(token), nil
+}
+
+// accountWith is the Account service of the endpoint, called with token.
+func (s *state) accountWith(token string) controlv1connect.AccountClient {
 	bearer := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
 		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set("Authorization", "Bearer "+l.Token)
+			req.Header().Set("Authorization", "Bearer "+token)
 			return next(ctx, req)
 		}
 	})
-	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer)), nil
+	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer))
 }
 
 // explain turns an Account call's error into what went wrong and what to do.
