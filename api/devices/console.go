@@ -88,7 +88,13 @@ func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, user
 //go:embed devices.html
 var devicesPage []byte
 
+// page is the Devices page; without a session it is the console's sign-in,
+// which comes back here.
 func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.session(r); !ok {
+		http.Redirect(w, r, "/cb/?return_to=/cb/devices", http.StatusSeeOther)
+		return
+	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Write(devicesPage)
