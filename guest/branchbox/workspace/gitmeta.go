@@ -81,8 +81,15 @@ func walk(fd int, path string, owner uint32) error {
 	}
 	for _, name := range names {
 		p := path + "/" + name
-		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-			return fmt.Errorf("stat %s: %w", p, err)
+		// Each entry is checked on its own descriptor (O_PATH, no symlink).
+		efd, err := rundir.OpenBeneath(fd, name, unix.O_PATH)
+		if err != nil {
+			return refuse(p, "cannot be opened without following a symlink (a symlink in shared Git metadata?): %v", err)
+		}
+		err = unix.Fstat(efd, &st)
+		unix.Close(efd)
+		if err != nil {
+			return fmt.Errorf("fstat %s: %w", p, err)
 		}
 		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 			if err := checkEntry(p, &st, owner); err != nil {
