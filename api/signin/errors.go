@@ -5,7 +5,6 @@ import "fmt"
 // The OAuth 2.0 error codes used here (RFC 6749 §4.1.2.1 and §5.2).
 const (
 	ErrInvalidRequest          = "invalid_request"
-	ErrUnauthorizedClient      = "unauthorized_client"
 	ErrAccessDenied            = "access_denied"
 	ErrUnsupportedResponseType = "unsupported_response_type"
 	ErrInvalidScope            = "invalid_scope"
