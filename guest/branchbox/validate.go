@@ -44,6 +44,9 @@ func Validate(a *Assignment, opt Options) error {
 	return validateLeases(a, opt)
 }
 
+// ValidRunID reports whether id is a run id: [a-z0-9][a-z0-9-]{0,62}.
+func ValidRunID(id string) bool { return runIDRe.MatchString(id) }
+
 func validateRun(a *Assignment) error {
 	if !runIDRe.MatchString(a.RunID) {
 		return Refuse(RuleSyntax, "run_id", "%q must match %s", a.RunID, runIDRe)

@@ -69,8 +69,8 @@ type Run struct {
 // I/O errors with the path.
 func Load(opt branchbox.Options, runID string) (*Run, error) {
 	dir := opt.RunDir(runID)
-	if reason := runIDReason(runID); reason != "" {
-		return nil, branchbox.Refuse(branchbox.RuleRunDirectory, dir, "run id %q %s", runID, reason)
+	if !branchbox.ValidRunID(runID) {
+		return nil, branchbox.Refuse(branchbox.RuleRunDirectory, dir, "run id %q is not a run id ([a-z0-9][a-z0-9-]{0,62})", runID)
 	}
 	dfd, err := OpenPath(dir, openDirFlags)
 	if err != nil {
@@ -135,13 +135,6 @@ func (r *Run) checkRunDir(dfd int) error {
 		return branchbox.Refuse(branchbox.RuleRunDirectory, r.Dir, "is now uid %d mode %04o; it was checked as uid %d mode 0700", st.Uid, st.Mode&0o7777, r.Owner)
 	}
 	return nil
-}
-
-func runIDReason(id string) string {
-	if id == "" || len(id) > 63 || strings.ContainsAny(id, "/.") {
-		return "is not a run id ([a-z0-9][a-z0-9-]{0,62})"
-	}
-	return ""
 }
 
 // checkSource checks one source against its scope's rules, on descriptors.

@@ -84,6 +84,9 @@ func TestCheckRefusalNamesRuleAndPath(t *testing.T) {
 	if _, _, code := runIn("feature", "check", "coding-demo", "--run", "run-none", "--root", r.Root); code != exitNoInput {
 		t.Fatalf("a missing run: exit %d", code)
 	}
+	if _, errs, code := runIn("feature", "check", "coding-demo", "--run", "../run-demo", "--root", r.Root); code != exitUnsafe || !strings.Contains(errs, "is not a run id") {
+		t.Fatalf("a run id climbing out: exit %d: %s", code, errs)
+	}
 }
 
 func TestUsage(t *testing.T) {
