@@ -83,3 +83,28 @@ func TestStaticNameSurvivesRebootOfPersistentBox(t *testing.T) {
 	}
 	checkHostname(t, b, "keeps-name")
 }
+
+// Contract: Box identity. Every hostname the box has resolves, not only the
+// one the identity gave it (issue 18, item 5): nspawn's machine name before
+// any identity write, and a name an admin set with hostname(1), so sudo
+// never prints "unable to resolve host". nss-myhostname answers for them.
+func TestAnyHostnameResolves(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	for _, set := range []string{"", "set-by-an-admin"} {
+		if set != "" {
+			b.Must(t, "hostname", set)
+		}
+		name := strings.TrimSpace(b.Must(t, "hostname"))
+		if out, err := b.Run("getent", "hosts", name); err != nil || strings.TrimSpace(out) == "" {
+			t.Errorf("hostname %s does not resolve: getent hosts: %v %q", name, err, out)
+		}
+		res, err := b.Exec(box.Cmd{Args: []string{"sudo", "-n", "true"}, User: "user"})
+		if err != nil || res.ExitCode != 0 || strings.Contains(res.Stderr, "resolve host") {
+			t.Errorf("hostname %s: sudo as user: exit %d, stderr %q (%v)", name, res.ExitCode, res.Stderr, err)
+		}
+	}
+	if nss := b.Must(t, "grep", "^hosts:", "/etc/nsswitch.conf"); !strings.Contains(nss, "files myhostname") {
+		t.Errorf("nsswitch.conf %q: want myhostname right after files", strings.TrimSpace(nss))
+	}
+}

@@ -14,3 +14,14 @@ fi
 # creates /var/log/journal itself (Storage=persistent), made here too so a
 # box's first boot writes there from the start.
 install -d -m 2755 -o 0 -g "$(chroot "$root" getent group systemd-journal | cut -d: -f3)" "$root/var/log/journal"
+# Contract: Box identity. Every hostname the box has resolves, not only the
+# one cocoonbox-hostname wrote into /etc/hosts: nss-myhostname answers for
+# the current hostname (and localhost) after /etc/hosts and before DNS,
+# which sudo and others ask. Written only when missing (a second provision
+# run changes nothing).
+nss=$root/etc/nsswitch.conf
+if ! grep -qE '^hosts:.*[[:space:]]myhostname([[:space:]]|$)' "$nss"; then
+	grep -qE '^hosts:[[:space:]]+files([[:space:]]|$)' "$nss" ||
+		{ echo "30-identity.sh: $nss has no 'hosts: files ...' line to add myhostname to" >&2; exit 1; }
+	sed -i -E 's/^(hosts:[[:space:]]+files)([[:space:]]|$)/\1 myhostname\2/' "$nss"
+fi
