@@ -20,6 +20,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/journal"
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/guest/identity"
 )
 
 // Priority is a syslog priority (journal.PriErr, PriWarning, PriInfo, ...).
@@ -76,6 +78,30 @@ func (l *Logger) Set(field, value string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.Fields[field] = value
+}
+
+// Unset removes a field Set added.
+func (l *Logger) Unset(field string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.Fields, field)
+}
+
+// TagBox sets COCOONBOX_BOX_ID and COCOONBOX_WAKE_ID to the box identity as
+// it is now (identity.Load), or removes them while there is none or it is
+// refused (Contract: Journal; a wake's story reads by box id). A helper
+// calls it at the start of each run, so a long-running one names the box
+// of that run: not the box of its start, before the api wrote the
+// identity, or before a clone.
+func (l *Logger) TagBox() {
+	id, err := identity.Load()
+	if err != nil {
+		l.Unset("COCOONBOX_BOX_ID")
+		l.Unset("COCOONBOX_WAKE_ID")
+		return
+	}
+	l.Set("COCOONBOX_BOX_ID", id.BoxID)
+	l.Set("COCOONBOX_WAKE_ID", id.WakeID)
 }
 
 // Send logs one event. messageID is a 128-bit id in 32 lower-case hex digits

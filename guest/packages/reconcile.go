@@ -24,7 +24,12 @@ const (
 	MsgInstalled   = "1811472c5c544ec7a44ae7a4a5b59229" // a listed package installed
 	MsgFailed      = "f25efdc4fc114dfbb1de9d18211b184c" // a listed package failed to install
 	MsgLockBusy    = "86e97a8a80c24c4c88c3ad507154353e" // the dpkg lock stayed held: exit 75
-	MsgAptRun      = "0ef9646624464d43a8bb3320f4564365" // an apt-get run and its outcome
+	MsgAptRun      = "0ef9646624464d43a8bb3320f4564365" // an apt-get run that succeeded
+	MsgAptFailed   = "8d282485d8df4e189773a20e7ec9754e" // an apt-get run that failed, with apt's last line
+	MsgNotBooted   = "2a2e761c0a684f989b0b1e793c850eac" // record skipped: not a booted system (an image build)
+	MsgReplaced    = "7f54047a7ba84fbcaa733c29fa88c4cb" // the list recorded over something that stood at its name
+	MsgDeferred    = "4657ca30e59541ad95e6a86b6db71d36" // reconcile ends with 75: the unit tries again
+	MsgGaveUp      = "9165bbed205e48beb15041ca28f82741" // reconcile ends failed (1): no retry
 	MsgRecorded    = "53fef959a1aa438bbdea335feba94de4" // the list rewritten after an apt run
 	MsgRecordError = "51c7efe345fc4b4da13dcbd09e74d09f" // the list could not be recorded
 	MsgListError   = "bcbf19a70d2442f38d1fc079904f55ec" // the list could not be read
@@ -283,7 +288,7 @@ func (r *Reconciler) apt(ctx context.Context, args ...string) (string, error) {
 		r.log().Send(journal.Info, MsgAptRun, fmt.Sprintf("%s: done in %s", line, took), "COCOONBOX_COMMAND", line)
 		return out, nil
 	}
-	r.log().Send(journal.Warning, MsgAptRun, fmt.Sprintf("%s: %v after %s: %s", line, err, took, lastLine(out)), "COCOONBOX_COMMAND", line)
+	r.log().Send(journal.Warning, MsgAptFailed, fmt.Sprintf("%s: %v after %s: %s", line, err, took, lastLine(out)), "COCOONBOX_COMMAND", line)
 	switch {
 	case ctx.Err() != nil:
 		return out, ctx.Err()

@@ -28,6 +28,7 @@ const (
 	msgFailed    = "f25efdc4fc114dfbb1de9d18211b184c"
 	msgLockBusy  = "86e97a8a80c24c4c88c3ad507154353e"
 	msgRecorded  = "53fef959a1aa438bbdea335feba94de4"
+	msgReplaced  = "7f54047a7ba84fbcaa733c29fa88c4cb"
 )
 
 // shorten makes the unit's lock wait and retry spacing a few seconds, with

@@ -227,7 +227,7 @@ func TestListSymlinkToShadowLeavesShadowUntouched(t *testing.T) {
 	if st := strings.TrimSpace(b.MustSh(t, "stat -c '%U:%G %F' "+listPath)); !strings.HasPrefix(st, "user:user regular") {
 		t.Errorf("the list is %q, want the symlink replaced by user's regular file", st)
 	}
-	if rec := journal(b, msgRecorded); len(rec) == 0 || !strings.Contains(rec[len(rec)-1], "symlink") {
+	if rec := journal(b, msgReplaced); len(rec) == 0 || !strings.Contains(rec[len(rec)-1], "symlink") {
 		t.Errorf("journal record entries %q do not say a symlink was replaced", rec)
 	}
 

@@ -41,7 +41,8 @@ import (
 
 // MESSAGE_IDs, one per kind of event.
 const (
-	msgAdopted  = "c63b6b4e36f04664a79080008368c62a"
+	msgAdopted  = "c63b6b4e36f04664a79080008368c62a" // the newest save copied under this host's name
+	msgOwnSave  = "3d90c171fc184bdc8334290571a6aaab" // the newest save already is this host's
 	msgNoSave   = "344bd5969d96453f80366413a34c7fa8"
 	msgFailed   = "fe08587a26b5406aa5df8d4c904a37ce"
 	msgMousepad = "b3ead248fd8249beac04e1e8e6414560"
@@ -98,6 +99,7 @@ func run(args []string) int {
 		return cmd.UsageError("unknown command %q (allowed: start, prepare, mousepad)", verb)
 	}
 	log := journal.New("cocoonbox-desktop-session")
+	log.TagBox()
 	fail := func(err error) int {
 		if log.Echo == nil { // in a terminal the journal entry is echoed already
 			fmt.Fprintf(os.Stderr, "desktop-session %s: %v\n", verb, err)
@@ -177,7 +179,7 @@ func prepare(log *journal.Logger, fail func(error) int) int {
 		log.Send(journal.Notice, msgAdopted, fmt.Sprintf("adopted the newest desktop session %s as %s (host name %s)", a.From, a.To, env.Host),
 			"COCOONBOX_PATH", a.To, "COCOONBOX_FROM", a.From)
 	default:
-		log.Send(journal.Info, msgAdopted, fmt.Sprintf("the newest desktop session %s is already this host's", a.To),
+		log.Send(journal.Info, msgOwnSave, fmt.Sprintf("the newest desktop session %s is already this host's", a.To),
 			"COCOONBOX_PATH", a.To)
 	}
 	return cli.OK

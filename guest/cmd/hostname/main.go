@@ -46,10 +46,13 @@ import (
 // MESSAGE_IDs of the helper's journal entries (catalog:
 // /usr/lib/systemd/catalog/cocoonbox-identity.catalog).
 const (
-	msgSet       = "e0b601500b3d4870896d5094c0d12f6f"
-	msgRefused   = "ef3dd4313cec4853a7a8718ac879c8cc"
-	msgFailed    = "824369f3d4284f9bb7b6905e3bda0def"
-	msgUnchanged = "927343fbd2fa4621862eb78c0957435f"
+	msgSet        = "e0b601500b3d4870896d5094c0d12f6f"
+	msgRefused    = "ef3dd4313cec4853a7a8718ac879c8cc"
+	msgFailed     = "824369f3d4284f9bb7b6905e3bda0def" // the hostname or /etc/hosts could not be set
+	msgUnchanged  = "927343fbd2fa4621862eb78c0957435f" // the hostname already is the identity's
+	msgNoIdentity = "7c95fe5fbc0c4d078d0cd9a9399fca1f" // no identity yet: nothing to apply
+	msgFallback   = "bf0d9556ca5c444ba51d185c999eaff8" // hostnamed unreachable: set directly
+	msgWatchEnded = "994ff884cbe14d3bb09a951a6b83f8da" // the watch failed: exit 75, systemd restarts us
 )
 
 const usage = `usage: hostname [--watch | --help | --version]
@@ -99,23 +102,22 @@ func watch(log *journal.Logger) int {
 	ready := func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }
 	// Without a stop descriptor Run returns only with an error.
 	err := pathwatch.Run([]string{identity.Dir, identity.Path}, func() { run(log) }, ready, -1)
-	log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot watch %s: %v", identity.Dir, err), "COCOONBOX_PATH", identity.Dir)
+	log.Send(journal.Err, msgWatchEnded, fmt.Sprintf("cannot watch %s: %v", identity.Dir, err), "COCOONBOX_PATH", identity.Dir)
 	return cli.TryLater
 }
 
 func run(log *journal.Logger) int {
+	log.TagBox() // a refused or missing identity names no box, not the last one
 	applied := ""
 	for round := 0; round < maxRounds; round++ {
 		id, err := identity.Load()
 		if errors.Is(err, fs.ErrNotExist) && round == 0 {
-			log.Send(journal.Info, msgUnchanged, "no identity yet; the hostname stays", "COCOONBOX_PATH", identity.Path)
+			log.Send(journal.Info, msgNoIdentity, "no identity yet; the hostname stays", "COCOONBOX_PATH", identity.Path)
 			return cli.OK
 		}
 		if err != nil {
 			return refuse(log, err)
 		}
-		log.Set("COCOONBOX_BOX_ID", id.BoxID)
-		log.Set("COCOONBOX_WAKE_ID", id.WakeID)
 		want, err := id.Hostname()
 		if err != nil {
 			return refuse(log, fmt.Errorf("%s: %w", identity.Path, err))
@@ -148,7 +150,7 @@ func refuse(log *journal.Logger, err error) int {
 func apply(log *journal.Logger, name string) int {
 	h, err := newHostnamer()
 	if err != nil {
-		log.Send(journal.Warning, msgFailed, "systemd-hostnamed unreachable, setting the hostname directly: "+err.Error())
+		log.Send(journal.Warning, msgFallback, "systemd-hostnamed unreachable, setting the hostname directly: "+err.Error())
 	}
 	defer h.Close()
 	oldKernel, oldStatic := h.Current()

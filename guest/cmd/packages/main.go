@@ -30,7 +30,6 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
-	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/packages"
 )
@@ -83,9 +82,7 @@ func main() {
 // entry once the identity is there.
 func newLog() *journal.Logger {
 	log := journal.New("cocoonbox-packages")
-	if id, err := identity.Load(); err == nil {
-		log.Set("COCOONBOX_BOX_ID", id.BoxID)
-	}
+	log.TagBox()
 	return log
 }
 
@@ -111,7 +108,7 @@ func record() {
 	// An apt run while an image is built (a chroot, no booted systemd) is
 	// the image's own: it must not leave a list in the image.
 	if _, err := os.Stat("/run/systemd/system"); err != nil {
-		log.Send(journal.Info, packages.MsgRecordError, "not recording: not a booted system (an image build?)")
+		log.Send(journal.Info, packages.MsgNotBooted, "not recording: not a booted system (an image build?)")
 		return
 	}
 	home, err := lookupHome()
@@ -151,7 +148,7 @@ func record() {
 	case err != nil:
 		log.Send(journal.Err, packages.MsgRecordError, "recording the package list failed: "+err.Error())
 	case replaced != "":
-		log.Send(journal.Warning, packages.MsgRecorded, fmt.Sprintf("recorded %d packages in %s, replacing %s that stood there (never followed)", len(names), home.Path(), replaced),
+		log.Send(journal.Warning, packages.MsgReplaced, fmt.Sprintf("recorded %d packages in %s, replacing %s that stood there (never followed)", len(names), home.Path(), replaced),
 			"COCOONBOX_COUNT", fmt.Sprint(len(names)))
 	case changed:
 		log.Send(journal.Info, packages.MsgRecorded, fmt.Sprintf("recorded %d packages in %s", len(names), home.Path()),
@@ -232,10 +229,10 @@ func reconcile() int {
 	case err == nil:
 		return cli.OK
 	case errors.Is(err, packages.ErrTryLater):
-		log.Send(journal.Warning, packages.MsgLockBusy, "reconcile deferred (exit 75): "+err.Error())
+		log.Send(journal.Warning, packages.MsgDeferred, "reconcile deferred (exit 75): "+err.Error())
 		return cli.TryLater
 	default:
-		log.Send(journal.Err, packages.MsgFailed, "reconcile failed: "+err.Error())
+		log.Send(journal.Err, packages.MsgGaveUp, "reconcile failed: "+err.Error())
 		return cli.Failed
 	}
 }

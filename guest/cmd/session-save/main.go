@@ -71,6 +71,7 @@ func run() int {
 		return cmd.UsageError("--timeout must be positive (got %v)", *timeout)
 	}
 	log := journal.New("cocoonbox-session-save")
+	log.TagBox()
 	fail := func(code int, err error) int {
 		if log.Echo == nil { // in a terminal the journal entry is echoed already
 			fmt.Fprintf(os.Stderr, "session-save: %v\n", err)

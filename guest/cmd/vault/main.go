@@ -32,7 +32,6 @@ import (
 	"github.com/coreos/go-systemd/v22/daemon"
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
-	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"golang.org/x/sys/unix"
@@ -47,6 +46,11 @@ const (
 	msgInstallFailed = "0a34ca8b648f4fa9b01ce318012cd7f7" // the new render could not be put in place
 	msgNoEnvFile     = "5d68765175924570a4897c7585b40a1e" // no claim env file: nothing to render
 	msgEnvChanged    = "c43746e3bd68483581ddf99332bafcff" // the file changed during a render: render again
+	msgEnvChurn      = "e1bb8fbba0694ffca74689f50e82368e" // the file kept changing: this run stops
+	msgLockFailed    = "8761ac5208e2469f86a955fa13e613d7" // the vault's lock could not be taken
+	msgNamesUnread   = "b78f924a30a64b0790fac230d2ae7b22" // the last render's names unread: no unset lines
+	msgRecordsMore   = "cfcc76495fee4f4ca922912b0b48b233" // more refused records than are logged one by one
+	msgWatchEnded    = "3659da8ae47444c4a040ef08f1505217" // the watch failed: exit 75, systemd restarts us
 )
 
 // maxRecordLogs bounds the per-record journal entries of one render; the
@@ -91,10 +95,6 @@ func main() {
 		os.Exit(cmd.UsageError("takes no arguments (got %q)", rest))
 	}
 	log := journal.New("cocoonbox-vault")
-	// The box id names the box in every entry, once the identity is there.
-	if id, err := identity.Load(); err == nil {
-		log.Set("COCOONBOX_BOX_ID", id.BoxID)
-	}
 	if *watchFlag {
 		ready := func() { _, _ = daemon.SdNotify(false, daemon.SdNotifyReady) }
 		os.Exit(watch(log, *envPath, filepath.Clean(*dir), ready, -1))
@@ -112,16 +112,19 @@ func installCode(err error) int {
 }
 
 func run(log *journal.Logger, envPath, dir string) int {
+	// The box of this render, read now: --watch runs from boot, before the
+	// api writes the identity, and across clones.
+	log.TagBox()
 	// One vault at a time: a second run (by hand, beside the service)
 	// waits here rather than racing the swap.
 	lock, err := os.OpenFile(dir+".lock", os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot open the vault's lock: %v", err), "COCOONBOX_PATH", dir+".lock")
+		log.Send(journal.Err, msgLockFailed, fmt.Sprintf("cannot open the vault's lock: %v", err), "COCOONBOX_PATH", dir+".lock")
 		return installCode(err)
 	}
 	defer lock.Close()
 	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
-		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot lock the vault: %v", err), "COCOONBOX_PATH", dir+".lock")
+		log.Send(journal.Err, msgLockFailed, fmt.Sprintf("cannot lock the vault: %v", err), "COCOONBOX_PATH", dir+".lock")
 		return cli.TryLater
 	}
 
@@ -145,7 +148,7 @@ func run(log *journal.Logger, envPath, dir string) int {
 		if err != nil {
 			// Without the old names a removed record would not be unset;
 			// say so, and render what we know.
-			log.Send(journal.Warning, msgInstallFailed, fmt.Sprintf("cannot read the names of the last render: %v", err), "COCOONBOX_PATH", dir)
+			log.Send(journal.Warning, msgNamesUnread, fmt.Sprintf("cannot read the names of the last render: %v", err), "COCOONBOX_PATH", dir)
 		}
 		id := renderID()
 		files := vault.Render(id, envPath, recs.Accepted, names)
@@ -176,7 +179,7 @@ func run(log *journal.Logger, envPath, dir string) int {
 			return cli.OK
 		}
 		if round >= maxRounds {
-			log.Send(journal.Warning, msgEnvChanged, fmt.Sprintf("%s keeps changing; stopping after %d renders (the next change starts another run)", envPath, round), "COCOONBOX_PATH", envPath)
+			log.Send(journal.Warning, msgEnvChurn, fmt.Sprintf("%s keeps changing; stopping after %d renders (the next change starts another run)", envPath, round), "COCOONBOX_PATH", envPath)
 			return cli.OK
 		}
 		log.Send(journal.Info, msgEnvChanged, fmt.Sprintf("%s changed while rendering; rendering again", envPath), "COCOONBOX_PATH", envPath)
@@ -204,7 +207,7 @@ func logRecords(log *journal.Logger, envPath string, recs *vault.Records) {
 		send(msgRecordWarning, w, "")
 	}
 	if n > maxRecordLogs {
-		log.Send(journal.Warning, msgRecordSkipped, fmt.Sprintf("%s: %d more records refused or warned about (not logged one by one)", envPath, n-maxRecordLogs),
+		log.Send(journal.Warning, msgRecordsMore, fmt.Sprintf("%s: %d more records refused or warned about (not logged one by one)", envPath, n-maxRecordLogs),
 			"COCOONBOX_PATH", envPath)
 	}
 }

@@ -19,7 +19,7 @@ import (
 func watch(log *journal.Logger, envPath, dir string, ready func(), stop int) int {
 	err := pathwatch.Run([]string{envPath}, func() { run(log, envPath, dir) }, ready, stop)
 	if err != nil {
-		log.Send(journal.Err, msgInstallFailed, fmt.Sprintf("cannot watch %s: %v", envPath, err), "COCOONBOX_PATH", envPath)
+		log.Send(journal.Err, msgWatchEnded, fmt.Sprintf("cannot watch %s: %v", envPath, err), "COCOONBOX_PATH", envPath)
 		return cli.TryLater
 	}
 	return cli.OK

@@ -1,0 +1,108 @@
+package box
+
+import (
+	"crypto/ed25519"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/identity"
+)
+
+// Eventually waits for a condition, never for a time: it calls cond every
+// 50 ms until it returns true or timeout passes, then fails the test with
+// what and what cond said last (cond's second result: what it saw).
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		ok, seen := cond()
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, seen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Entry is one journal entry: its fields (MESSAGE, MESSAGE_ID,
+// COCOONBOX_BOX_ID, ...) as journalctl -o json gives them.
+type Entry map[string]string
+
+// Journal returns the entries with MESSAGE_ID messageID across every
+// machine id of the box (journalctl -m: the history across wakes and
+// clones), oldest first; matches are more journalctl matches
+// (FIELD=value). A field journalctl gives as bytes (not UTF-8) is left out.
+func (b *Box) Journal(messageID string, matches ...string) ([]Entry, error) {
+	args := append([]string{"journalctl", "-m", "--no-pager", "-o", "json", "MESSAGE_ID=" + messageID}, matches...)
+	out, err := b.Run(args...)
+	if err != nil {
+		return nil, err
+	}
+	var entries []Entry
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		if line == "" {
+			continue
+		}
+		raw := map[string]any{}
+		if err := json.Unmarshal([]byte(line), &raw); err != nil {
+			return nil, fmt.Errorf("journalctl -o json line %q: %w", line, err)
+		}
+		e := Entry{}
+		for k, v := range raw {
+			if s, ok := v.(string); ok {
+				e[k] = s
+			}
+		}
+		entries = append(entries, e)
+	}
+	return entries, nil
+}
+
+// WaitJournal waits (timeout at most) until the box's journal holds more
+// than after entries with MESSAGE_ID messageID (and matches), and returns
+// them all: journald stores an entry a moment after a helper sent it.
+func (b *Box) WaitJournal(t testing.TB, timeout time.Duration, after int, messageID string, matches ...string) []Entry {
+	t.Helper()
+	var entries []Entry
+	Eventually(t, timeout, fmt.Sprintf("more than %d journal entries with MESSAGE_ID=%s %s", after, messageID, strings.Join(matches, " ")), func() (bool, string) {
+		var err error
+		entries, err = b.Journal(messageID, matches...)
+		if err != nil {
+			return false, err.Error()
+		}
+		return len(entries) > after, fmt.Sprintf("%d entries", len(entries))
+	})
+	return entries
+}
+
+// NewIdentity returns a valid identity record for boxID and name, with a
+// fresh ed25519 key, as the api makes one (Contract: Box identity).
+func NewIdentity(t testing.TB, boxID, name string) *identity.Identity {
+	t.Helper()
+	pub, _, err := ed25519.GenerateKey(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &identity.Identity{BoxID: boxID, WakeID: "wake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
+}
+
+// WriteIdentity writes id into the box as the api does through sandboxd
+// (`identity write` with the record on stdin) and fails the test unless
+// it exits 0.
+func (b *Box) WriteIdentity(t testing.TB, id *identity.Identity) {
+	t.Helper()
+	res, err := b.Exec(Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"}, Stdin: strings.NewReader(string(id.Marshal()))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Fatalf("identity write: exit %d: %s", res.ExitCode, res.Stderr)
+	}
+}
