@@ -9,14 +9,15 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
-// asRoot skips where the test cannot make root-owned files (not root).
+// asRoot stops the test where it cannot make root-owned files (not root):
+// a skip by hand, a failure under make test (testenv).
 func asRoot(t *testing.T) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: Load refuses files that are not root's")
-	}
+	testenv.RequireRoot(t, "Load refuses files that are not root's: this test")
 }
 
 // place writes a valid record into a fresh root-owned 0755 directory and

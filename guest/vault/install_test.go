@@ -8,6 +8,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
 func TestInstallSwapsWholeRenders(t *testing.T) {
@@ -114,9 +116,7 @@ func TestReadEnvFile(t *testing.T) {
 	// Owned by another user, or writable by group or others: refused as the
 	// identity reader refuses its file (issue 18, item 4: only a symlink
 	// was refused).
-	if os.Geteuid() != 0 {
-		t.Fatal("this test needs root (it gives a file to another user): run it as make test does")
-	}
+	testenv.RequireRoot(t, "giving a file to another user")
 	os.WriteFile(p, []byte("COCOONBOX_VAULT=A=a;;\n"), 0o644)
 	if err := os.Chown(p, 1000, 1000); err != nil {
 		t.Fatal(err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
 // ImageEnv names the environment variable that points the booted-box tests
@@ -17,11 +19,11 @@ const ImageEnv = "COCOONBOX_IMAGE"
 // Image returns the image root the tests boot: $COCOONBOX_IMAGE, else the
 // base image of the version in image/VERSION under out/images. A missing
 // image fails the test (build it with `make image`); only a host that cannot
-// boot boxes at all skips.
+// boot boxes at all skips, and under make test it fails (testenv).
 func Image(t testing.TB) string {
 	t.Helper()
 	if err := CanBoot(); err != nil {
-		t.Skipf("booted-box test skipped: %v", err)
+		testenv.SkipOrFail(t, "booted-box test cannot run: "+err.Error())
 	}
 	if img := os.Getenv(ImageEnv); img != "" {
 		return img
@@ -66,7 +68,7 @@ func Boot(t testing.TB, opts Options) *Box {
 	}
 	b, err := Start(context.Background(), opts)
 	if errors.Is(err, ErrCannotBoot) {
-		t.Skipf("booted-box test skipped: %v", err)
+		testenv.SkipOrFail(t, "booted-box test cannot run: "+err.Error())
 	}
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -21,9 +22,7 @@ import (
 // debootstrap, before provision) to a fresh directory, as image/build does.
 func layerCopy(t *testing.T) (repo, root string) {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("provision needs root (chown, chroot)")
-	}
+	testenv.RequireRoot(t, "provision (chown, chroot)")
 	repo, err := box.RepoRoot()
 	if err != nil {
 		t.Fatal(err)

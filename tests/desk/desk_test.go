@@ -26,6 +26,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -40,7 +41,7 @@ const sessionEnv = "HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauth
 func deskImage(t testing.TB) string {
 	t.Helper()
 	if err := box.CanBoot(); err != nil {
-		t.Skipf("booted-box test skipped: %v", err)
+		testenv.SkipOrFail(t, "booted-box test cannot run: "+err.Error())
 	}
 	if img := os.Getenv(DeskImageEnv); img != "" {
 		// Named on purpose (make box-test, make desk-test): no skipping.
@@ -62,7 +63,7 @@ func deskImage(t testing.TB) string {
 	}
 	img := filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-desk", strings.TrimSpace(string(v))))
 	if !isDesk(img) {
-		t.Skipf("desk tests skipped: no desk image at %s (build it with `make image TIER=desk`, or run `make desk-test`; or set %s)", img, DeskImageEnv)
+		testenv.SkipOrFail(t, fmt.Sprintf("desk tests cannot run: no desk image at %s (build it with `make image TIER=desk`, or run `make desk-test`; or set %s)", img, DeskImageEnv))
 	}
 	return img
 }

@@ -213,7 +213,7 @@ func TestDesktopStartsOnceAtBootAndAtEachRestart(t *testing.T) {
 // security of each is reported. Xorg runs as root and is held to the
 // limit the image contract sets for its own units; the session is the
 // user's whole desktop (sudo and apt included, so no sandbox it could
-// pass on to them): its score is printed, not limited.
+// pass on to them): it is held to the score it has.
 func TestDeskUnitsVerifyAndReportSecurity(t *testing.T) {
 	b := bootDesk(t)
 	for _, path := range []string{"/usr/lib/systemd/system/cocoonbox-xorg.service", "/usr/local/lib/systemd/system/cocoonbox-session.service"} {
@@ -228,7 +228,10 @@ func TestDeskUnitsVerifyAndReportSecurity(t *testing.T) {
 	if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "FragmentPath", "cocoonbox-session.service")); got != "/usr/local/lib/systemd/system/cocoonbox-session.service" {
 		t.Errorf("cocoonbox-session.service comes from %s, not the desk tier's unit (the base stand-in is not shadowed)", got)
 	}
-	for unit, limit := range map[string]float64{"cocoonbox-xorg.service": 4.0, "cocoonbox-session.service": 10} {
+	// The session is held to its measured 9.2 (10 is the scale's maximum,
+	// which no score exceeds: issue 18, item 9), so losing any of what
+	// little hardening it has shows.
+	for unit, limit := range map[string]float64{"cocoonbox-xorg.service": 4.0, "cocoonbox-session.service": 9.2} {
 		score, level, _, err := b.Security(unit)
 		if err != nil {
 			t.Error(err)

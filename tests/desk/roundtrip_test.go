@@ -11,12 +11,11 @@ import (
 )
 
 const (
-	termDir    = "/home/user/work/deep"
-	thunarDir  = "/home/user/work/thunar-here"
-	notesFile  = "/home/user/notes.txt"
-	saveTool   = "/usr/local/lib/cocoonbox/session-save"
-	stateDir   = "/home/user/.local/state/xfce4-session"
-	polkitRule = "/etc/polkit-1/rules.d/60-cocoonbox-cbagent.rules"
+	termDir   = "/home/user/work/deep"
+	thunarDir = "/home/user/work/thunar-here"
+	notesFile = "/home/user/notes.txt"
+	saveTool  = "/usr/local/lib/cocoonbox/session-save"
+	stateDir  = "/home/user/.local/state/xfce4-session"
 )
 
 // openClients opens what the round trip saves: xfce4-terminal in termDir,
@@ -55,16 +54,12 @@ func save(t testing.TB, b *box.Box, mousepad string) string {
 }
 
 // restartDesktop restarts cocoonbox-session.service as cbagent through
-// the polkit rule (Contract: Desktop restart); until that rule is in the
-// image (the image contract's issue) it restarts as root and says so.
+// the polkit rule, as the agent does (Contract: Desktop restart). A
+// missing or broken rule fails the test: there is no fallback to root,
+// which hid a missing rule (issue 18, item 9).
 func restartDesktop(t testing.TB, b *box.Box) {
 	t.Helper()
-	if _, err := b.Run("test", "-e", polkitRule); err == nil {
-		b.Must(t, "runuser", "-u", "cbagent", "--", "systemctl", "restart", "cocoonbox-session.service")
-	} else {
-		t.Logf("%s is not in the image yet: restarting the desktop as root instead of cbagent", polkitRule)
-		b.Must(t, "systemctl", "restart", "cocoonbox-session.service")
-	}
+	b.Must(t, "runuser", "-u", "cbagent", "--", "systemctl", "restart", "cocoonbox-session.service")
 }
 
 // checkRestored checks that the clients came back as new processes: the
@@ -167,9 +162,6 @@ func TestRoundTripRestoresTerminalThunarAndMousepad(t *testing.T) {
 // adopts the save under the new host name and the clients come back.
 func TestRoundTripAfterRenameThroughIdentityWrite(t *testing.T) {
 	b := bootDesk(t)
-	if _, err := b.Run("test", "-x", "/usr/local/lib/cocoonbox/identity"); err != nil {
-		t.Skip("identity write is not in the image")
-	}
 	openClients(t, b)
 	save(t, b, "open")
 	oldHost := strings.TrimSpace(b.Must(t, "hostname"))

@@ -71,11 +71,10 @@ func benchChanges(b *testing.B, dropIn string) {
 			all = append(all, time.Since(start))
 			// Let the service finish before the next change, so each
 			// change is one run of the vault.
-			for {
-				if out, _ := bx.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-vault.service"); strings.TrimSpace(out) != "activating" {
-					break
-				}
-			}
+			box.Eventually(b, 30*time.Second, "the vault service done with the change", func() (bool, string) {
+				out, _ := bx.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-vault.service")
+				return strings.TrimSpace(out) != "activating", strings.TrimSpace(out)
+			})
 		}
 	}
 	slices.Sort(all)

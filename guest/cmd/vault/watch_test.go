@@ -1,11 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +24,10 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	tmp := t.TempDir()
 	env, dir := filepath.Join(tmp, "silkd.env"), filepath.Join(tmp, "vault")
 	log := journal.New("cocoonbox-vault-test")
-	log.Stderr = io.Discard
+	// Warnings land here once each, whether journald runs (Echo) or not
+	// (Stderr): the symlink's refusal below is waited for in it.
+	logged := &syncBuffer{}
+	log.Stderr, log.Echo = logged, logged
 	stopR, stopW, err := os.Pipe()
 	if err != nil {
 		t.Fatal(err)
@@ -74,13 +78,30 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 		write(gen, true)
 	}
 	waitGen(200)
-	// A symlink renamed over the file is seen (and refused): the render
-	// stays; the next real file renders.
-	if err := os.Symlink("/etc/hostname", env+".link"); err != nil {
+	// A symlink renamed over the file is seen and refused, not followed:
+	// it points at a valid claim env of its own, which must never be
+	// rendered (issue 18, item 9: the link pointed at /etc/hostname, which
+	// renders nothing either way, so a followed link passed too). The
+	// render stays; the next real file renders.
+	target := filepath.Join(tmp, "elsewhere.env")
+	if err := os.WriteFile(target, []byte("COCOONBOX_VAULT=\"GEN=followed;;\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(target, env+".link"); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Rename(env+".link", env); err != nil {
 		t.Fatal(err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(logged.String(), "is a symlink") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the symlink was never refused; the log:\n%s", logged.String())
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "vault.sh")); !strings.Contains(string(got), "export GEN='g200'") {
+		t.Fatalf("after the symlink, vault.sh is not the last real render (was the link followed?):\n%s", got)
 	}
 	write(201, false)
 	waitGen(201)
@@ -94,4 +115,22 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch did not return after stop")
 	}
+}
+
+// syncBuffer is a bytes.Buffer the watch's goroutine and the test share.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
