@@ -12,21 +12,29 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 )
 
-// Eventually waits for a condition, never for a time: it calls cond every
-// 50 ms until it returns true or timeout passes, then fails the test with
-// what and what cond said last (cond's second result: what it saw).
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
+// Until waits for a condition, never for a time: it calls cond every 50 ms
+// until it returns true, or until timeout passes, then returns an error
+// naming what and what cond said last (cond's second result: what it saw).
+// The demo and the tests share it; tests call Eventually.
+func Until(timeout time.Duration, what string, cond func() (bool, string)) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		ok, seen := cond()
 		if ok {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, seen)
+			return fmt.Errorf("%s: not within %v; last seen: %s", what, timeout, seen)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Eventually is Until that fails the test on the timeout.
+func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
+	t.Helper()
+	if err := Until(timeout, what, cond); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -82,27 +90,33 @@ func (b *Box) WaitJournal(t testing.TB, timeout time.Duration, after int, messag
 }
 
 // NewIdentity returns a valid identity record for boxID and name, with a
-// fresh ed25519 key, as the api makes one (Contract: Box identity).
-func NewIdentity(t testing.TB, boxID, name string) *identity.Identity {
-	t.Helper()
-	pub, _, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+// fresh ed25519 key and wake id, as the api makes one (Contract: Box
+// identity). (crypto/rand, under ed25519.GenerateKey, does not fail.)
+func NewIdentity(boxID, name string) *identity.Identity {
+	pub, _, _ := ed25519.GenerateKey(nil)
 	return &identity.Identity{BoxID: boxID, WakeID: "wake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
 		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
 }
 
-// WriteIdentity writes id into the box as the api does through sandboxd
-// (`identity write` with the record on stdin) and fails the test unless
-// it exits 0.
-func (b *Box) WriteIdentity(t testing.TB, id *identity.Identity) {
-	t.Helper()
+// WriteIdentity writes id into the box as the api does through sandboxd:
+// `identity write` with the record on stdin. A non-zero exit is an error
+// with the writer's stderr.
+func (b *Box) WriteIdentity(id *identity.Identity) error {
 	res, err := b.Exec(Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"}, Stdin: strings.NewReader(string(id.Marshal()))})
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if res.ExitCode != 0 {
-		t.Fatalf("identity write: exit %d: %s", res.ExitCode, res.Stderr)
+		return fmt.Errorf("identity write: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
+	return nil
+}
+
+// WaitHostname waits (timeout at most) until the box's kernel hostname is
+// want: the hostname helper applies a write a moment after it.
+func (b *Box) WaitHostname(want string, timeout time.Duration) error {
+	return Until(timeout, "the kernel hostname "+want, func() (bool, string) {
+		got, _ := b.Run("cat", "/proc/sys/kernel/hostname")
+		return strings.TrimSpace(got) == want, strings.TrimSpace(got)
+	})
 }

@@ -14,7 +14,6 @@
 package desk
 
 import (
-	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
@@ -25,7 +24,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/guest/identity"
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
@@ -119,23 +117,6 @@ func mustUser(t testing.TB, b *box.Box, line string) string {
 	return res.Stdout
 }
 
-// eventually polls cond every 250 ms until it holds or timeout passes, then
-// fails with what cond last said.
-func eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, last := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last seen: %s", what, timeout, last)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
 // sessionState asks xfce4-session for its state over D-Bus (1 is idle).
 func sessionState(b *box.Box) string {
 	res, _ := asUser(b, "dbus-send --session --print-reply=literal --dest=org.xfce.SessionManager /org/xfce/SessionManager org.xfce.Session.Manager.GetState")
@@ -146,7 +127,7 @@ func sessionState(b *box.Box) string {
 // desktop (xfdesktop) up.
 func waitDesktop(t testing.TB, b *box.Box) {
 	t.Helper()
-	eventually(t, 90*time.Second, "xfce4-session idle with xfdesktop", func() (bool, string) {
+	box.Eventually(t, 90*time.Second, "xfce4-session idle with xfdesktop", func() (bool, string) {
 		state := sessionState(b)
 		out, _ := b.Run("pgrep", "-u", "user", "-x", "xfdesktop")
 		return state == "uint32 1" && strings.TrimSpace(out) != "", "GetState=" + state + " xfdesktop=" + strings.TrimSpace(out)
@@ -209,20 +190,12 @@ func pids(b *box.Box, comm string) string {
 // does through sandboxd, and waits for the hostname to follow.
 func writeIdentity(t testing.TB, b *box.Box, name, wantHost string) {
 	t.Helper()
-	pub, _, err := ed25519.GenerateKey(rand.Reader)
-	if err != nil {
+	wake := make([]byte, 4)
+	_, _ = rand.Read(wake)
+	if err := b.WriteIdentity(box.NewIdentity("cb-desk"+hex.EncodeToString(wake), name)); err != nil {
 		t.Fatal(err)
 	}
-	wake := make([]byte, 8)
-	_, _ = rand.Read(wake)
-	id := identity.Identity{BoxID: "cb-desk" + hex.EncodeToString(wake[:4]), WakeID: hex.EncodeToString(wake),
-		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
-	res, err := b.Exec(box.Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"}, Stdin: strings.NewReader(string(id.Marshal()))})
-	if err != nil || res.ExitCode != 0 {
-		t.Fatalf("identity write: %v, exit %d: %s", err, res.ExitCode, res.Stderr)
+	if err := b.WaitHostname(wantHost, 30*time.Second); err != nil {
+		t.Fatal(err)
 	}
-	eventually(t, 30*time.Second, "hostname follows the identity", func() (bool, string) {
-		out, _ := b.Run("hostname")
-		return strings.TrimSpace(out) == wantHost, strings.TrimSpace(out)
-	})
 }

@@ -35,7 +35,7 @@ func openClients(t testing.TB, b *box.Box) {
 // showing notes.txt.
 func waitClients(t testing.TB, b *box.Box, timeout time.Duration) {
 	t.Helper()
-	eventually(t, timeout, "terminal in "+termDir+", Thunar on thunar-here, Mousepad with notes.txt", func() (bool, string) {
+	box.Eventually(t, timeout, "terminal in "+termDir+", Thunar on thunar-here, Mousepad with notes.txt", func() (bool, string) {
 		titles, dirs := windowTitles(b), terminalDirs(b)
 		ok := contains(dirs, termDir) && hasTitle(titles, "thunar-here - Thunar") && hasTitle(titles, "notes.txt - Mousepad")
 		return ok, "windows " + strings.Join(titles, " | ") + "; terminal shells in " + strings.Join(dirs, " ")
@@ -191,7 +191,7 @@ func TestSessionSaveWithoutXfceSessionFailsAndKeepsThePreviousSave(t *testing.T)
 	snapshot := "sha256sum " + file + " " + stateDir + "/cocoonbox-mousepad; stat -c '%i %Y' " + file
 	before := b.MustSh(t, snapshot)
 	b.Must(t, "systemctl", "stop", "cocoonbox-session.service")
-	eventually(t, 30*time.Second, "xfce4-session gone", func() (bool, string) {
+	box.Eventually(t, 30*time.Second, "xfce4-session gone", func() (bool, string) {
 		return pids(b, "xfce4-session") == "", pids(b, "xfce4-session")
 	})
 	res, err := asUser(b, saveTool)
@@ -208,7 +208,7 @@ func TestSessionSaveWithoutXfceSessionFailsAndKeepsThePreviousSave(t *testing.T)
 		t.Errorf("the previous save changed:\nbefore %s\nafter  %s", before, after)
 	}
 	// journald stores the entry a moment after session-save sent it.
-	eventually(t, 10*time.Second, "the failure in the journal", func() (bool, string) {
+	box.Eventually(t, 10*time.Second, "the failure in the journal", func() (bool, string) {
 		out, _ := b.Run("journalctl", "-t", "cocoonbox-session-save", "--no-pager", "-o", "cat")
 		return strings.Contains(out, "desktop session not saved"), out
 	})

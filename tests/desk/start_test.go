@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
 // Contract: Desktop session save; the unit's promise that the desktop
@@ -21,7 +23,7 @@ func TestDesktopStartsWhenTheSessionCacheIsARegularFile(t *testing.T) {
 		t.Errorf("cocoonbox-session.service is %s after the start", got)
 	}
 	// The failed prepare is logged, not hidden.
-	eventually(t, 10*time.Second, "the prepare failure in the journal", func() (bool, string) {
+	box.Eventually(t, 10*time.Second, "the prepare failure in the journal", func() (bool, string) {
 		out, _ := b.Run("journalctl", "-t", "cocoonbox-desktop-session", "--no-pager", "-o", "cat")
 		return strings.Contains(out, "neither a directory nor a link"), out
 	})

@@ -5,9 +5,7 @@
 package boxidentity
 
 import (
-	"crypto/ed25519"
 	"fmt"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,12 +24,7 @@ const (
 // api does.
 func record(t testing.TB, boxID, name string) *identity.Identity {
 	t.Helper()
-	pub, _, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &identity.Identity{BoxID: boxID, WakeID: "wake-" + strconv.FormatInt(time.Now().UnixNano(), 36),
-		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
+	return box.NewIdentity(boxID, name)
 }
 
 // write runs `identity write` in the box with data on stdin.
@@ -61,16 +54,8 @@ func kernelHostname(t testing.TB, b *box.Box) string {
 // waitHostname waits up to 15 s for the kernel hostname to become want.
 func waitHostname(t testing.TB, b *box.Box, want string) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		got := kernelHostname(t, b)
-		if got == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("kernel hostname is %q, want %q (15 s after the write)", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := b.WaitHostname(want, 15*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -105,26 +90,19 @@ func checkHostname(t *testing.T, b *box.Box, want string) {
 // this MESSAGE_ID.
 func journalCount(t testing.TB, b *box.Box, messageID string) int {
 	t.Helper()
-	out, _ := b.Run("journalctl", "-m", "-q", "--no-pager", "-o", "cat", "MESSAGE_ID="+messageID)
-	if strings.TrimSpace(out) == "" {
-		return 0
+	entries, err := b.Journal(messageID)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return len(strings.Split(strings.TrimSpace(out), "\n"))
+	return len(entries)
 }
 
 // waitJournal waits up to 15 s for more than n entries with messageID and
 // returns the newest one's message.
 func waitJournal(t testing.TB, b *box.Box, messageID string, n int) string {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for journalCount(t, b, messageID) <= n {
-		if time.Now().After(deadline) {
-			t.Fatalf("no new journal entry with MESSAGE_ID=%s within 15 s", messageID)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	out := b.Must(t, "journalctl", "-m", "-q", "--no-pager", "-o", "cat", "-n", "1", "MESSAGE_ID="+messageID)
-	return strings.TrimSpace(out)
+	entries := b.WaitJournal(t, 15*time.Second, n, messageID)
+	return entries[len(entries)-1]["MESSAGE"]
 }
 
 func boxID(i int) string { return fmt.Sprintf("cb-%08x", i) }
@@ -134,15 +112,8 @@ func boxID(i int) string { return fmt.Sprintf("cb-%08x", i) }
 // lands before the watch is set is only seen at the service's first read.
 func waitWatching(t testing.TB, b *box.Box) {
 	t.Helper()
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	box.Eventually(t, 15*time.Second, "cocoonbox-hostname.service active", func() (bool, string) {
 		svc, _ := b.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-hostname.service")
-		if svc = strings.TrimSpace(svc); svc == "active" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cocoonbox-hostname.service is %s, 15 s on", svc)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return strings.TrimSpace(svc) == "active", strings.TrimSpace(svc)
+	})
 }

@@ -30,9 +30,9 @@ func TestVaultEntriesNameTheBoxOfEachRender(t *testing.T) {
 		}
 	}
 	render("before-identity", "")
-	b.WriteIdentity(t, box.NewIdentity(t, "cb-first01", "first"))
+	must(t, b.WriteIdentity(box.NewIdentity("cb-first01", "first")))
 	render("after-identity", "cb-first01")
-	b.WriteIdentity(t, box.NewIdentity(t, "cb-clone02", "clone"))
+	must(t, b.WriteIdentity(box.NewIdentity("cb-clone02", "clone")))
 	render("after-clone", "cb-clone02")
 
 	out := b.Must(t, "journalctl", "-m", "-x", "--no-pager", "MESSAGE_ID="+msgRendered)
@@ -59,5 +59,12 @@ func TestVaultRefusalsReachATerminal(t *testing.T) {
 	}
 	if res.Stderr != "" {
 		t.Errorf("without a terminal the vault wrote to stderr: %q", res.Stderr)
+	}
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

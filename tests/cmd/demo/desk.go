@@ -25,7 +25,7 @@ const deskEnv = "HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthori
 func desk(ctx context.Context, b *box.Box, r *report) {
 	img, _ := b.ReadFile("/etc/cocoonbox/image")
 	if !strings.Contains(string(img), "\ntier=desk\n") {
-		r.ok("desk", "skipped: not a desk image (make demo TIER=desk)")
+		r.info("desk", "skipped: not a desk image (make demo TIER=desk)")
 		return
 	}
 	user := func(line string) (string, error) {
@@ -36,13 +36,11 @@ func desk(ctx context.Context, b *box.Box, r *report) {
 		return res.Stdout, err
 	}
 	wait := func(what string, timeout time.Duration, cond func() bool) bool {
-		for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(250 * time.Millisecond) {
-			if cond() {
-				return true
-			}
+		if err := box.Until(timeout, what, func() (bool, string) { return cond(), "not yet" }); err != nil {
+			r.bad(what, "%v", err)
+			return false
 		}
-		r.bad(what, "not within %v", timeout)
-		return false
+		return true
 	}
 	idle := func() bool {
 		out, _ := user("dbus-send --session --print-reply=literal --dest=org.xfce.SessionManager /org/xfce/SessionManager org.xfce.Session.Manager.GetState")
@@ -82,7 +80,6 @@ func desk(ctx context.Context, b *box.Box, r *report) {
 		err = &exitErr{res}
 	}
 	r.check("desktop restart", err, "cbagent: systemctl restart cocoonbox-session.service")
-	time.Sleep(time.Second)
 	if !wait("restored session", 90*time.Second, func() bool { return idle() && all() }) {
 		return
 	}

@@ -36,7 +36,11 @@ func foundation(ctx context.Context, b *box.Box, r *report) {
 			continue
 		}
 		active, _ := b.Run("systemctl", "show", "-P", "ActiveState", f[0])
-		r.ok("unit", "%-34s %-9s %s", f[0], f[1], strings.TrimSpace(active))
+		if state := strings.TrimSpace(active); state == "failed" || state == "" {
+			r.bad("unit", "%-34s %-9s %q", f[0], f[1], state)
+		} else {
+			r.ok("unit", "%-34s %-9s %s", f[0], f[1], state)
+		}
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/ed25519"
 	"fmt"
 	"strings"
 	"time"
@@ -19,41 +18,24 @@ func init() {
 // it (it is what an empty name maps to).
 const demoBoxID = "cb-d3m0b0x1"
 
+// msgHostnameSet is cocoonbox-hostname's MESSAGE_ID of a hostname it set.
+const msgHostnameSet = "e0b601500b3d4870896d5094c0d12f6f"
+
 // writeIdentity does what the api does at every boot and wake: a new
 // ed25519 key and wake id, the record piped into `identity write` through
 // the box's exec. It waits (up to 10 s) for the hostname to follow and
 // returns the record and that hostname. Other demo steps may call it to
 // give the box a name.
 func writeIdentity(b *box.Box, name string) (*identity.Identity, string, error) {
-	pub, _, err := ed25519.GenerateKey(nil)
-	if err != nil {
-		return nil, "", err
-	}
-	rec := &identity.Identity{BoxID: demoBoxID, WakeID: fmt.Sprintf("wake-%d", time.Now().UnixNano()),
-		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: name}
+	rec := box.NewIdentity(demoBoxID, name)
 	want, err := rec.Hostname()
 	if err != nil {
 		return nil, "", err
 	}
-	res, err := b.Exec(box.Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"},
-		Stdin: strings.NewReader(string(rec.Marshal()))})
-	if err != nil {
+	if err := b.WriteIdentity(rec); err != nil {
 		return nil, "", err
 	}
-	if res.ExitCode != 0 {
-		return nil, "", fmt.Errorf("identity write: exit %d: %s", res.ExitCode, strings.TrimSpace(res.Stderr))
-	}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		got, _ := b.Run("cat", "/proc/sys/kernel/hostname")
-		if strings.TrimSpace(got) == want {
-			return rec, want, nil
-		}
-		if time.Now().After(deadline) {
-			return rec, "", fmt.Errorf("hostname is %q 10 s after the write, want %q", strings.TrimSpace(got), want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	return rec, want, b.WaitHostname(want, 10*time.Second)
 }
 
 // identityStep writes an identity as the api does at a boot, shows what
@@ -81,14 +63,19 @@ func identityStep(ctx context.Context, b *box.Box, r *report) {
 		r.check("  /etc/hosts", expect(strings.Fields(hosts + " x x")[1], host), "%s", strings.Join(strings.Fields(hosts), " "))
 		res, _ := b.Exec(box.Cmd{Args: []string{"sudo", "-n", "hostname"}, User: "user"})
 		r.check("  sudo as user", warnFree(res), "no \"unable to resolve host\" warning")
-		log, _ := b.Run("journalctl", "-q", "-o", "cat", "-n", "1", "-t", "cocoonbox-hostname", "MESSAGE_ID=e0b601500b3d4870896d5094c0d12f6f")
-		r.ok("  journal", "%s", strings.TrimSpace(log))
+		entries, err := b.Journal(msgHostnameSet, "COCOONBOX_NEW_HOSTNAME="+host)
+		if err == nil && len(entries) == 0 {
+			err = fmt.Errorf("no hostname-set entry names %s", host)
+		}
+		msg := ""
+		if len(entries) > 0 {
+			msg = entries[len(entries)-1]["MESSAGE"]
+		}
+		r.check("  journal", err, "%s", msg)
 	}
 	// A record as the api would send it, but with a name no hostname can
 	// carry: refused, naming the field and the rule; the name stays.
-	pub, _, _ := ed25519.GenerateKey(nil)
-	bad := identity.Identity{BoxID: demoBoxID, WakeID: "wake-bad", KeyID: identity.KeyID(pub),
-		PublicKey: identity.EncodePublicKey(pub), Name: "bad/name"}
+	bad := box.NewIdentity(demoBoxID, "bad/name")
 	res, _ := b.Exec(box.Cmd{Args: []string{"/usr/local/lib/cocoonbox/identity", "write"},
 		Stdin: strings.NewReader(string(bad.Marshal()))})
 	if res.ExitCode == 65 {

@@ -37,6 +37,11 @@ func (r *report) ok(what, format string, args ...any) {
 	fmt.Printf("  ok    %-22s %s\n", what, fmt.Sprintf(format, args...))
 }
 
+// info prints a line that shows something and checks nothing: never "ok".
+func (r *report) info(what, format string, args ...any) {
+	fmt.Printf("  --    %-22s %s\n", what, fmt.Sprintf(format, args...))
+}
+
 func (r *report) bad(what, format string, args ...any) {
 	r.failed++
 	fmt.Printf("  FAIL  %-22s %s\n", what, fmt.Sprintf(format, args...))
