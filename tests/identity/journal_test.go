@@ -1,6 +1,7 @@
 package boxidentity
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -8,7 +9,10 @@ import (
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
-// A new /etc/machine-id: journald is restarted by our path unit,
+// msgJournaldRestarted is cocoonbox-machine-id's MESSAGE_ID of a restart.
+const msgJournaldRestarted = "0f09b4b77dc74d89998f8df597479bfa"
+
+// A new /etc/machine-id: journald is restarted by our watch,
 // `journalctl -m` shows entries from before and after, and plain
 // `journalctl` only the new id's.
 func TestNewMachineIDRestartsJournaldAndJournalctlMShowsBoth(t *testing.T) {
@@ -25,33 +29,15 @@ func TestNewMachineIDRestartsJournaldAndJournalctlMShowsBoth(t *testing.T) {
 	if newID == oldID || len(newID) != 32 {
 		t.Fatalf("machine id %q → %q", oldID, newID)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for {
+	box.Eventually(t, 15*time.Second, "journald restarted", func() (bool, string) {
 		pid := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "MainPID", "systemd-journald.service"))
-		if pid != oldPID && pid != "0" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("journald still runs as PID %s 15 s after the new machine id", pid)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	// journald has its new PID before our oneshot's `systemctl restart`
-	// returns and systemd logs "Finished" (a check right here failed one
-	// run in a few): wait for the run to end.
-	for {
-		state := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "ActiveState", "cocoonbox-machine-id.service"))
-		runs := b.Must(t, "journalctl", "-m", "--no-pager", "-q", "-o", "cat", "-u", "cocoonbox-machine-id.service")
-		if state != "activating" && strings.Contains(runs, "Finished") {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("cocoonbox-machine-id.service is %s 15 s after the new machine id; its journal:\n%s", state, runs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if res := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "Result", "cocoonbox-machine-id.service")); res != "success" {
-		t.Errorf("cocoonbox-machine-id.service Result=%s", res)
+		return pid != oldPID && pid != "0", "journald PID " + pid
+	})
+	// journald has its new PID before the helper's `systemctl restart`
+	// returns: wait for the helper's entry, written after it.
+	b.WaitJournal(t, 15*time.Second, 0, msgJournaldRestarted, "COCOONBOX_MACHINE_ID="+newID)
+	if s := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "ActiveState", "cocoonbox-machine-id.service")); s != "active" {
+		t.Errorf("cocoonbox-machine-id.service is %s, want active (watching)", s)
 	}
 	b.Must(t, "logger", "-t", "cbtest-wake", "after the new machine id")
 	b.Must(t, "journalctl", "--sync")
@@ -69,4 +55,27 @@ func TestNewMachineIDRestartsJournaldAndJournalctlMShowsBoth(t *testing.T) {
 	if strings.Contains(cur, "before") || !strings.Contains(cur, "after the new machine id") {
 		t.Errorf("plain journalctl shows:\n%s\nwant only the entry after the new id", cur)
 	}
+}
+
+// Contract: Journal. Two new ids in a row, the second written while
+// journald is restarted for the first (a wake right after a clone): the
+// journal ends under the second. One oneshot run per change missed the
+// second (a path unit does not watch while its service runs) and journald
+// stayed under the first (issue 18, item 8: the machine id watch moves onto
+// pathwatch).
+func TestTwoNewMachineIDsInARowJournaldFollowsTheLast(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	ids := b.MustSh(t, `for i in 1 2; do systemd-id128 new >/etc/.machine-id.new && chmod 0444 /etc/.machine-id.new && `+
+		`mv -f /etc/.machine-id.new /etc/machine-id && cat /etc/machine-id; done`)
+	last := strings.Fields(ids)[1]
+	n := 0
+	box.Eventually(t, 20*time.Second, "journald writing under the last id "+last, func() (bool, string) {
+		n++
+		marker := fmt.Sprintf("marker %d", n)
+		b.Must(t, "logger", "-t", "cbtest-ids", marker)
+		b.Must(t, "journalctl", "--sync")
+		out, _ := b.Run("journalctl", "--no-pager", "-q", "-o", "cat", "-D", "/var/log/journal/"+last, "-t", "cbtest-ids")
+		return strings.Contains(out, marker+"\n"), fmt.Sprintf("the journal of %s holds %q", last, out)
+	})
 }
