@@ -73,8 +73,14 @@ func TestTwoNewMachineIDsInARowJournaldFollowsTheLast(t *testing.T) {
 	box.Eventually(t, 20*time.Second, "journald writing under the last id "+last, func() (bool, string) {
 		n++
 		marker := fmt.Sprintf("marker %d", n)
-		b.Must(t, "logger", "-t", "cbtest-ids", marker)
-		b.Must(t, "journalctl", "--sync")
+		// While journald restarts, logger or --sync may find no journald:
+		// try again.
+		if _, err := b.Run("logger", "-t", "cbtest-ids", marker); err != nil {
+			return false, err.Error()
+		}
+		if _, err := b.Run("journalctl", "--sync"); err != nil {
+			return false, err.Error()
+		}
 		out, _ := b.Run("journalctl", "--no-pager", "-q", "-o", "cat", "-D", "/var/log/journal/"+last, "-t", "cbtest-ids")
 		return strings.Contains(out, marker+"\n"), fmt.Sprintf("the journal of %s holds %q", last, out)
 	})
