@@ -27,8 +27,9 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	defer os.RemoveAll(dir)
-	dbtest.Main(m)
+	code := dbtest.Run(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
 }
 
 const password = "correct horse battery"

@@ -36,16 +36,20 @@ const EnvURL = "COCOONBOX_TEST_DATABASE_URL"
 
 // Main runs the package's tests (call it from TestMain). When EnvURL is
 // unset it starts a throwaway cluster first and stops it after.
-func Main(m *testing.M) {
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main without the exit, for a TestMain with more to clean up: it
+// answers m.Run's exit code (1 when the throwaway cluster fails).
+func Run(m *testing.M) int {
 	if os.Getenv(EnvURL) != "" {
-		os.Exit(m.Run())
+		return m.Run()
 	}
 	code, err := withThrowawayCluster(m.Run)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "dbtest:", err)
-		os.Exit(1)
+		return 1
 	}
-	os.Exit(code)
+	return code
 }
 
 func withThrowawayCluster(run func() int) (int, error) {
