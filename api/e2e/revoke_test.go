@@ -5,6 +5,10 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"connectrpc.com/connect"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
 // Contract: a device token ends when the client sends it to POST
@@ -38,5 +42,35 @@ func TestOAuthRevokeEndsADeviceTokenOnly(t *testing.T) {
 	}
 	if ok, saw := e.refused(e.api.URL, device); !ok {
 		t.Fatalf("the device token works after its revoke: %s", saw)
+	}
+}
+
+// Contract: Account.RevokeToken revokes the personal token; device tokens stay.
+func TestAccountRevokeTokenEndsThePersonalTokenOnly(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.console("alice")
+	personal, device := e.personalToken(c), e.device(c, "laptop")
+	ended, _ := e.watch(e.api.URL, personal)
+	if _, err := Account(e.api.URL, device).RevokeToken(e.ctx, connect.NewRequest(&controlv1.RevokeTokenRequest{})); err != nil {
+		t.Fatal(err)
+	}
+	if ok, saw := e.refused(e.api.URL, personal); !ok {
+		t.Fatalf("the personal token works after RevokeToken: %s", saw)
+	}
+	select {
+	case err := <-ended:
+		if connect.CodeOf(err) != connect.CodeUnauthenticated {
+			t.Fatalf("the personal token's stream ended with %v", err)
+		}
+	case <-e.ctx.Done():
+		t.Fatal("the personal token's stream did not end")
+	}
+	if ok, saw := e.refused(e.api.URL, device); ok {
+		t.Fatalf("the device token was revoked with the personal one: %s", saw)
+	}
+	// Done also when there is none.
+	if _, err := Account(e.api.URL, device).RevokeToken(e.ctx, connect.NewRequest(&controlv1.RevokeTokenRequest{})); err != nil {
+		t.Fatalf("RevokeToken without a personal token: %v", err)
 	}
 }
