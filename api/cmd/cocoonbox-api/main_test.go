@@ -165,6 +165,35 @@ func TestEmbeddedServeOnEmptyStateDirRestartKeepsUsersSecondRefuses(t *testing.T
 	}
 }
 
+// An api killed without its shutdown leaves its PostgreSQL running; the next
+// api on the state directory takes it over, keeps the data and stops it at its end.
+func TestKilledApiClusterIsTakenOverByTheNext(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	s := startServe(t, dir)
+	if _, errs, code := api(t, "correct horse\n", "users", "add", "dora", "--state-dir", dir); code != 0 {
+		t.Fatalf("users add: %s", errs)
+	}
+	s.cmd.Process.Kill()
+	<-s.done
+	s.done <- nil
+	pid := filepath.Join(dir, "postgres/data/postmaster.pid")
+	if _, err := os.Stat(pid); err != nil {
+		t.Fatalf("control: the killed api's PostgreSQL should still run: %v", err)
+	}
+	next := startServe(t, dir)
+	if !strings.Contains(next.stderr.String(), "taking it over") {
+		t.Errorf("the takeover is not logged:\n%s", next.stderr)
+	}
+	if out, _, _ := api(t, "", "users", "list", "--state-dir", dir); !strings.Contains(out, "dora") {
+		t.Fatalf("users after the takeover:\n%s", out)
+	}
+	next.stop(t)
+	if _, err := os.Stat(pid); !os.IsNotExist(err) {
+		t.Fatalf("the taken-over PostgreSQL still runs after SIGTERM: %v", err)
+	}
+}
+
 func TestUsersCommandsOnTheirOwn(t *testing.T) {
 	t.Parallel()
 	dir := stateDir(t)
