@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"mime"
 	"net/http"
 )
 
@@ -13,7 +14,7 @@ import (
 //
 //	GET    /cb/api/devices                 200 [{id, client, label, created_at, used_at}]
 //	DELETE /cb/api/devices/{id}            204; 404 for another user's device or one gone
-//	POST   /cb/api/me/sign-out-everywhere  204, the session cookie cleared
+//	POST   /cb/api/me/sign-out-everywhere  {} as application/json; 204, the session cookie cleared
 //	GET    /cb/devices                     the Devices page
 //
 // Without a session each call answers 401.
@@ -77,6 +78,13 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) 
 }
 
 func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, userID string) {
+	// JSON only, like the console's other calls: a form of another page on
+	// the same site (any port of this host: the Strict cookie goes along)
+	// cannot send it, so it cannot sign the user out.
+	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
+		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "send Content-Type: application/json"})
+		return
+	}
 	if err := c.store.SignOutEverywhere(r.Context(), userID); err != nil {
 		c.fail(w, r, err)
 		return

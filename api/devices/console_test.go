@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -20,7 +21,8 @@ func (f *fixture) console() (http.Handler, *int) {
 }
 
 func call(h http.Handler, method, path, user string) *httptest.ResponseRecorder {
-	req := httptest.NewRequest(method, path, nil)
+	req := httptest.NewRequest(method, path, strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
 	if user != "" {
 		req.Header.Set("X-User", user)
 	}
@@ -89,6 +91,15 @@ func TestConsoleSignOutEverywhere(t *testing.T) {
 	f.device(alice, "desk")
 	f.device(bob, "bob's")
 	h, cleared := f.console()
+	// A form another page of this host could send is refused, and changes nothing.
+	form := httptest.NewRequest("POST", "/cb/api/me/sign-out-everywhere", strings.NewReader("x=1"))
+	form.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	form.Header.Set("X-User", alice)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, form)
+	if list, _ := f.store.List(f.ctx, alice); rec.Code != http.StatusUnsupportedMediaType || len(list) != 2 {
+		t.Fatalf("a form post: %d, alice has %d devices; want 415 and both kept", rec.Code, len(list))
+	}
 	if rec := call(h, "POST", "/cb/api/me/sign-out-everywhere", alice); rec.Code != 204 || *cleared != 1 {
 		t.Fatalf("sign out everywhere: %d, cookie cleared %d times", rec.Code, *cleared)
 	}

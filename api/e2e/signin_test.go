@@ -90,6 +90,18 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 	if out, err := cli.Run(e.ctx, "", "devices", "--endpoint", e.api.URL); err == nil || !strings.Contains(out, "run cocoonbox login") {
 		t.Fatalf("the CLI after its device was revoked on the Devices page: %v\n%s", err, out)
 	}
+
+	// Sign out everywhere from the page ends this console session too.
+	if err := b.Click(e.ctx, "#sign-out-everywhere"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.WaitFor(e.ctx, "the console's sign-in", func(url, _ string) bool { return strings.HasSuffix(url, "/cb/") }); err != nil {
+		t.Fatal(err)
+	}
+	b.Go(e.ctx, e.api.URL+"/cb/devices")
+	if err := b.WaitFor(e.ctx, "the sign-in instead of the Devices page", func(url, _ string) bool { return strings.Contains(url, "return_to=/cb/devices") }); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // The demo's story: a device revoked with cocoonbox devices revoke, and

@@ -92,7 +92,8 @@ func TestSignOutEverywhereFromTheConsole(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	s := e.signInEverywhere()
-	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.api.URL+"/cb/api/me/sign-out-everywhere", nil)
+	req, _ := http.NewRequestWithContext(e.ctx, "POST", e.api.URL+"/cb/api/me/sign-out-everywhere", strings.NewReader("{}"))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err := s.console.Client.Do(req)
 	if err != nil || resp.StatusCode != http.StatusNoContent {
 		t.Fatalf("sign out everywhere: %v %v", resp, err)
