@@ -11,6 +11,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -56,6 +57,9 @@ type Index struct {
 
 	mu     sync.RWMutex
 	byHash map[[32]byte]*entry
+	// byUser finds a user's entries, so a reload of one user costs their
+	// tokens only, not a scan of the index under its write lock.
+	byUser map[string]map[[32]byte]*entry
 
 	onChange []func(userID string)
 	used     chan *entry
@@ -66,7 +70,8 @@ type Index struct {
 // NewIndex is an index on pool; url is the same database's URL, for the
 // connection that LISTENs (kept apart from the pool).
 func NewIndex(pool *pgxpool.Pool, url string, log *slog.Logger) *Index {
-	return &Index{pool: pool, url: url, log: log, Now: time.Now, byHash: map[[32]byte]*entry{}, used: make(chan *entry, 1024)}
+	return &Index{pool: pool, url: url, log: log, Now: time.Now, byHash: map[[32]byte]*entry{},
+		byUser: map[string]map[[32]byte]*entry{}, used: make(chan *entry, 1024)}
 }
 
 // OnChange adds fn to what runs after a user's tokens were reloaded on a
@@ -119,10 +124,11 @@ func (ix *Index) Stop() {
 	}
 	ix.done.Wait()
 	ix.mu.Lock()
-	for h, e := range ix.byHash {
+	for _, e := range ix.byHash {
 		e.cancel()
-		delete(ix.byHash, h)
 	}
+	clear(ix.byHash)
+	clear(ix.byUser)
 	ix.mu.Unlock()
 }
 
@@ -184,19 +190,39 @@ func (ix *Index) follow(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
-const loadQuery = `
+// loadAll and loadUser read the live tokens: every user's, or one user's
+// (by the primary key and user_tokens_user_id, so a notification costs that user's rows).
+const (
+	loadAll = `
 SELECT u.id::text, u.name, u.admin, u.token_sha256, '', '' FROM users u
- WHERE u.disabled_at IS NULL AND u.token_sha256 IS NOT NULL AND ($1 = '' OR u.id::text = $1)
+ WHERE u.disabled_at IS NULL AND u.token_sha256 IS NOT NULL
 UNION ALL
 SELECT u.id::text, u.name, u.admin, t.sha256, t.id, t.client FROM user_tokens t JOIN users u ON u.id = t.user_id
- WHERE u.disabled_at IS NULL AND ($1 = '' OR u.id::text = $1)`
+ WHERE u.disabled_at IS NULL`
+	loadUser = `
+SELECT u.id::text, u.name, u.admin, u.token_sha256, '', '' FROM users u
+ WHERE u.id = $1 AND u.disabled_at IS NULL AND u.token_sha256 IS NOT NULL
+UNION ALL
+SELECT u.id::text, u.name, u.admin, t.sha256, t.id, t.client FROM user_tokens t JOIN users u ON u.id = t.user_id
+ WHERE t.user_id = $1 AND u.disabled_at IS NULL`
+)
 
 // Reload makes the index agree with the database for userID ("" for every
 // user): new tokens are added, gone ones dropped and the calls open on them
 // ended. Stores call it after their own commits, so this api needs no
 // round trip through NOTIFY.
 func (ix *Index) Reload(ctx context.Context, userID string) error {
-	rows, err := ix.pool.Query(ctx, loadQuery, userID)
+	var rows pgx.Rows
+	var err error
+	var id pgtype.UUID
+	switch {
+	case userID == "":
+		rows, err = ix.pool.Query(ctx, loadAll)
+	case id.Scan(userID) == nil:
+		rows, err = ix.pool.Query(ctx, loadUser, id)
+	default:
+		return fmt.Errorf("token index: %q is not a user id", userID)
+	}
 	if err != nil {
 		return fmt.Errorf("token index: load: %w", err)
 	}
@@ -215,23 +241,43 @@ func (ix *Index) Reload(ctx context.Context, userID string) error {
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
-	for h, e := range ix.byHash {
-		if userID != "" && e.p.UserID != userID {
-			continue
-		}
+	old := ix.byHash
+	if userID != "" {
+		old = ix.byUser[userID]
+	}
+	for h, e := range old {
 		if np, ok := fresh[h]; ok && samePrincipal(np, e.p) {
 			delete(fresh, h) // unchanged: keep the entry, its calls go on
 			continue
 		}
 		e.cancel()
-		delete(ix.byHash, h)
+		ix.drop(h, e)
 	}
 	for h, np := range fresh {
+		if e := ix.byHash[h]; e != nil { // a hash that moved to another user: end it there
+			e.cancel()
+			ix.drop(h, e)
+		}
 		e := &entry{p: np, sum: h}
 		e.p.ctx, e.cancel = context.WithCancel(context.Background())
 		ix.byHash[h] = e
+		if ix.byUser[np.UserID] == nil {
+			ix.byUser[np.UserID] = map[[32]byte]*entry{}
+		}
+		ix.byUser[np.UserID][h] = e
 	}
 	return nil
+}
+
+// drop removes e from both maps; the caller holds mu.
+func (ix *Index) drop(h [32]byte, e *entry) {
+	delete(ix.byHash, h)
+	if m := ix.byUser[e.p.UserID]; m != nil {
+		delete(m, h)
+		if len(m) == 0 {
+			delete(ix.byUser, e.p.UserID)
+		}
+	}
 }
 
 func samePrincipal(a, b Principal) bool {

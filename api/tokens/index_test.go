@@ -352,6 +352,24 @@ func TestLostListenConnectionReloadsTheWholeIndex(t *testing.T) {
 	eventually(t, "refused after the reconnect's reload", refused(ix, dev))
 }
 
+// A notification that names no user (another program's pg_notify) makes
+// the api reload everything rather than trust a stale index.
+func TestMalformedNotificationReloadsTheWholeIndex(t *testing.T) {
+	t.Parallel()
+	f, _, dev, ix := setup(t)
+	ctx := context.Background()
+	if _, err := f.db.Pool.Exec(ctx, "DELETE FROM user_tokens"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ix.Check(string(dev)); err != nil {
+		t.Fatalf("control: without a notification the index still has the token, got %v", err)
+	}
+	if _, err := f.db.Pool.Exec(ctx, "SELECT pg_notify($1, 'not-a-user-id')", users.Channel); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "refused after the full reload", refused(ix, dev))
+}
+
 func TestPersonalTokenRegenerateAndRevoke(t *testing.T) {
 	t.Parallel()
 	f, alice, dev, ix := setup(t)
