@@ -2,23 +2,9 @@
 // unknown key, a duplicated key or a bad value fails naming the key, so a
 // typo never silently falls back to a default.
 //
-// Every key, with its default (a missing key keeps it):
-//
-//	listen: 127.0.0.1:18200     # host:port of the one HTTP listener (console, OAuth, gRPC over h2c)
-//	public_url: ""              # the URL clients reach the api at (the OAuth issuer, cookie Secure);
-//	                            # empty: http://<listen>
-//	state_dir: /var/lib/cocoonbox-api   # the api's own files: its lock, the embedded PostgreSQL cluster
-//	log:
-//	  level: info               # debug, info, warn or error
-//	  format: text              # text or json (log/slog's handlers), on standard error
-//	database:
-//	  url: ""                   # a PostgreSQL URL shared by several apis; empty: the embedded cluster
-//	                            # under state_dir/postgres
-//	  system_user: postgres     # the system user the embedded cluster runs as when the api runs as
-//	                            # root (PostgreSQL refuses root); otherwise the api's own user
-//	  max_conns: 10             # the pool's connection limit, 1..1000
-//
-// Flags override the file: --listen and --state-dir (see cmd/cocoonbox-api).
+// api.yaml beside this file documents every key with its default (a test
+// holds it equal to Default); install it as /etc/cocoonbox/api.yaml to start
+// from. Flags override the file: --listen and --state-dir (see cmd/cocoonbox-api).
 package config
 
 import (

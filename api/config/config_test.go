@@ -3,6 +3,7 @@ package config
 import (
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -106,4 +107,31 @@ func TestIssuerDefaultsToTheListenAddress(t *testing.T) {
 	if got := c.Issuer(); got != "https://api.example.com" {
 		t.Fatalf("issuer %q", got)
 	}
+}
+
+// The shipped api.yaml is the defaults, and names every key.
+func TestShippedFileIsTheDefaultsWithEveryKey(t *testing.T) {
+	c, err := Load("api.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c != Default() {
+		t.Fatalf("api.yaml is %+v\nthe defaults are %+v", c, Default())
+	}
+	text, _ := os.ReadFile("api.yaml")
+	// Every key of Config, from its yaml tags, at its depth in the file.
+	var walk func(t reflect.Type, indent string)
+	walk = func(typ reflect.Type, indent string) {
+		for i := range typ.NumField() {
+			f := typ.Field(i)
+			key := "\n" + indent + f.Tag.Get("yaml") + ":"
+			if !strings.Contains(string(text), key) {
+				t.Errorf("api.yaml does not document %q", strings.TrimSpace(key))
+			}
+			if f.Type.Kind() == reflect.Struct {
+				walk(f.Type, indent+"  ")
+			}
+		}
+	}
+	walk(reflect.TypeOf(Config{}), "")
 }
