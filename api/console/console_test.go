@@ -185,6 +185,27 @@ func TestSessionEndsWithSignOutDisableAndEndSessions(t *testing.T) {
 	}
 }
 
+// An expired session is refused, and the user's next sign-in removes it.
+func TestExpiredSessionIsRefusedAndRemovedAtTheNextSignIn(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, false)
+	c := e.browser()
+	e.signIn(c, "alice", "correct horse")
+	ctx := context.Background()
+	if _, err := e.db.Pool.Exec(ctx, "UPDATE console_sessions SET expires_at = now() - interval '1 second'"); err != nil {
+		t.Fatal(err)
+	}
+	if resp, _ := e.do(c, "GET", "/cb/api/me", "", ""); resp.StatusCode != 401 {
+		t.Fatalf("an expired session: %d", resp.StatusCode)
+	}
+	e.signIn(e.browser(), "alice", "correct horse")
+	var expired, live int
+	e.db.Pool.QueryRow(ctx, "SELECT count(*) FILTER (WHERE expires_at <= now()), count(*) FILTER (WHERE expires_at > now()) FROM console_sessions").Scan(&expired, &live)
+	if expired != 0 || live != 1 {
+		t.Fatalf("after the next sign-in: %d expired, %d live sessions; want 0 and 1", expired, live)
+	}
+}
+
 func TestPersonalTokenCalls(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)

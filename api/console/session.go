@@ -28,8 +28,17 @@ func (c *Console) startSession(ctx context.Context, w http.ResponseWriter, u use
 	rand.Read(raw[:])
 	value := base64.RawURLEncoding.EncodeToString(raw[:])
 	sum := sha256.Sum256([]byte(value))
-	if _, err := c.pool.Exec(ctx, "INSERT INTO console_sessions (sha256, user_id, expires_at) VALUES ($1, $2, now() + $3::interval)",
-		sum[:], u.ID, fmt.Sprintf("%d seconds", int(SessionTTL.Seconds()))); err != nil {
+	// The user's expired sessions go at each sign-in, so the table holds
+	// live sessions and the last few of each user.
+	err := pgx.BeginFunc(ctx, c.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "DELETE FROM console_sessions WHERE user_id = $1 AND expires_at <= now()", u.ID); err != nil {
+			return err
+		}
+		_, err := tx.Exec(ctx, "INSERT INTO console_sessions (sha256, user_id, expires_at) VALUES ($1, $2, now() + $3::interval)",
+			sum[:], u.ID, fmt.Sprintf("%d seconds", int(SessionTTL.Seconds())))
+		return err
+	})
+	if err != nil {
 		return fmt.Errorf("store the session: %w", err)
 	}
 	http.SetCookie(w, c.cookie(value, int(SessionTTL.Seconds())))
