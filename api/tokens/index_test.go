@@ -449,3 +449,25 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// A notification's reload of one user, in an index of 10,000 other tokens:
+// it costs that user's rows, not the index's size.
+func BenchmarkReloadOneUser(b *testing.B) {
+	f := newFixture(b)
+	alice, bob := f.user(b, "alice"), f.user(b, "bob")
+	f.device(b, alice, "dev_0123456789abcdef")
+	ctx := context.Background()
+	if _, err := f.db.Pool.Exec(ctx, `INSERT INTO user_tokens (id, user_id, sha256, client, label)
+		SELECT 'dev_' || lpad(to_hex(i), 16, '0'), $1, sha256(i::text::bytea), 'cocoonbox-cli', 'x' FROM generate_series(1, 10000) i`, bob.ID); err != nil {
+		b.Fatal(err)
+	}
+	ix := f.index(b)
+	if ix.Len() != 10001 {
+		b.Fatalf("index of %d tokens", ix.Len())
+	}
+	for b.Loop() {
+		if err := ix.Reload(ctx, alice.ID); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
