@@ -1,0 +1,255 @@
+package inbox_test
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/guest/offload/inbox"
+)
+
+// The host-level round: the real inbox in this process, the real
+// cocoonbox-agent verbs, real tmux and git, and the stand-in CLI of
+// tests/offload/standin as claude and codex, on a temporary home,
+// workspace, tmux server and socket. The booted-box tests (tests/offload)
+// do the same inside a box with the image's own unit.
+
+var (
+	buildOnce sync.Once
+	binDir    string
+	buildErr  error
+)
+
+// bins builds cocoonbox-agent and the stand-in (as claude and codex) once.
+func bins(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		binDir, buildErr = os.MkdirTemp("", "cocoonbox-offload-bin-")
+		if buildErr != nil {
+			return
+		}
+		_, file, _, _ := runtime.Caller(0)
+		root := filepath.Join(filepath.Dir(file), "../../..")
+		for out, pkg := range map[string]string{"cocoonbox-agent": "./guest/cmd/cocoonbox-agent", "claude": "./tests/offload/standin"} {
+			cmd := exec.Command("go", "build", "-o", filepath.Join(binDir, out), pkg)
+			cmd.Dir = root
+			if o, err := cmd.CombinedOutput(); err != nil {
+				buildErr = &buildError{pkg, string(o)}
+				return
+			}
+		}
+		buildErr = os.Link(filepath.Join(binDir, "claude"), filepath.Join(binDir, "codex"))
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binDir
+}
+
+type buildError struct{ pkg, out string }
+
+func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.out }
+
+// env is one test's world.
+type env struct {
+	t     *testing.T
+	dir   string
+	home  string
+	paths offload.Paths
+	bin   string
+	srv   *inbox.Server
+	stop  context.CancelFunc
+	done  chan error
+}
+
+// newEnv makes the world and starts the inbox. The tests of this file
+// change the process environment, so they do not run in parallel.
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	for _, tool := range []string{"tmux", "git", "bash"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s is missing on this host (make setup installs it): %v", tool, err)
+		}
+	}
+	e := &env{t: t, dir: t.TempDir(), bin: bins(t)}
+	e.home = filepath.Join(e.dir, "home")
+	e.paths = offload.Paths{State: filepath.Join(e.home, ".local/share/cocoonbox/offload"),
+		Secrets: filepath.Join(e.dir, "tmpfs/secrets"), Socket: filepath.Join(e.dir, "offload.sock"),
+		Workspace: filepath.Join(e.dir, "workspace")}
+	for _, d := range []string{e.home, e.paths.Workspace, filepath.Join(e.dir, "tmux")} {
+		must(t, os.MkdirAll(d, 0o700))
+	}
+	// A login shell resets PATH from /etc/profile; the home's .profile
+	// puts the test's binaries first again, as ~/.local/bin is in a box.
+	vars := map[string]string{"HOME": e.home, "TMUX_TMPDIR": filepath.Join(e.dir, "tmux"),
+		"COCOONBOX_OFFLOAD_STATE": e.paths.State, "COCOONBOX_OFFLOAD_SECRETS": e.paths.Secrets,
+		"COCOONBOX_OFFLOAD_SOCKET": e.paths.Socket, "COCOONBOX_WORKSPACE": e.paths.Workspace,
+		"PATH": e.bin + ":" + os.Getenv("PATH")}
+	for k, v := range vars {
+		t.Setenv(k, v)
+	}
+	must(t, os.WriteFile(filepath.Join(e.home, ".profile"), []byte("export PATH="+e.bin+":$PATH\n"), 0o644))
+	if mise := os.Getenv("COCOONBOX_TEST_MISE"); mise != "" {
+		os.Symlink(mise, filepath.Join(e.bin, "mise"))
+	}
+	e.start()
+	t.Cleanup(func() {
+		e.kill()
+		exec.Command("tmux", "kill-server").Run()
+	})
+	return e
+}
+
+// start runs an inbox on the socket, as serve does.
+func (e *env) start() {
+	ln, err := inbox.Listen(e.paths.Socket)
+	must(e.t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	e.srv = &inbox.Server{Store: offload.Store{Paths: e.paths}, Agent: filepath.Join(e.bin, "cocoonbox-agent"),
+		Log: &journal.Logger{Identifier: "test-inbox", Fields: map[string]string{}, Stderr: &bytes.Buffer{}}}
+	e.stop, e.done = cancel, make(chan error, 1)
+	ready := make(chan struct{})
+	go func() { e.done <- e.srv.Serve(ctx, ln, func() { close(ready) }) }()
+	select {
+	case <-ready:
+	case err := <-e.done:
+		e.t.Fatalf("inbox did not start: %v", err)
+	}
+}
+
+// kill stops the inbox (as a crash would, the records stay).
+func (e *env) kill() {
+	if e.stop != nil {
+		e.stop()
+		<-e.done
+		e.stop = nil
+	}
+}
+
+// verb runs cocoonbox-agent offload VERB and parses its one stdout line.
+func (e *env) verb(stdin []byte, args ...string) (map[string]any, int, string) {
+	e.t.Helper()
+	cmd := exec.Command(filepath.Join(e.bin, "cocoonbox-agent"), append([]string{"offload"}, args...)...)
+	cmd.Stdin = bytes.NewReader(stdin)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		e.t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(out.String(), "\n"), "\n")
+	var resp map[string]any
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &resp) != nil {
+		e.t.Fatalf("offload %v: stdout is not one JSON line: %q (stderr %s)", args, out.String(), errb.String())
+	}
+	return resp, code, errb.String()
+}
+
+// mustVerb is verb that fails the test unless it exits 0.
+func (e *env) mustVerb(stdin []byte, args ...string) map[string]any {
+	e.t.Helper()
+	resp, code, stderr := e.verb(stdin, args...)
+	if code != 0 {
+		e.t.Fatalf("offload %v exited %d: %v\nstderr: %s", args, code, resp, stderr)
+	}
+	return resp
+}
+
+// standin reads what the stand-in recorded.
+func (e *env) standin(cli, name string) string {
+	data, _ := os.ReadFile(filepath.Join(e.home, ".standin", cli+"-"+name))
+	return string(data)
+}
+
+// messages is what the stand-in got as submitted messages.
+func (e *env) messages(cli string) []string {
+	var out []string
+	for _, l := range strings.Split(strings.TrimSpace(e.standin(cli, "messages.jsonl")), "\n") {
+		var m string
+		if json.Unmarshal([]byte(l), &m) == nil {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// waitFor polls cond until it holds or 30 s pass; on timeout it fails
+// with what it saw.
+func (e *env) waitFor(what string, cond func() (bool, string)) {
+	e.t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	var saw string
+	for time.Now().Before(deadline) {
+		var ok bool
+		if ok, saw = cond(); ok {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	e.t.Fatalf("timed out waiting for %s; last saw: %s", what, saw)
+}
+
+// status is the repo's session status from the status verb.
+func (e *env) status(key string) string {
+	resp := e.mustVerb(nil, "status", "--repo", key)
+	ss, _ := resp["sessions"].([]any)
+	if len(ss) != 1 {
+		return "none"
+	}
+	st, _ := ss[0].(map[string]any)["status"].(string)
+	return st
+}
+
+func must(t testing.TB, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@invalid", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// tarOf builds a send stream of name → content, in the given order.
+func tarOf(t testing.TB, members ...[2]string) []byte {
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range members {
+		must(t, tw.WriteHeader(&tar.Header{Name: m[0], Mode: 0o600, Size: int64(len(m[1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}))
+		tw.Write([]byte(m[1]))
+	}
+	must(t, tw.Close())
+	return buf.Bytes()
+}
+
+// Handover is a valid hand-over for a test task.
+func Handover(task string) string {
+	var b strings.Builder
+	b.WriteString("# Hand-over: " + task + "\n")
+	for _, h := range offload.HandoverHeadings {
+		b.WriteString(h + "\nnone\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,111 @@
+package inbox
+
+import (
+	"bytes"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+)
+
+// tmux runs the tmux client against the user's default server, the one
+// `tmux attach -t cb-off-…` reaches (Contract: Offload, Watching). Targets
+// are written "=name:" so a session name never matches another by prefix.
+type tmux struct{}
+
+func (tmux) run(stdin []byte, args ...string) (string, error) {
+	cmd := exec.Command("tmux", args...)
+	if stdin != nil {
+		cmd.Stdin = bytes.NewReader(stdin)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("tmux %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
+	}
+	return out.String(), nil
+}
+
+func target(session string) string { return "=" + session + ":" }
+
+// hasSession says whether the session exists.
+func (t tmux) hasSession(session string) bool {
+	_, err := t.run(nil, "has-session", "-t", "="+session)
+	return err == nil
+}
+
+// newSession starts a detached session whose one pane runs the user's
+// login shell (tmux's default) in dir, with env in the session's
+// environment.
+func (t tmux) newSession(session, dir string, env []string) error {
+	args := []string{"new-session", "-d", "-s", session, "-c", dir, "-x", "200", "-y", "50"}
+	for _, e := range env {
+		args = append(args, "-e", e)
+	}
+	_, err := t.run(nil, args...)
+	return err
+}
+
+// typeLine types line literally into the pane and presses Enter.
+func (t tmux) typeLine(session, line string) error {
+	if _, err := t.run(nil, "send-keys", "-t", target(session), "-l", line); err != nil {
+		return err
+	}
+	return t.key(session, "Enter")
+}
+
+// key sends one named key (Enter, Escape).
+func (t tmux) key(session, key string) error {
+	_, err := t.run(nil, "send-keys", "-t", target(session), key)
+	return err
+}
+
+// loadBuffer puts body into the named paste buffer.
+func (t tmux) loadBuffer(buf string, body []byte) error {
+	_, err := t.run(body, "load-buffer", "-b", buf, "-")
+	return err
+}
+
+// pasteBuffer pastes the named buffer as a bracketed paste (-p: the CLI
+// sees one paste, so the newlines in it do not submit) and deletes it (-d:
+// a buffer that is gone after a crash was pasted).
+func (t tmux) pasteBuffer(session, buf string) error {
+	_, err := t.run(nil, "paste-buffer", "-p", "-d", "-b", buf, "-t", target(session))
+	return err
+}
+
+// hasBuffer says whether the named buffer exists.
+func (t tmux) hasBuffer(buf string) bool {
+	out, err := t.run(nil, "list-buffers", "-F", "#{buffer_name}")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if l == buf {
+			return true
+		}
+	}
+	return false
+}
+
+// pane reports the pane's process id, whether it is dead, and its window's
+// last activity in milliseconds since the epoch.
+func (t tmux) pane(session string) (pid int, activityMs int64, err error) {
+	out, err := t.run(nil, "display-message", "-p", "-t", target(session), "#{pane_pid} #{window_activity}")
+	if err != nil {
+		return 0, 0, err
+	}
+	f := strings.Fields(out)
+	if len(f) != 2 {
+		return 0, 0, fmt.Errorf("tmux display-message: unexpected %q", out)
+	}
+	pid, _ = strconv.Atoi(f[0])
+	sec, _ := strconv.ParseInt(f[1], 10, 64)
+	return pid, sec * 1000, nil
+}
+
+// kill ends the session.
+func (t tmux) kill(session string) error {
+	_, err := t.run(nil, "kill-session", "-t", "="+session)
+	return err
+}
