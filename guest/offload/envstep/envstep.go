@@ -135,7 +135,9 @@ type Runner struct {
 
 // Run installs env's tools in dir with mise and fetches its lockfiles.
 // The report's Outcome is ready when every tool is ready and no fetch
-// failed, else failed.
+// failed, else failed. When ctx ends (the inbox stops) Run returns at once
+// and saves nothing more: the report stays unfinished, and the next inbox
+// reports the step as cut short.
 func (r *Runner) Run(ctx context.Context, dir string, env *Env) *Report {
 	rep := &Report{V: 1, StartedAtMs: time.Now().UnixMilli(), Tools: []Tool{}, Lockfiles: []Lockfile{}}
 	for _, src := range []struct {
@@ -146,11 +148,14 @@ func (r *Runner) Run(ctx context.Context, dir string, env *Env) *Report {
 			rep.Tools = append(rep.Tools, Tool{Tool: k, Wanted: src.m[k], Source: src.name, Outcome: Missing})
 		}
 	}
-	r.save(rep)
+	r.save(ctx, rep)
 	outcome := Ready
 	for i := range rep.Tools {
 		t := &rep.Tools[i]
 		spec := t.Tool + "@" + t.Wanted
+		if ctx.Err() != nil {
+			return rep
+		}
 		if _, err := r.mise(ctx, dir, "install", spec); err != nil {
 			t.Outcome, t.Reason = Failed, err.Error()
 		}
@@ -163,9 +168,12 @@ func (r *Runner) Run(ctx context.Context, dir string, env *Env) *Report {
 		if t.Outcome != Ready {
 			outcome = Failed
 		}
-		r.save(rep)
+		r.save(ctx, rep)
 	}
 	for _, f := range env.Lockfiles {
+		if ctx.Err() != nil {
+			return rep
+		}
 		l := Lockfile{File: f, Command: fetchCommands[filepath.Base(f)], Outcome: Fetched}
 		switch {
 		case l.Command == "":
@@ -177,15 +185,15 @@ func (r *Runner) Run(ctx context.Context, dir string, env *Env) *Report {
 			}
 		}
 		rep.Lockfiles = append(rep.Lockfiles, l)
-		r.save(rep)
+		r.save(ctx, rep)
 	}
 	rep.Done, rep.Outcome, rep.EndedAtMs = true, outcome, time.Now().UnixMilli()
-	r.save(rep)
+	r.save(ctx, rep)
 	return rep
 }
 
-func (r *Runner) save(rep *Report) {
-	if r.Save != nil {
+func (r *Runner) save(ctx context.Context, rep *Report) {
+	if r.Save != nil && ctx.Err() == nil {
 		r.Save(rep)
 	}
 }

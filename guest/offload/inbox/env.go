@@ -92,7 +92,7 @@ func (s *Server) startEnv(repo string) error {
 	path := filepath.Join(dir, ReportFile)
 	r := &envstep.Runner{Log: log, Save: func(rep *envstep.Report) error { return offload.WriteJSON(path, rep) }}
 	go func() {
-		r.Run(context.Background(), s.Store.Paths.Copy(ent.Name), env)
+		r.Run(s.ctx, s.Store.Paths.Copy(ent.Name), env)
 		log.Close()
 		s.mu.Lock()
 		delete(s.envSteps, repo)

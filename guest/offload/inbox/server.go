@@ -35,6 +35,7 @@ type Server struct {
 	// unless set.
 	PollInterval time.Duration
 
+	ctx      context.Context // Serve's: ends the environment steps with the inbox
 	mu       sync.Mutex
 	tm       tmux
 	sessions map[string]*offload.Session
@@ -97,6 +98,7 @@ func Listen(path string) (net.Listener, error) {
 // is called once the first request can be answered.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error {
 	s.init()
+	s.ctx = ctx
 	s.mu.Lock()
 	err := s.rescanLocked()
 	s.mu.Unlock()
@@ -140,6 +142,9 @@ func (s *Server) handle(ctx context.Context, conn net.Conn) {
 			return
 		} else {
 			resp = s.Do(ctx, req)
+			if ctx.Err() != nil {
+				return // a stopping inbox answers nothing: the client sees it down
+			}
 		}
 		data, _ := json.Marshal(resp)
 		w.Write(append(data, '\n'))

@@ -1,0 +1,191 @@
+package inbox_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Contract: Offload, Box CLI in tmux: codex's command line, notify as the
+// turn's end (idle), and /quit at end.
+func TestOffloadRoundCodex(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("cx")
+	send, code := e.macSide(host, "k2", "cx", "codex", "off1")
+	if code != 0 || send["accepted"] != true {
+		t.Fatalf("send: %d %v", code, send)
+	}
+	var argv []string
+	e.waitFor("the stand-in's argv", func() (bool, string) {
+		json.Unmarshal([]byte(e.standin("codex", "argv.json")), &argv)
+		return len(argv) == 5, e.standin("codex", "argv.json")
+	})
+	argv[0] = filepath.Base(argv[0])
+	want := []string{"codex", "--dangerously-bypass-approvals-and-sandbox", "-c",
+		`notify=["` + filepath.Join(e.bin, "cocoonbox-agent") + `","offload","event","--repo","k2","--cli","codex","--hook","notify"]`}
+	if !reflect.DeepEqual(argv[:4], want) {
+		t.Errorf("argv %q, want %q", argv[:4], want)
+	}
+	e.waitFor("idle after notify", func() (bool, string) { s := e.status("k2"); return s == "idle", s })
+	cfg, _ := os.ReadFile(filepath.Join(e.home, ".codex/config.toml"))
+	if !strings.Contains(string(cfg), `[projects."`+e.paths.Copy("cx")+`"]`) {
+		t.Errorf("no trust preset for codex:\n%s", cfg)
+	}
+	e.mustVerb(nil, "end", "--repo", "k2")
+	if m := e.messages("codex"); m[len(m)-1] != "/quit" {
+		t.Errorf("end typed %q, want /quit", m[len(m)-1])
+	}
+}
+
+// Contract: Offload, send steps: a bundle whose prerequisite the copy
+// lacks fails clearly, the copy's refs untouched, the copy released.
+func TestBundleWithAMissingPrerequisiteFails(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("pre")
+	begin := e.mustVerb(nil, "begin", "--repo", "k3", "--name", "pre", "--kind", "claude", "--id", "off1")
+	copyDir := begin["dir"].(string)
+	// A copy with only the first commit, and a bundle of the second that
+	// names the first as its prerequisite; then the copy loses the first.
+	git(t, copyDir, "init", "-q")
+	first := git(t, host, "rev-parse", "HEAD^")
+	git(t, host, "bundle", "create", filepath.Join(e.dir, "b"), "HEAD", "--not", first)
+	bundle, _ := os.ReadFile(filepath.Join(e.dir, "b"))
+	git(t, copyDir, "commit", "-q", "--allow-empty", "-m", "unrelated")
+	before := git(t, copyDir, "for-each-ref")
+	resp, code, _ := e.verb(tarOf(t, [2]string{"handover.md", Handover("x")}, [2]string{"offload.bundle", string(bundle)}), "send", "--repo", "k3", "--kind", "claude", "--id", "off1")
+	if code != 1 || resp["code"] != "failed" || !strings.Contains(fmt.Sprint(resp["error"]), first) || !strings.Contains(fmt.Sprint(resp["error"]), "lacks") {
+		t.Fatalf("send: %d %v", code, resp)
+	}
+	if after := git(t, copyDir, "for-each-ref"); after != before {
+		t.Errorf("refs changed:\n%s\n->\n%s", before, after)
+	}
+	// Released: another offload id may take the copy now.
+	e.mustVerb(nil, "begin", "--repo", "k3", "--name", "pre", "--kind", "claude", "--id", "off2")
+}
+
+// An empty history sends no bundle and works.
+func TestEmptyHistorySendsNoBundle(t *testing.T) {
+	e := newEnv(t)
+	host := filepath.Join(e.dir, "mac/empty")
+	os.MkdirAll(host, 0o755)
+	git(t, host, "init", "-q")
+	os.WriteFile(filepath.Join(host, "notes.txt"), []byte("untracked\n"), 0o644)
+	begin := e.mustVerb(nil, "begin", "--repo", "k4", "--name", "empty", "--kind", "claude", "--id", "off1")
+	copyDir := begin["dir"].(string)
+	os.MkdirAll(filepath.Join(copyDir, ".git"), 0o755)
+	for _, f := range []string{"HEAD", "config"} {
+		data, _ := os.ReadFile(filepath.Join(host, ".git", f))
+		os.WriteFile(filepath.Join(copyDir, ".git", f), data, 0o644)
+	}
+	os.WriteFile(filepath.Join(copyDir, "notes.txt"), []byte("untracked\n"), 0o644)
+	resp, code, stderr := e.verb(tarOf(t, [2]string{"handover.md", Handover("empty")}), "send", "--repo", "k4", "--kind", "claude", "--id", "off1")
+	if code != 0 || resp["accepted"] != true {
+		t.Fatalf("send of an empty history: %d %v %s", code, resp, stderr)
+	}
+}
+
+// Bad input: a stream member outside the table is refused with the
+// contract's error shape, and nothing of the stream stays.
+func TestBadStreamIsRefusedAndRolledBack(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("bad")
+	e.mustVerb(nil, "begin", "--repo", "k5", "--name", "bad", "--kind", "claude", "--id", "off1")
+	_ = host
+	resp, code, _ := e.verb(tarOf(t, [2]string{"secrets/aws/credentials", secretValue}, [2]string{"etc/passwd", "x"}), "send", "--repo", "k5", "--kind", "claude", "--id", "off1")
+	if code != 1 || resp["code"] != "failed" || !strings.Contains(fmt.Sprint(resp["error"]), `"etc/passwd"`) {
+		t.Fatalf("send: %d %v", code, resp)
+	}
+	if strings.Contains(fmt.Sprint(resp), "s3cr3t") {
+		t.Error("the secret is in the verb's answer")
+	}
+	if _, err := os.Stat(filepath.Join(e.paths.Secrets, "k5")); !os.IsNotExist(err) {
+		t.Errorf("the rolled-back send left its secrets: %v", err)
+	}
+	if left, _ := os.ReadDir(filepath.Join(e.paths.State, "k5/stage")); len(left) != 0 {
+		t.Errorf("stage/ not emptied: %v", left)
+	}
+}
+
+// Contract: Offload, post: --progress and --back refuse a body missing a
+// heading, naming the missing headings; nothing is posted.
+func TestPostRefusesAHandoverMissingAHeading(t *testing.T) {
+	e := newEnv(t)
+	body := strings.Replace(Handover("x"), "## Gotchas learned\n", "", 1)
+	for _, kind := range []string{"--progress", "--back"} {
+		resp, code, _ := e.verb([]byte(body), "post", kind, "--repo", "k6")
+		if code != 3 || resp["code"] != "refused" || !strings.Contains(fmt.Sprint(resp["error"]), "## Gotchas learned") {
+			t.Errorf("post %s: %d %v", kind, code, resp)
+		}
+	}
+	read := e.mustVerb(nil, "read", "--repo", "k6")
+	if es, _ := read["entries"].([]any); len(es) != 0 {
+		t.Errorf("something was posted: %v", es)
+	}
+}
+
+// Bad input to the inbox: a line that is not JSON, an unknown op, a 10
+// MiB line: each answered {"ok":false,"code":"invalid","error"}, and the
+// connection still serves the next request.
+func TestInboxRefusesBadRequests(t *testing.T) {
+	e := newEnv(t)
+	conn, err := net.Dial("unix", e.paths.Socket)
+	must(t, err)
+	defer conn.Close()
+	rd := bufio.NewReader(conn)
+	for _, line := range []string{"hello", `{"op":"fly"}`, `{"op":"read","repo":"k","body":"` + strings.Repeat("x", 10<<20) + `"}`, `{"op":"status"}`} {
+		go conn.Write([]byte(line + "\n"))
+		conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+		answer, err := rd.ReadString('\n')
+		must(t, err)
+		var resp map[string]any
+		must(t, json.Unmarshal([]byte(answer), &resp))
+		if line == `{"op":"status"}` {
+			if resp["ok"] != true {
+				t.Errorf("status after the bad lines: %v", resp)
+			}
+			continue
+		}
+		if resp["ok"] != false || resp["code"] != "invalid" || resp["error"] == "" {
+			t.Errorf("%.30s: %v", line, resp)
+		}
+	}
+}
+
+// A verb with the inbox down is inbox, exit 4.
+func TestVerbWithTheInboxDown(t *testing.T) {
+	e := newEnv(t)
+	e.kill()
+	resp, code, _ := e.verb(nil, "read", "--repo", "k7")
+	if code != 4 || resp["code"] != "inbox" {
+		t.Fatalf("read with no inbox: %d %v", code, resp)
+	}
+}
+
+// read --wait long-polls: it returns as soon as a post lands, with that
+// entry once; a read after it returns nothing new.
+func TestReadWaitReturnsEachEntryOnce(t *testing.T) {
+	e := newEnv(t)
+	got := make(chan map[string]any, 1)
+	go func() {
+		resp, _, _ := e.verb(nil, "read", "--repo", "k8", "--since", "0", "--wait", "20")
+		got <- resp
+	}()
+	time.Sleep(200 * time.Millisecond) // let the read start waiting; the answer must not depend on it
+	e.mustVerb([]byte("Is this a question?"), "post", "--question", "--repo", "k8")
+	resp := <-got
+	es, _ := resp["entries"].([]any)
+	if len(es) != 1 || es[0].(map[string]any)["body"] != "Is this a question?" {
+		t.Fatalf("long-poll: %v", resp)
+	}
+	again := e.mustVerb(nil, "read", "--repo", "k8", "--since", "1")
+	if es, _ := again["entries"].([]any); len(es) != 0 {
+		t.Fatalf("entry returned twice: %v", again)
+	}
+}
