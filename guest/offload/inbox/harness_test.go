@@ -32,7 +32,7 @@ var (
 )
 
 // bins builds cocoonbox-agent and the stand-in (as claude and codex) once.
-func bins(t *testing.T) string {
+func bins(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		binDir, buildErr = os.MkdirTemp("", "cocoonbox-offload-bin-")
@@ -63,7 +63,7 @@ func (e *buildError) Error() string { return "go build " + e.pkg + ": " + e.out 
 
 // env is one test's world.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	home  string
 	paths offload.Paths
@@ -75,7 +75,7 @@ type env struct {
 
 // newEnv makes the world and starts the inbox. The tests of this file
 // change the process environment, so they do not run in parallel.
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	for _, tool := range []string{"tmux", "git", "bash"} {
 		if _, err := exec.LookPath(tool); err != nil {
