@@ -189,3 +189,78 @@ func TestReadWaitReturnsEachEntryOnce(t *testing.T) {
 		t.Fatalf("entry returned twice: %v", again)
 	}
 }
+
+// Contract: Offload, Inbox: watch is a line per change, never a body; an
+// outbox entry carries its kind and seq.
+func TestWatchFeedsEntriesWithoutBodies(t *testing.T) {
+	e := newEnv(t)
+	conn, err := net.Dial("unix", e.paths.Socket)
+	must(t, err)
+	defer conn.Close()
+	conn.Write([]byte(`{"op":"watch"}` + "\n"))
+	// The watch is registered once the inbox has read the line; a status
+	// round trip on another connection after it cannot overtake it.
+	e.waitFor("the watch to be registered", func() (bool, string) {
+		e.mustVerb([]byte("Ping?"), "post", "--question", "--repo", "w1")
+		conn.SetReadDeadline(time.Now().Add(200 * time.Millisecond))
+		line, err := bufio.NewReader(conn).ReadString('\n')
+		if err != nil {
+			return false, err.Error()
+		}
+		var ev map[string]any
+		json.Unmarshal([]byte(line), &ev)
+		if ev["repo"] != "w1" || ev["entry"] != "question" || ev["seq"] == nil || strings.Contains(line, "Ping?") {
+			t.Fatalf("watch line %q", line)
+		}
+		return true, line
+	})
+}
+
+// Bad input: a hook payload that is not JSON is a usage error with the
+// contract's shape, and the status does not move.
+func TestEventWithAPayloadThatIsNotJSON(t *testing.T) {
+	e := newEnv(t)
+	resp, code, _ := e.verb([]byte("{not json"), "event", "--repo", "k9", "--cli", "claude", "--hook", "Stop")
+	if code != 2 || resp["code"] != "usage" || !strings.Contains(fmt.Sprint(resp["error"]), "not JSON") {
+		t.Fatalf("event: %d %v", code, resp)
+	}
+	resp, code, _ = e.verb(nil, "event", "--repo", "k9", "--cli", "codex", "--hook", "notify", "[broken")
+	if code != 2 || resp["code"] != "usage" {
+		t.Fatalf("codex notify: %d %v", code, resp)
+	}
+}
+
+// interrupt sends Esc first, then the message, even to a busy session;
+// a second --back drops the BACK still queued.
+func TestInterruptAndASecondBack(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("int"), "ki", "int", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("ki"); return s == "idle", s })
+	e.mustVerb([]byte("standin: hold"), "send", "--repo", "ki", "--message")
+	e.waitFor("working", func() (bool, string) { s := e.status("ki"); return s == "working", s })
+	b1 := e.mustVerb([]byte("first back"), "send", "--repo", "ki", "--back")
+	b2 := e.mustVerb([]byte("second back"), "send", "--repo", "ki", "--back")
+	if b1["delivery"] != "queued" || b2["delivery"] != "queued" {
+		t.Fatalf("backs to a busy session: %v %v", b1, b2)
+	}
+	r := e.mustVerb([]byte("stop that"), "send", "--repo", "ki", "--message", "--interrupt")
+	if r["delivery"] != "pasted" {
+		t.Fatalf("interrupt: %v", r)
+	}
+	n := len(e.messages("claude"))
+	must(t, os.WriteFile(filepath.Join(e.home, ".standin/release"), nil, 0o600))
+	e.waitFor("the interrupting message and then one BACK", func() (bool, string) {
+		m := e.messages("claude")
+		return len(m) >= n+2, fmt.Sprint(m[n:])
+	})
+	e.waitFor("idle", func() (bool, string) { s := e.status("ki"); return s == "idle", s })
+	m := e.messages("claude")[n:]
+	if m[0] != "stop that" || !strings.HasPrefix(m[1], "BACK:") || !strings.HasSuffix(m[1], "second back") || len(m) != 2 {
+		t.Errorf("after the hold the CLI got %q; want the interrupt's message, then only the second BACK", m)
+	}
+	if !strings.Contains(e.standin("claude", "events.jsonl"), `"interrupt"`) {
+		t.Error("no Esc reached the CLI")
+	}
+}
