@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"os/exec"
+
+	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -262,5 +265,42 @@ func TestInterruptAndASecondBack(t *testing.T) {
 	}
 	if !strings.Contains(e.standin("claude", "events.jsonl"), `"interrupt"`) {
 		t.Error("no Esc reached the CLI")
+	}
+}
+
+// A crash between the steps of a paste is finished by the next inbox,
+// never repeated: a message left pasting with its buffer still loaded is
+// pasted once; one left pasted (its buffer gone) gets only its Enter.
+func TestACrashMidPasteIsFinishedOnce(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("cr"), "kc", "cr", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kc"); return s == "idle", s })
+	e.kill()
+	st := offload.Store{Paths: e.paths}
+	m1, err := st.AddMessage("kc", offload.Message{OffloadID: "off1", Body: "left pasting", State: offload.MsgPasting})
+	must(t, err)
+	must(t, exec.Command("tmux", "set-buffer", "-b", fmt.Sprintf("cbmsg-kc-%d", m1.Seq), "left pasting").Run())
+	n := len(e.messages("claude"))
+	e.start()
+	e.waitFor("the pasting message", func() (bool, string) { m := e.messages("claude"); return len(m) == n+1, fmt.Sprint(m[n:]) })
+	e.waitFor("idle", func() (bool, string) { s := e.status("kc"); return s == "idle", s })
+	e.kill()
+	m2, err := st.AddMessage("kc", offload.Message{OffloadID: "off1", Body: "left pasted", State: offload.MsgPasted})
+	must(t, err)
+	must(t, exec.Command("tmux", "send-keys", "-t", "=cb-off-kc-claude:", "-l", "left pasted").Run())
+	e.start()
+	e.waitFor("the pasted message", func() (bool, string) { m := e.messages("claude"); return len(m) == n+2, fmt.Sprint(m[n:]) })
+	e.waitFor("idle", func() (bool, string) { s := e.status("kc"); return s == "idle", s })
+	if m := e.messages("claude")[n:]; !reflect.DeepEqual(m, []string{"left pasting", "left pasted"}) {
+		t.Errorf("the CLI got %q", m)
+	}
+	for _, seq := range []int64{m1.Seq, m2.Seq} {
+		var got offload.Message
+		must(t, offload.ReadJSON(filepath.Join(e.paths.State, "kc/inbox", fmt.Sprintf("%010d.json", seq)), &got))
+		if got.State != offload.MsgDelivered {
+			t.Errorf("message %d is %s", seq, got.State)
+		}
 	}
 }

@@ -163,7 +163,9 @@ func (s *Server) deliverNextLocked(se *offload.Session) error {
 	var next *offload.Message
 	for i := range msgs {
 		m := &msgs[i]
-		if m.State != offload.MsgQueued || m.Start || m.Seq < se.StartSeq {
+		// Only this offload's messages: one queued for an earlier offload
+		// of the repo is not this CLI's to take.
+		if m.State != offload.MsgQueued || m.Start || m.OffloadID != se.OffloadID {
 			continue
 		}
 		if next == nil || (m.Back && !next.Back) {
@@ -313,8 +315,9 @@ func (s *Server) restartLocked(repo string) (map[string]any, error) {
 		return nil, fmt.Errorf("read the first prompt: %w", err)
 	}
 	if ho, err := os.ReadFile(filepath.Join(dir, "handover.md")); err == nil && offload.CheckHandover(string(ho)) == nil {
-		prompt = []byte(RestartPreamble + "\n\n" + string(ho))
+		prompt = ho
 	}
+	prompt = []byte(RestartPreamble + "\n\n" + string(prompt))
 	se.Status = offload.StatusStopped
 	m, err := s.Store.AddMessage(repo, offload.Message{OffloadID: se.OffloadID, Body: string(prompt), Start: true, State: offload.MsgQueued, TimeMs: nowMs()})
 	if err != nil {
@@ -326,8 +329,8 @@ func (s *Server) restartLocked(repo string) (map[string]any, error) {
 	return map[string]any{"delivery": "started", "seq": m.Seq}, nil
 }
 
-// RestartPreamble opens the prompt of a session restarted from its last
-// hand-over.
+// RestartPreamble opens the prompt of a restarted session, before its
+// last hand-over (or, when it posted none, its first prompt).
 const RestartPreamble = "Your previous session in this box ended (the box was restarted, restored or upgraded). " +
 	"Continue the task from your last hand-over below; the repository in this directory holds your work so far."
 
