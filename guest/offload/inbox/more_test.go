@@ -5,15 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
-	"os/exec"
-
-	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/offload"
 )
 
 // Contract: Offload, Box CLI in tmux: codex's command line, notify as the
