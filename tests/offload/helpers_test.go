@@ -220,8 +220,12 @@ func macSide(t *testing.T, b *box.Box, host, key, name, kind, id string, extra .
 	}
 	s := git(t, host, "commit-tree", strings.TrimSpace(string(tree)), "-p", "HEAD", "-m", "S")
 	git(t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
-	out, err := exec.Command("rsync", "-a", "--delete", "--numeric-ids", "--chown=1000:1000", "--exclude=/.git/objects/",
-		host+"/", b.Root()+"/workspace/"+name+"/").CombinedOutput()
+	// rsync over a remote shell into the box, as `cocoonbox rsh` is for the
+	// Mac: the receiving rsync runs in the box as user.
+	rsh := filepath.Join(t.TempDir(), "box-rsh")
+	os.WriteFile(rsh, []byte(fmt.Sprintf("#!/bin/sh\nshift\nexec nsenter -t %d -a -- runuser -u user -- \"$@\"\n", b.Leader())), 0o755)
+	out, err := exec.Command("rsync", "-az", "--delete", "--exclude=/.git/objects/", "-e", rsh,
+		host+"/", "box:/workspace/"+name+"/").CombinedOutput()
 	if err != nil {
 		t.Fatalf("rsync into the box: %v: %s", err, out)
 	}

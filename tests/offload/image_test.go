@@ -45,7 +45,7 @@ func TestInboxSocketCbagentConnectsNobodyElse(t *testing.T) {
 func TestImageCarriesTheOffloadTools(t *testing.T) {
 	t.Parallel()
 	b := boot(t, box.Options{})
-	if got := strings.TrimSpace(b.Must(t, "findmnt", "-n", "-o", "FSTYPE,SIZE", "/run/cocoonbox-offload")); got != "tmpfs 64M" {
+	if got := strings.Join(strings.Fields(b.Must(t, "findmnt", "-n", "-o", "FSTYPE,SIZE", "/run/cocoonbox-offload")), " "); got != "tmpfs 64M" {
 		t.Errorf("/run/cocoonbox-offload: %q, want tmpfs 64M", got)
 	}
 	if got := strings.TrimSpace(b.Must(t, "stat", "-c", "%a %U:%G", "/run/cocoonbox-offload")); got != "700 user:user" {
