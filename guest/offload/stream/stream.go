@@ -104,7 +104,8 @@ func Read(r io.Reader, fn func(Member, io.Reader) error) error {
 		if err != nil {
 			return err
 		}
-		if h.Typeflag != tar.TypeReg && h.Typeflag != tar.TypeRegA {
+		// archive/tar reports a pre-POSIX regular file (flag NUL) as TypeReg too.
+		if h.Typeflag != tar.TypeReg {
 			return &MemberError{h.Name, "not a regular file (links, directories and devices are refused)"}
 		}
 		if seen[h.Name] {
