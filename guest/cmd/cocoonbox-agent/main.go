@@ -8,9 +8,12 @@
 // Each verb prints exactly one JSON line on stdout, {"ok":true,...} or
 // {"ok":false,"code":"usage|refused|failed|inbox","error":"..."}; stderr
 // carries progress for a person. Neither ever carries a secret. Exit
-// codes (the contract's, which win over the helpers' 75 for "try again"):
-// 0 done; 1 failed, rolled back as stated; 2 usage; 3 refused, nothing
-// changed; 4 inbox, the inbox is not running.
+// codes are the contract's, which win over guest/cli's table where they
+// differ (3 and 4 mean other things there; no verb exits 75): 0 done; 1
+// failed, rolled back as stated; 2 usage; 3 refused, nothing changed; 4
+// inbox, the inbox is not running. The command line itself follows
+// guest/cli: --help and --version on stdout, exit 0; a usage error on
+// stderr with the usage, exit 2.
 package main
 
 import (
@@ -19,16 +22,17 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/packer"
-	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
-// The verbs' exit codes (Contract: Offload, Verbs).
+// The verbs' exit codes (Contract: Offload, Verbs). 0 to 2 are
+// guest/cli's too; 3 and 4 are the contract's own.
 const (
-	exitOK      = 0
-	exitFailed  = 1
-	exitUsage   = 2
+	exitOK      = cli.OK
+	exitFailed  = cli.Failed
+	exitUsage   = cli.Usage
 	exitRefused = 3
 	exitInbox   = 4
 )
@@ -59,31 +63,21 @@ and the model gateway); they exit 2.
 `
 
 func main() {
-	args := os.Args[1:]
-	if len(args) == 0 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(exitUsage)
+	cmd := cli.Command{Name: "cocoonbox-agent", Usage: usage}
+	args, code, exit := cmd.Parse(nil, os.Args[1:])
+	if exit {
+		os.Exit(code)
 	}
-	switch args[0] {
-	case "-h", "--help", "help":
-		fmt.Print(usage)
-		return
-	case "--version":
-		fmt.Println("cocoonbox-agent", version.Version)
-		return
-	case "serve", "toolhost-service":
-		fmt.Fprintf(os.Stderr, "cocoonbox-agent %s: not in this build: it needs shuttle and the model gateway\n", args[0])
-		os.Exit(exitUsage)
-	case "offload":
-	default:
-		fmt.Fprintf(os.Stderr, "cocoonbox-agent: unknown command %q\n%s", args[0], usage)
-		os.Exit(exitUsage)
-	}
-	if len(args) < 2 {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(exitUsage)
-	}
-	if args[1] == "-h" || args[1] == "--help" {
+	switch {
+	case len(args) == 0:
+		os.Exit(cmd.UsageError("a command is needed"))
+	case args[0] == "serve" || args[0] == "toolhost-service":
+		os.Exit(cmd.UsageError("%s is not in this build: it needs shuttle and the model gateway", args[0]))
+	case args[0] != "offload":
+		os.Exit(cmd.UsageError("unknown command %q", args[0]))
+	case len(args) < 2:
+		os.Exit(cmd.UsageError("offload needs a verb"))
+	case args[1] == "-h" || args[1] == "--help" || args[1] == "help":
 		fmt.Print(usage)
 		return
 	}
@@ -96,6 +90,8 @@ type verbError struct {
 	code string
 	exit int
 	err  error
+	// printed: the usage error is on stderr already.
+	printed bool
 	// extra fields for the stdout line (begin's findings and cli).
 	extra map[string]any
 }
@@ -140,7 +136,7 @@ func run(verb string, args []string) int {
 			line[k] = v
 		}
 		printJSON(line)
-		if ve.exit == exitUsage {
+		if ve.exit == exitUsage && !ve.printed {
 			fmt.Fprintf(os.Stderr, "cocoonbox-agent offload %s: %v\n", verb, ve.err)
 		}
 		return ve.exit

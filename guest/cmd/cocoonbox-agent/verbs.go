@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -16,37 +17,49 @@ import (
 
 	"github.com/coreos/go-systemd/v22/daemon"
 
+	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/inbox"
 	"github.com/cocoonbox/cocoonbox/guest/offload/packer"
 )
 
-// flags is one verb's flag set; parse refuses unknown flags and stray
-// arguments as usage errors, and answers --help on stdout.
+// flags is one verb's flag set, parsed the guest/cli way: --help and
+// --version on stdout (exit 0), a bad flag on stderr with the usage.
 type flags struct {
 	*flag.FlagSet
 	verb, synopsis string
 }
 
 func newFlags(verb, synopsis string) *flags {
-	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	return &flags{FlagSet: fs, verb: verb, synopsis: synopsis}
+	return &flags{FlagSet: flag.NewFlagSet(verb, flag.ContinueOnError), verb: verb, synopsis: synopsis}
 }
 
-// parse returns help=true when --help was asked (and printed).
+func (f *flags) usage() string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "usage: cocoonbox-agent offload %s %s\n\nflags:\n", f.verb, f.synopsis)
+	f.SetOutput(&b)
+	f.PrintDefaults()
+	return b.String()
+}
+
+// parse returns help=true when --help or --version was asked (and
+// printed). A usage error is printed by guest/cli on stderr and returned
+// for the verb's JSON line; it allows at most maxArgs arguments.
 func (f *flags) parse(args []string, maxArgs int) (help bool, err error) {
-	if err := f.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Printf("usage: cocoonbox-agent offload %s %s\n\nflags:\n", f.verb, f.synopsis)
-			f.SetOutput(os.Stdout)
-			f.PrintDefaults()
-			return true, nil
-		}
-		return false, usageErr("%v (usage: %s %s)", err, f.verb, f.synopsis)
+	var errb bytes.Buffer
+	c := cli.Command{Name: "cocoonbox-agent offload " + f.verb, Usage: f.usage(), Stderr: &errb}
+	rest, code, exit := c.Parse(f.FlagSet, args)
+	if exit && code == cli.OK {
+		return true, nil
 	}
-	if f.NArg() > maxArgs {
-		return false, usageErr("unexpected argument %q (usage: %s %s)", f.Arg(0), f.verb, f.synopsis)
+	if !exit && len(rest) > maxArgs {
+		code = c.UsageError("unexpected argument %q", rest[maxArgs])
+	}
+	if code != cli.OK {
+		os.Stderr.Write(errb.Bytes())
+		first, _, _ := strings.Cut(errb.String(), "\n")
+		_, msg, _ := strings.Cut(first, ": ")
+		return false, &verbError{code: "usage", exit: exitUsage, err: errors.New(msg), printed: true}
 	}
 	return false, nil
 }
