@@ -116,7 +116,7 @@ func TestRebaseKeepsHomeAndWorkspaceAndChangesTheImage(t *testing.T) {
 	ctx := context.Background()
 	m := boot(t, v1)
 	mustSh(t, m.ID, `echo home >/home/user/kept; echo ws >/workspace/kept; echo etc >/etc/dropped`)
-	if got := mustSh(t, m.ID, "head -1 /etc/cocoonbox/image"); got != "cbdesk:v1\n" {
+	if got := mustSh(t, m.ID, "head -1 /etc/cocoonbox/image"); got != baseStamp+"\n" {
 		t.Fatalf("before: %q", got)
 	}
 	r, err := sup.Rebase(ctx, m.ID, v2)

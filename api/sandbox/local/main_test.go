@@ -31,6 +31,10 @@ var (
 	// with another /etc/cocoonbox/image), for rebase.
 	v1, v2 = "cbdesk:v1-base", "cbdesk:v2-base"
 	desk   = "cbdesk:v1-desk"
+	// baseStamp is the first line of the built base image's
+	// /etc/cocoonbox/image (cbdesk:v<image/VERSION>), which the catalog
+	// serves as v1.
+	baseStamp string
 )
 
 func TestMain(m *testing.M) {
@@ -93,6 +97,11 @@ func setUpImages(base, deskImage string) error {
 	if err := link(base, "cbdesk-v1-base"); err != nil {
 		return err
 	}
+	stampData, err := os.ReadFile(filepath.Join(base, "etc/cocoonbox/image"))
+	if err != nil {
+		return fmt.Errorf("the base image has no stamp: %w", err)
+	}
+	baseStamp, _, _ = strings.Cut(string(stampData), "\n")
 	if deskImage != "" {
 		if err := link(deskImage, "cbdesk-v1-desk"); err != nil {
 			return err
