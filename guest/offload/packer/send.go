@@ -332,7 +332,9 @@ func (s *sendRun) index() error {
 	sort.Strings(names)
 	var batch bytes.Buffer
 	for _, ref := range names {
-		if ref == "HEAD" {
+		// Only refs/…: HEAD and, from a linked worktree, pseudo-refs such as
+		// main-worktree/HEAD name the host's worktrees, not refs to set.
+		if !strings.HasPrefix(ref, "refs/") {
 			continue
 		}
 		fmt.Fprintf(&batch, "update %s %s\n", ref, bundleRefs[ref])

@@ -1,0 +1,174 @@
+package inbox_test
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+)
+
+// Contract: Offload, Box CLI in tmux: a CLI that dies without a
+// SessionEnd hook is stopped (its pane ended with it), not working for
+// ever.
+func TestACLIThatDiesWithoutAHookIsStopped(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("die"), "kd", "die", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kd"); return s == "idle", s })
+	e.mustVerb([]byte("standin: die"), "send", "--repo", "kd", "--message")
+	e.waitFor("stopped", func() (bool, string) { s := e.status("kd"); return s == "stopped", s })
+	resp := e.mustVerb(nil, "status", "--repo", "kd")
+	if s := resp["sessions"].([]any)[0].(map[string]any); s["tmux_alive"] != false {
+		t.Errorf("status of a dead CLI: %v", s)
+	}
+}
+
+// Notification → waiting_for_user (an idle state: a message is pasted);
+// StopFailure → idle, as Stop.
+func TestNotificationAndStopFailureHooks(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("nt"), "kn", "nt", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kn"); return s == "idle", s })
+	for hook, want := range map[string]string{"Notification": "waiting_for_user", "UserPromptSubmit": "working", "StopFailure": "idle"} {
+		e.mustVerb([]byte(`{"hook_event_name":"`+hook+`"}`), "event", "--repo", "kn", "--cli", "claude", "--hook", hook)
+		if s := e.status("kn"); s != want {
+			t.Errorf("after %s: %s, want %s", hook, s, want)
+		}
+	}
+	// SessionEnd with reason clear keeps the session.
+	e.mustVerb([]byte(`{"reason":"clear"}`), "event", "--repo", "kn", "--cli", "claude", "--hook", "SessionEnd")
+	if s := e.status("kn"); s == "stopped" {
+		t.Error("SessionEnd with reason clear stopped the session")
+	}
+}
+
+// At most 3 sessions of the box are not stopped: a fourth start is
+// refused, and begin blocks on it.
+func TestAFourthSessionIsRefused(t *testing.T) {
+	e := newEnv(t)
+	for i := 1; i <= 3; i++ {
+		key := fmt.Sprintf("s%d", i)
+		if _, code := e.macSide(e.hostRepo(key), key, key, "claude", "off1"); code != 0 {
+			t.Fatalf("send %d failed", i)
+		}
+	}
+	resp, code, _ := e.verb(nil, "begin", "--repo", "s4", "--name", "s4", "--kind", "claude", "--id", "off1")
+	if code != 3 || !strings.Contains(fmt.Sprint(resp["findings"]), "Three box sessions running") {
+		t.Fatalf("begin with three sessions: %d %v", code, resp)
+	}
+}
+
+// restart starts the repo's CLI afresh from its last hand-over.
+func TestRestartFromTheLastHandover(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("rs"), "kr", "rs", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kr"); return s == "idle", s })
+	e.mustVerb([]byte("standin: progress"), "send", "--repo", "kr", "--message")
+	e.waitFor("the progress post", func() (bool, string) {
+		_, err := os.Stat(filepath.Join(e.paths.State, "kr/handover.md"))
+		return err == nil, fmt.Sprint(err)
+	})
+	e.waitFor("idle", func() (bool, string) { s := e.status("kr"); return s == "idle", s })
+	if r := e.mustVerb(nil, "restart", "--repo", "kr"); r["delivery"] != "started" {
+		t.Fatalf("restart: %v", r)
+	}
+	e.waitFor("the restarted session's first prompt", func() (bool, string) {
+		m := e.messages("claude")
+		last := m[len(m)-1]
+		return strings.HasPrefix(last, "Your previous session") && strings.Contains(last, "# Hand-over: standin progress"), last[:min(60, len(last))]
+	})
+}
+
+// State excludes: each send writes the copy's git-ignored directories to
+// excludes, one absolute path a line, keeping other copies' lines.
+func TestSendWritesExcludes(t *testing.T) {
+	e := newEnv(t)
+	must(t, os.MkdirAll(filepath.Join(e.paths.State), 0o700))
+	must(t, os.WriteFile(filepath.Join(e.paths.State, "excludes"), []byte("/workspace/other/node_modules/\n"), 0o600))
+	host := e.hostRepo("ex")
+	must(t, os.WriteFile(filepath.Join(host, "target", "out.o"), []byte("x"), 0o644))
+	if _, code := e.macSide(host, "kx", "ex", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	data, _ := os.ReadFile(filepath.Join(e.paths.State, "excludes"))
+	lines := []string{"/workspace/other/node_modules/", e.paths.Copy("ex") + "/target/"}
+	sort.Strings(lines)
+	if want := strings.Join(lines, "\n") + "\n"; string(data) != want {
+		t.Errorf("excludes %q, want %q", data, want)
+	}
+}
+
+// Contract: Offload, Secrets: a file:<repo path> secret lands on the
+// tmpfs and the copy's path is a link to it; wipe-secrets removes both.
+func TestFileSecretIsALinkAndWipeSecretsRemovesIt(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("fs"), "kf", "fs", "claude", "off1", [2]string{"secrets/file/.env", "TOKEN=abc"}); code != 0 {
+		t.Fatal("send failed")
+	}
+	link := filepath.Join(e.paths.Copy("fs"), ".env")
+	target, err := os.Readlink(link)
+	if err != nil || target != filepath.Join(e.paths.Secrets, "kf/file/.env") {
+		t.Fatalf(".env in the copy: %q %v", target, err)
+	}
+	if data, _ := os.ReadFile(link); string(data) != "TOKEN=abc" {
+		t.Errorf("through the link: %q", data)
+	}
+	e.mustVerb(nil, "wipe-secrets", "--repo", "kf")
+	if _, err := os.Lstat(link); !os.IsNotExist(err) {
+		t.Errorf("the link is left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(e.paths.Secrets, "kf")); !os.IsNotExist(err) {
+		t.Errorf("the secrets are left: %v", err)
+	}
+}
+
+// Contract: Offload, Mac side: a linked worktree (.git is a file) is sent
+// without .git; the stream carries its HEAD and index, and the box copy is
+// a plain repository built from the bundle.
+func TestLinkedWorktreeBecomesAPlainRepository(t *testing.T) {
+	e := newEnv(t)
+	main := e.hostRepo("wtmain")
+	wt := filepath.Join(e.dir, "mac/wt")
+	git(t, main, "worktree", "add", "-q", "-b", "feature", wt)
+	os.WriteFile(filepath.Join(wt, "a.txt"), []byte("in the worktree\n"), 0o644)
+	begin := e.mustVerb(nil, "begin", "--repo", "kw", "--name", "wt", "--kind", "claude", "--id", "off1")
+	copyDir := begin["dir"].(string)
+	idx := filepath.Join(e.dir, "wt-index")
+	gitDir := git(t, wt, "rev-parse", "--git-dir")
+	data, _ := os.ReadFile(filepath.Join(gitDir, "index"))
+	os.WriteFile(idx, data, 0o600)
+	cmd := exec.Command("sh", "-c", `GIT_INDEX_FILE="$1" git add -A && GIT_INDEX_FILE="$1" git write-tree`, "sh", idx)
+	cmd.Dir = wt
+	tree, err := cmd.Output()
+	must(t, err)
+	s := git(t, wt, "commit-tree", strings.TrimSpace(string(tree)), "-p", "HEAD", "-m", "S")
+	git(t, wt, "update-ref", "refs/cocoonbox/base/off1", s)
+	if out, err := exec.Command("rsync", "-a", "--exclude=/.git", wt+"/", copyDir+"/").CombinedOutput(); err != nil {
+		t.Fatalf("rsync: %v %s", err, out)
+	}
+	git(t, wt, "bundle", "create", filepath.Join(e.dir, "wt.bundle"), "--all")
+	bundle, _ := os.ReadFile(filepath.Join(e.dir, "wt.bundle"))
+	head, _ := os.ReadFile(filepath.Join(gitDir, "HEAD"))
+	resp, code, stderr := e.verb(tarOf(t, [2]string{"handover.md", Handover("wt")}, [2]string{"offload.bundle", string(bundle)},
+		[2]string{"HEAD", string(head)}, [2]string{"index", string(data)}), "send", "--repo", "kw", "--kind", "claude", "--id", "off1")
+	if code != 0 {
+		t.Fatalf("send of a linked worktree: %d %v %s", code, resp, stderr)
+	}
+	if fi, err := os.Stat(filepath.Join(copyDir, ".git")); err != nil || !fi.IsDir() {
+		t.Fatalf("the copy's .git is not a directory: %v", err)
+	}
+	if b := git(t, copyDir, "symbolic-ref", "--short", "HEAD"); b != "feature" {
+		t.Errorf("the copy's branch is %s", b)
+	}
+	if st := git(t, copyDir, "status", "--short"); st != "M a.txt" {
+		t.Errorf("the copy's status %q, want the worktree's uncommitted change", st)
+	}
+}
