@@ -22,8 +22,26 @@ func TestACLIThatDiesWithoutAHookIsStopped(t *testing.T) {
 	e.mustVerb([]byte("standin: die"), "send", "--repo", "kd", "--message")
 	e.waitFor("stopped", func() (bool, string) { s := e.status("kd"); return s == "stopped", s })
 	resp := e.mustVerb(nil, "status", "--repo", "kd")
-	if s := resp["sessions"].([]any)[0].(map[string]any); s["tmux_alive"] != false {
+	if s := resp["sessions"].([]any)[0].(map[string]any); s["tmux_alive"] != false || s["copy"] != "unreturned" {
 		t.Errorf("status of a dead CLI: %v", s)
+	}
+	// Copy states: the copy is unreturned (a session ran, no end): begin
+	// refuses it, nothing changed.
+	r, code, _ := e.verb(nil, "begin", "--repo", "kd", "--name", "die", "--kind", "claude", "--id", "off2")
+	if code != 3 || !strings.Contains(fmt.Sprint(r["error"]), "unreturned: bring the last offload back first") {
+		t.Errorf("begin on an unreturned copy: %d %v", code, r)
+	}
+}
+
+// begin's cli.hooks_blocked names the first settings file that turns our
+// hooks off (here the user's ~/.claude/settings.json).
+func TestBeginNamesTheFileThatBlocksHooks(t *testing.T) {
+	e := newEnv(t)
+	must(t, os.MkdirAll(filepath.Join(e.home, ".claude"), 0o700))
+	must(t, os.WriteFile(filepath.Join(e.home, ".claude/settings.json"), []byte(`{"disableAllHooks": true}`), 0o600))
+	r := e.mustVerb(nil, "begin", "--repo", "kh", "--name", "hb", "--kind", "claude", "--id", "off1")
+	if got := r["cli"].(map[string]any)["hooks_blocked"]; got != filepath.Join(e.home, ".claude/settings.json") {
+		t.Errorf("hooks_blocked %v", got)
 	}
 }
 
