@@ -165,16 +165,10 @@ grep -q "$cg\$" /proc/$pid/cgroup || { echo "pid $pid is not in $cg:" >&2; cat /
 echo "$pid"`, scope)
 	pid := strings.TrimSpace(b.MustSh(t, script))
 	mustAllow(t, b, "cbagent", "stop", session)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := b.Run("kill", "-0", pid); err != nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pid %s (user's program in %s) still runs 20 s after the session stopped", pid, scope)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	box.Eventually(t, 20*time.Second, "user's program in "+scope+" ends with the session", func() (bool, string) {
+		_, err := b.Run("kill", "-0", pid)
+		return err != nil, "pid " + pid + " still runs"
+	})
 	// user's manager (user@1000: shuttle, the toolhost, Chrome) is not in
 	// the session and stays: user lingers.
 	if l := strings.TrimSpace(b.Must(t, "loginctl", "show-user", "user", "-P", "Linger")); l != "yes" {

@@ -130,13 +130,7 @@ func aptAsUser(t *testing.T, b *box.Box, args ...string) string {
 // waitFor polls cond every 500 ms until it holds or the timeout passes.
 func waitFor(t *testing.T, timeout time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+	box.Eventually(t, timeout, what, func() (bool, string) { return cond(), "not yet" })
 }
 
 // buildLockHolder builds ./dpkglock for the box (static) and copies it in.

@@ -43,21 +43,17 @@ func claimEnv(t testing.TB, b *box.Box, vaultRecords, connectRecords string, ext
 // waitFor waits until the vault file holds want, and the service is done.
 func waitFor(t testing.TB, b *box.Box, file, want string) string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
 	var last string
-	for time.Now().Before(deadline) {
+	box.Eventually(t, 30*time.Second, fmt.Sprintf("%s/%s holding %q", vaultDir, file, want), func() (bool, string) {
 		data, err := b.ReadFile(vaultDir + "/" + file)
 		last = string(data)
-		if err == nil && strings.Contains(last, want) {
-			state, _ := b.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-vault.service")
-			if strings.TrimSpace(state) != "activating" {
-				return last
-			}
+		if err != nil || !strings.Contains(last, want) {
+			return false, last
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("%s/%s never held %q; last:\n%s", vaultDir, file, want, last)
-	return ""
+		state, _ := b.Run("systemctl", "show", "-P", "ActiveState", "cocoonbox-vault.service")
+		return strings.TrimSpace(state) != "activating", "the service " + strings.TrimSpace(state)
+	})
+	return last
 }
 
 // loginEnv runs a login shell of user (runuser -l user) and returns what it
@@ -267,13 +263,10 @@ func TestABadClaimEnvKeepsTheLastGoodRenderAndLogsWhy(t *testing.T) {
 	if err := b.WriteFile(envPath, bad, 0o644, "root"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for !strings.Contains(journal(t, b, msgBadEnvFile), "line 2: the value of BROKEN is not valid UTF-8") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no journal entry says why the file was refused: %q", journal(t, b, msgBadEnvFile))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	box.Eventually(t, 20*time.Second, "a journal entry saying why the file was refused", func() (bool, string) {
+		got := journal(t, b, msgBadEnvFile)
+		return strings.Contains(got, "line 2: the value of BROKEN is not valid UTF-8"), got
+	})
 	if after, _ := b.ReadFile(vaultDir + "/vault.sh"); string(after) != before {
 		t.Errorf("vault.sh changed after a bad claim env:\n%s", after)
 	}
@@ -281,13 +274,10 @@ func TestABadClaimEnvKeepsTheLastGoodRenderAndLogsWhy(t *testing.T) {
 
 	// A symlink in place of the file is refused, not followed.
 	b.MustSh(t, "echo 'COCOONBOX_VAULT=FIRST=three;;' >/root/elsewhere && ln -sfn /root/elsewhere /run/.l && mv -T /run/.l "+envPath)
-	deadline = time.Now().Add(20 * time.Second)
-	for !strings.Contains(journal(t, b, msgBadEnvFile), "is a symlink") {
-		if time.Now().After(deadline) {
-			t.Fatalf("no journal entry refuses the symlink: %q", journal(t, b, msgBadEnvFile))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	box.Eventually(t, 20*time.Second, "a journal entry refusing the symlink", func() (bool, string) {
+		got := journal(t, b, msgBadEnvFile)
+		return strings.Contains(got, "is a symlink"), got
+	})
 	if after, _ := b.ReadFile(vaultDir + "/vault.sh"); string(after) != before {
 		t.Errorf("vault.sh changed after a symlinked claim env:\n%s", after)
 	}
