@@ -47,7 +47,7 @@ func vaultStep(ctx context.Context, b *box.Box, r *report) {
 		r.ok("keys", "%d keys with hosts; LINK_NO_REFRESH only exported", strings.Count(keys, "\n")-1)
 	}
 	warn, _ := b.Run("journalctl", "--no-pager", "-o", "cat", "-t", "cocoonbox-vault", "-p", "warning")
-	if line := firstLine(warn); strings.Contains(line, "X$(touch") && strings.Contains(line, "record skipped") {
+	if line := firstLine(warn); strings.Contains(line, "record 4: NAME must be") && strings.Contains(line, "record skipped") {
 		r.ok("bad record", "%s", line)
 	} else {
 		r.bad("bad record", "the hostile record's refusal is not in the journal: %q", line)
