@@ -16,7 +16,7 @@ import (
 // explain (issue 18, item 7: identity's had one; vault's, packages' and the
 // desktop's had none). A new helper adds its directory here with its
 // catalog.
-var catalogued = []string{"cmd/identity", "cmd/hostname", "cmd/machine-id", "cmd/vault", "packages",
+var catalogued = []string{"cmd/identity", "cmd/hostname", "cmd/machine-id", "cmd/branchbox", "cmd/vault", "packages",
 	"cmd/session-save", "cmd/desktop-session"}
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
