@@ -60,14 +60,14 @@ func New(identifier string) *Logger {
 		identifier = filepath.Base(os.Args[0])
 	}
 	l := &Logger{Identifier: identifier, Fields: map[string]string{}}
-	if IsTerminal(os.Stderr) {
+	if isTerminal(os.Stderr) {
 		l.Echo = os.Stderr
 	}
 	return l
 }
 
-// IsTerminal reports whether f is a terminal (a TCGETS ioctl succeeds).
-func IsTerminal(f *os.File) bool {
+// isTerminal reports whether f is a terminal (a TCGETS ioctl succeeds).
+func isTerminal(f *os.File) bool {
 	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
 	return err == nil
 }
