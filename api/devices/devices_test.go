@@ -185,3 +185,33 @@ func TestRevokePersonalLeavesDevices(t *testing.T) {
 		t.Fatal("revoking the personal token removed a device")
 	}
 }
+
+// The bug this names: sign out everywhere over gRPC with a device token
+// answered UNAUTHENTICATED now and then. Its commit reached this api's index
+// through the NOTIFY listener, which ended the call's context (its token
+// was gone) while the COMMIT's answer was on its way, so the handler saw
+// "context canceled". A revoke now runs to its end whatever the calling
+// context does: here it is cancelled before the call even starts.
+func TestARevokeRunsToItsEndWhenTheCallersContextEnds(t *testing.T) {
+	f := newFixture(t)
+	alice := f.user("alice")
+	laptop, _ := f.device(alice, "laptop")
+	f.device(alice, "desk")
+	ended, cancel := context.WithCancel(f.ctx)
+	cancel()
+	if err := f.store.Revoke(ended, alice, laptop); err != nil {
+		t.Fatalf("Revoke on an ended context: %v", err)
+	}
+	if err := f.store.RevokePersonal(ended, alice); err != nil {
+		t.Fatalf("RevokePersonal on an ended context: %v", err)
+	}
+	if list, _ := f.store.List(f.ctx, alice); len(list) != 1 {
+		t.Fatalf("after the revoke: %d devices, want 1", len(list))
+	}
+	if err := f.store.SignOutEverywhere(ended, alice); err != nil {
+		t.Fatalf("SignOutEverywhere on an ended context: %v", err)
+	}
+	if list, _ := f.store.List(f.ctx, alice); len(list) != 0 {
+		t.Fatalf("after sign out everywhere: %d devices, want 0", len(list))
+	}
+}
