@@ -62,7 +62,7 @@ func (s *Store) Regenerate(ctx context.Context, userID string) (Secret, error) {
 	if err != nil {
 		return "", fmt.Errorf("regenerate the personal token: %w", err)
 	}
-	return secret, s.index.Reload(ctx, userID)
+	return secret, s.reload(ctx, userID)
 }
 
 // Revoke revokes userID's personal token at once (done also when there is
@@ -72,7 +72,13 @@ func (s *Store) Revoke(ctx context.Context, userID string) error {
 	if err != nil {
 		return err
 	}
-	return s.index.Reload(ctx, userID)
+	return s.reload(ctx, userID)
+}
+
+// reload brings this api's index up to a change that committed. It runs
+// whether or not the caller is still there: the change is made.
+func (s *Store) reload(ctx context.Context, userID string) error {
+	return s.index.Reload(context.WithoutCancel(ctx), userID)
 }
 
 // RevokePersonal revokes userID's personal token in tx, notifying every api
