@@ -63,7 +63,7 @@ build:
 	@echo 'module cocoonbox.invalid/out' >out/go.mod
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
-	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox
+	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
 
 image: check-image build
 	image/build --version '$(VERSION)' --tier '$(TIER)' --bin out/bin --out out/images --rev '$(REV)'
@@ -96,14 +96,14 @@ lint:
 	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
-# api/sandbox/local boots machines: it runs with the booted-box tests.
+# api/sandbox/local and wire boot machines: they run with the booted-box tests.
 unit-test:
-	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v /api/sandbox/local)
+	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire)
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/services
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/...
 
 # Only the desk tier's booted-box tests (they are part of box-test too).
 desk-test: desk-image
@@ -121,8 +121,9 @@ fuzz-corpus:
 test: setup lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) ./api/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire)
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 20x -timeout 30m ./api/sandbox/local/... ./api/sandbox/wire/...
 
 clean:
 	rm -rf out

@@ -266,7 +266,12 @@ func (s *Supervisor) Dial(ctx context.Context, id string, port int) (net.Conn, e
 	if err != nil {
 		return nil, err
 	}
-	return d.Dial(ctx, port)
+	c, err := d.Dial(ctx, port)
+	if err != nil {
+		// Nothing listens there (yet): the caller may try again.
+		return nil, fmt.Errorf("relay to 127.0.0.1:%d in %s: %v: %w", port, id, err, sandbox.ErrUnavailable)
+	}
+	return c, nil
 }
 
 // Rebase implements sandbox.Supervisor.

@@ -1,0 +1,44 @@
+package main
+
+import (
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
+	if err := run([]string{"--listen", "127.0.0.1:0"}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token-file") {
+		t.Fatalf("TCP without a token: %v", err)
+	}
+	if err := run([]string{"stray"}); !errors.Is(err, errUsage) {
+		t.Fatalf("a stray argument: %v", err)
+	}
+	short := filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(short, []byte("short\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readToken(short); err == nil || !strings.Contains(err.Error(), "32") {
+		t.Fatalf("a short token: %v", err)
+	}
+}
+
+func TestRequireTokenRefusesAMissingOrWrongToken(t *testing.T) {
+	token := strings.Repeat("t", 40)
+	h := requireToken(token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
+	for header, want := range map[string]int{"": http.StatusOK, "Bearer wrong": http.StatusOK, "Bearer " + token: http.StatusTeapot} {
+		r := httptest.NewRequest("POST", "/cocoonbox.sandbox.v1.Sandbox/Images", nil)
+		if header != "" {
+			r.Header.Set("Authorization", header)
+		}
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, r)
+		refused := w.Header().Get("Grpc-Status") == "16"
+		if w.Code != want || refused != (want == http.StatusOK) {
+			t.Errorf("Authorization %q: %d, grpc-status %q", header, w.Code, w.Header().Get("Grpc-Status"))
+		}
+	}
+}

@@ -1,0 +1,262 @@
+package wire
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// These tests run the real daemon (cocoonbox-sandboxd, built here) on a
+// unix socket and drive real machines through Client: the wire as the api
+// uses it. Its HTTP/2 idle and ping timers are shortened to half a second
+// so the silence test waits past every one of them.
+
+var (
+	client  *Client
+	daemon  *exec.Cmd
+	runRoot = "/var/tmp/cocoonbox-sandboxd-wiretest"
+	image   = "cbdesk:v1-base"
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	base := os.Getenv("COCOONBOX_IMAGE")
+	if os.Geteuid() != 0 || base == "" {
+		fmt.Fprintln(os.Stderr, "api/sandbox/wire: needs root and COCOONBOX_IMAGE (a base image root; make box-test sets it)")
+		return 1
+	}
+	if err := startDaemon(base); err != nil {
+		fmt.Fprintln(os.Stderr, "api/sandbox/wire:", err)
+		return 1
+	}
+	code := m.Run()
+	if err := stopDaemon(); err != nil {
+		fmt.Fprintln(os.Stderr, "api/sandbox/wire: the daemon's stop:", err)
+		code = 1
+	}
+	os.RemoveAll(runRoot)
+	return code
+}
+
+func startDaemon(base string) error {
+	images := filepath.Join(runRoot, "images")
+	if err := os.MkdirAll(images, 0o755); err != nil {
+		return err
+	}
+	link := filepath.Join(images, "cbdesk-v1-base")
+	os.Remove(link)
+	if err := os.Symlink(base, link); err != nil {
+		return err
+	}
+	bin := filepath.Join(runRoot, "cocoonbox-sandboxd")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
+		return fmt.Errorf("build the daemon: %v: %s", err, out)
+	}
+	sock := filepath.Join(runRoot, "sandboxd.sock")
+	daemon = exec.Command(bin, "--listen", "unix:"+sock, "--state-dir", filepath.Join(runRoot, "state"),
+		"--images", images, "--egress-hosts", "debian.org", "--ping-after", "500ms", "--idle-timeout", "500ms")
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := daemon.Start(); err != nil {
+		return err
+	}
+	client = NewClient(H2CClient(sock, "", 500*time.Millisecond), "http://sandboxd")
+	// The daemon waits for the bridge while another supervisor holds it.
+	deadline := time.Now().Add(5 * time.Minute)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := client.Images(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the daemon did not answer within 5 min: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func stopDaemon() error {
+	_ = daemon.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- daemon.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(90 * time.Second):
+		_ = daemon.Process.Kill()
+		return errors.New("it did not stop within 90 s of SIGTERM")
+	}
+}
+
+var seq int
+
+func boot(t *testing.T) sandbox.Machine {
+	t.Helper()
+	seq++
+	ctx := context.Background()
+	m, err := client.Create(ctx, sandbox.Spec{ID: fmt.Sprintf("w-%d-%d", os.Getpid()%10000, seq), Tenant: "wire", Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := client.Delete(context.Background(), m.ID); err != nil {
+			t.Errorf("delete %s: %v", m.ID, err)
+		}
+	})
+	if m, err = client.Boot(ctx, m.ID); err != nil || m.State != sandbox.Running {
+		t.Fatalf("boot: %+v %v", m, err)
+	}
+	return m
+}
+
+// execAll runs a command through the wire, feeding stdin, and returns its
+// stdout's length and sha256 and its exit status.
+func execAll(t *testing.T, id string, stdin []byte, args ...string) (int64, []byte, sandbox.ExitStatus) {
+	t.Helper()
+	p, err := client.Exec(context.Background(), id, sandbox.ExecRequest{Args: args})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		_, _ = io.Copy(p.Stdin(), bytes.NewReader(stdin))
+		p.Stdin().Close()
+	}()
+	go func() { _, _ = io.Copy(io.Discard, p.Stderr()) }()
+	h := sha256.New()
+	n, err := io.Copy(h, p.Stdout())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := p.Wait()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, h.Sum(nil), st
+}
+
+// Must show (through the wire, as rsh uses it): 100 MiB through stdin and
+// back byte-identical; exit statuses 0, 1 and 130; a command silent longer
+// than every idle and keepalive timer on the path, then a megabyte, is
+// neither cut off nor stalled (e2b #1074, #1352).
+func TestWireExecStreamsExitStatusesAndSilence(t *testing.T) {
+	m := boot(t)
+	data := make([]byte, 100<<20)
+	_, _ = rand.Read(data)
+	n, sum, st := execAll(t, m.ID, data, "cat")
+	if want := sha256.Sum256(data); n != int64(len(data)) || !bytes.Equal(sum, want[:]) || st.Code != 0 {
+		t.Fatalf("cat through the wire: %d bytes, %x, %+v", n, sum, st)
+	}
+	for line, want := range map[string]int{"true": 0, "false": 1, "exit 130": 130, "kill -INT $$": 130} {
+		if _, _, st := execAll(t, m.ID, nil, "sh", "-c", line); st.Code != want {
+			t.Errorf("%q: %+v, want %d", line, st, want)
+		}
+	}
+	n, _, st = execAll(t, m.ID, nil, "sh", "-c", "sleep 3; head -c 1048576 /dev/urandom")
+	if n != 1<<20 || st.Code != 0 {
+		t.Fatalf("after 3 s of silence (timers at 0.5 s): %d bytes, %+v", n, st)
+	}
+}
+
+// The relay, hibernate and wake, the event stream and the errors cross
+// the wire as they are.
+func TestWireRelayHibernateWakeEventsAndErrors(t *testing.T) {
+	ctx := context.Background()
+	events, err := client.Watch(ctx, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := boot(t)
+	if _, _, st := execAll(t, m.ID, nil, "sh", "-c", "setsid -f systemd-socket-activate -l 127.0.0.1:7443 -a --inetd sh -c 'echo relayed; cat' </dev/null >/dev/null 2>&1"); st.Code != 0 {
+		t.Fatalf("listener: %+v", st)
+	}
+	var line string
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		c, err := client.Dial(ctx, m.ID, 7443)
+		if errors.Is(err, sandbox.ErrUnavailable) {
+			time.Sleep(50 * time.Millisecond) // not listening yet
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		fmt.Fprintln(c, "echoed")
+		r := bufio.NewReader(c)
+		a, _ := r.ReadString('\n')
+		b, _ := r.ReadString('\n')
+		c.Close()
+		if line = a + b; line == "relayed\nechoed\n" {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if line != "relayed\nechoed\n" {
+		t.Fatalf("relay: %q", line)
+	}
+	if h, err := client.Hibernate(ctx, m.ID); err != nil || h.State != sandbox.Hibernated {
+		t.Fatalf("hibernate: %+v %v", h, err)
+	}
+	if _, err := client.Exec(ctx, m.ID, sandbox.ExecRequest{Args: []string{"true"}}); !errors.Is(err, sandbox.ErrState) {
+		t.Errorf("exec in a hibernated machine: %v, want ErrState", err)
+	}
+	if _, err := client.Dial(ctx, m.ID, 7443); !errors.Is(err, sandbox.ErrState) {
+		t.Errorf("relay to a hibernated machine: %v, want ErrState", err)
+	}
+	if w, err := client.Wake(ctx, m.ID); err != nil || w.State != sandbox.Running {
+		t.Fatalf("wake: %+v %v", w, err)
+	}
+	var seen []sandbox.State
+	timeout := time.After(10 * time.Second)
+	for len(seen) < 5 {
+		select {
+		case e := <-events:
+			if e.Machine == m.ID {
+				seen = append(seen, e.State)
+			}
+		case <-timeout:
+			t.Fatalf("events of %s: %v", m.ID, seen)
+		}
+	}
+	want := []sandbox.State{sandbox.Stopped, sandbox.Starting, sandbox.Running, sandbox.Hibernated, sandbox.Running}
+	if fmt.Sprint(seen) != fmt.Sprint(want) {
+		t.Errorf("events %v, want %v", seen, want)
+	}
+	var inv *sandbox.InvalidError
+	if _, err := client.Create(ctx, sandbox.Spec{ID: "Bad", Tenant: "wire", Image: image}); !errors.As(err, &inv) || inv.Field != "spec.id" {
+		t.Errorf("a bad id through the wire: %v", err)
+	}
+	if _, err := client.Get(ctx, "nobody-here"); !errors.Is(err, sandbox.ErrNotFound) {
+		t.Errorf("an unknown machine: %v", err)
+	}
+	if _, err := client.Exec(ctx, m.ID, sandbox.ExecRequest{}); !errors.Is(err, sandbox.ErrInvalid) {
+		t.Errorf("an empty command: %v", err)
+	}
+	if got := strings.TrimSpace(fmt.Sprint(mustList(t))); !strings.Contains(got, m.ID) {
+		t.Errorf("list: %s", got)
+	}
+}
+
+func mustList(t *testing.T) []sandbox.Machine {
+	ms, err := client.List(context.Background(), "wire")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ms
+}
