@@ -33,6 +33,14 @@ const (
 	RuleServiceImage   Rule = "immutable-image-reference"
 	RulePortProxyImage Rule = "port-proxy-image"
 	RulePublishedPorts Rule = "published-ports"
+	// The repository's Dev Container inputs (package devcontainer):
+	// service_images binds exactly the runnable Compose services, read
+	// from literal, self-contained files.
+	RuleServiceBinding    Rule = "service-image-binding"
+	RuleDevcontainer      Rule = "devcontainer-config"
+	RuleComposeFile       Rule = "compose-file"
+	RuleIndirectInclude   Rule = "indirect-compose-include"
+	RuleInterpolatedValue Rule = "interpolated-value"
 
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"
