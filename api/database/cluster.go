@@ -85,8 +85,15 @@ func (c *Cluster) Start(ctx context.Context) error {
 }
 
 // Stop stops the cluster (pg_ctl stop -m fast: open sessions are ended) and
-// waits until it is down.
+// waits until it is down. It works on a Cluster that did not start it too
+// (testcluster stop).
 func (c *Cluster) Stop(ctx context.Context) error {
+	if c.Log == nil {
+		c.Log = slog.New(slog.DiscardHandler)
+	}
+	if _, _, err := c.credential(); err != nil {
+		return err
+	}
 	if err := c.run(ctx, "pg_ctl", "-D", c.dataDir(), "-m", "fast", "-w", "-t", "60", "-s", "stop"); err != nil {
 		return fmt.Errorf("embedded database: pg_ctl stop: %w", err)
 	}
@@ -103,18 +110,9 @@ func (c *Cluster) prepare() error {
 	if sock := filepath.Join(c.runDir(), ".s.PGSQL.5432"); len(sock) > 107 {
 		return fmt.Errorf("embedded database: the socket path %s is %d bytes, over the unix limit of 107: choose a shorter state_dir", sock, len(sock))
 	}
-	uid, gid := os.Getuid(), os.Getgid()
-	if uid == 0 {
-		u, err := user.Lookup(c.User)
-		if err != nil {
-			return fmt.Errorf("embedded database: the api runs as root and PostgreSQL refuses root, so it runs as database.system_user %q: %w", c.User, err)
-		}
-		uid, _ = strconv.Atoi(u.Uid)
-		gid, _ = strconv.Atoi(u.Gid)
-		if uid == 0 {
-			return fmt.Errorf("embedded database: database.system_user %q is root; PostgreSQL refuses to run as root", c.User)
-		}
-		c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	uid, gid, err := c.credential()
+	if err != nil {
+		return err
 	}
 	for _, d := range []string{c.Dir, c.runDir()} {
 		if err := os.MkdirAll(d, 0o700); err != nil {
@@ -128,6 +126,26 @@ func (c *Cluster) prepare() error {
 		}
 	}
 	return searchable(filepath.Dir(c.Dir), uint32(uid), uint32(gid), c.User)
+}
+
+// credential resolves who runs PostgreSQL's programs: User when this
+// process is root (PostgreSQL refuses root), else this process's user.
+func (c *Cluster) credential() (uid, gid int, err error) {
+	uid, gid = os.Getuid(), os.Getgid()
+	if uid != 0 {
+		return uid, gid, nil
+	}
+	u, err := user.Lookup(c.User)
+	if err != nil {
+		return 0, 0, fmt.Errorf("embedded database: the api runs as root and PostgreSQL refuses root, so it runs as database.system_user %q: %w", c.User, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	if uid == 0 {
+		return 0, 0, fmt.Errorf("embedded database: database.system_user %q is root; PostgreSQL refuses to run as root", c.User)
+	}
+	c.cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}
+	return uid, gid, nil
 }
 
 // searchable checks that uid can enter every directory from / down to dir,

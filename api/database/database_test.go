@@ -86,6 +86,24 @@ func TestSecondApiOnSameStateDirRefuses(t *testing.T) {
 	}
 }
 
+// The bug this names: `testcluster stop` (a Cluster value that did not
+// start the cluster) ran pg_ctl as root, which refuses, so the shared test
+// cluster of make test was never stopped.
+func TestStopFromAnotherClusterValueStopsIt(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t) + "/pg"
+	ctx := context.Background()
+	if err := (&Cluster{Dir: dir, User: "postgres", Fast: true}).Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := (&Cluster{Dir: dir, User: "postgres"}).Stop(ctx); err != nil {
+		t.Fatalf("stop from a fresh Cluster value: %v", err)
+	}
+	if _, err := os.Stat(dir + "/data/postmaster.pid"); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the cluster still runs (postmaster.pid: %v)", err)
+	}
+}
+
 func TestSharedOpenWithoutServingApiStartsTheCluster(t *testing.T) {
 	t.Parallel()
 	db, err := open(t, stateDir(t), true)

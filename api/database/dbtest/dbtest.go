@@ -22,7 +22,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -52,8 +55,28 @@ func Run(m *testing.M) int {
 	return code
 }
 
+// orphanPrefix starts a throwaway cluster's directory, followed by the pid
+// of the test binary that owns it.
+const orphanPrefix = "cbpg-"
+
+// reapOrphans stops the throwaway clusters of test binaries that died
+// without stopping them (killed by a timeout or ^C): pg_ctl runs the
+// cluster apart from the binary, so it outlives it.
+func reapOrphans() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), orphanPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(strings.SplitN(strings.TrimPrefix(filepath.Base(d), orphanPrefix), "-", 2)[0])
+		if err != nil || pid <= 0 || syscall.Kill(pid, 0) != syscall.ESRCH {
+			continue // not ours, or its binary still runs
+		}
+		(&database.Cluster{Dir: filepath.Join(d, "pg"), User: "postgres"}).Stop(context.Background())
+		os.RemoveAll(d)
+	}
+}
+
 func withThrowawayCluster(run func() int) (int, error) {
-	dir, err := os.MkdirTemp("", "cbpg")
+	reapOrphans()
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", orphanPrefix, os.Getpid()))
 	if err != nil {
 		return 0, err
 	}
