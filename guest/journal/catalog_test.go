@@ -17,7 +17,7 @@ import (
 // desktop's had none). A new helper adds its directory here with its
 // catalog.
 var catalogued = []string{"cmd/identity", "cmd/hostname", "cmd/machine-id", "cmd/branchbox", "cmd/vault", "packages",
-	"cmd/session-save", "cmd/desktop-session"}
+	"cmd/session-save", "cmd/desktop-session", "offload/inbox"}
 
 var hexID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 

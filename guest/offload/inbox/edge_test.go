@@ -190,3 +190,32 @@ func TestLinkedWorktreeBecomesAPlainRepository(t *testing.T) {
 		t.Errorf("the copy's status %q, want the worktree's uncommitted change", st)
 	}
 }
+
+// Contract: Offload, status: every field of a session line, as the host,
+// the app and the api's idle check read them.
+func TestStatusFields(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("st"), "ks", "st", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("ks"); return s == "idle", s })
+	e.mustVerb([]byte("standin: progress"), "send", "--repo", "ks", "--message")
+	e.waitFor("the progress entry", func() (bool, string) {
+		es, _ := e.mustVerb(nil, "read", "--repo", "ks")["entries"].([]any)
+		return len(es) == 1, fmt.Sprint(es)
+	})
+	e.waitFor("idle", func() (bool, string) { s := e.status("ks"); return s == "idle", s })
+	s := e.mustVerb(nil, "status")["sessions"].([]any)[0].(map[string]any)
+	want := map[string]any{"repo": "ks", "name": "st", "cli": "claude", "offload_id": "off1", "status": "idle",
+		"copy": "busy", "tmux_alive": true, "hooks_silent": false, "inbox_seq": float64(2), "outbox_seq": float64(1)}
+	for k, v := range want {
+		if s[k] != v {
+			t.Errorf("status %s = %v, want %v", k, s[k], v)
+		}
+	}
+	for _, k := range []string{"hook_at_ms", "transcript_mtime_ms", "window_activity_ms"} {
+		if v, _ := s[k].(float64); v <= 0 {
+			t.Errorf("status %s = %v, want a time", k, s[k])
+		}
+	}
+}
