@@ -121,11 +121,26 @@ func (s *Server) sessionEnv(repo string) ([]string, error) {
 	}
 	if err := offload.ReadJSON(filepath.Join(s.Store.Paths.Repo(repo), "env.json"), &ej); err == nil {
 		for tool, v := range ej.Tools {
-			env = append(env, "MISE_"+strings.ToUpper(strings.ReplaceAll(tool, "-", "_"))+"_VERSION="+v)
+			env = append(env, "MISE_"+envName(tool)+"_VERSION="+v)
 		}
 	}
 	env = append(env, offload.SecretEnv(s.Store.Paths.RepoSecrets(repo))...)
 	return env, nil
+}
+
+// envName is a tool's name as mise's MISE_<TOOL>_VERSION spells it: upper
+// case, every other character than a letter or digit as _ (npm:cowsay is
+// NPM_COWSAY), so the variable is one a shell can export.
+func envName(tool string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, tool)
 }
 
 func (s *Server) eventOf(se *offload.Session) WatchEvent {
