@@ -200,16 +200,15 @@ func (s *Server) deliverNextLocked(se *offload.Session) error {
 // repeated (finishLocked).
 func (s *Server) pasteLocked(se *offload.Session, m *offload.Message) error {
 	buf := bufferName(se.Repo, m.Seq)
-	m.State = offload.MsgPasting
-	if err := s.Store.SaveMessage(se.Repo, *m); err != nil {
-		return err
-	}
-	// A trailing newline would be typed inside the paste; the Enter below
-	// is the one submit.
+	// The buffer is loaded before the message is recorded pasting, so a
+	// pasting message without its buffer was pasted (-d deleted it). A
+	// trailing newline would be typed inside the paste; the Enter of
+	// finishLocked is the one submit.
 	if err := s.tm.loadBuffer(buf, []byte(strings.TrimRight(m.Body, "\r\n"))); err != nil {
 		return err
 	}
-	if err := s.tm.pasteBuffer(se.Tmux, buf); err != nil {
+	m.State = offload.MsgPasting
+	if err := s.Store.SaveMessage(se.Repo, *m); err != nil {
 		return err
 	}
 	return s.finishLocked(se, m)
