@@ -14,8 +14,9 @@ import (
 
 // Contract: Offload, Inbox ("a crash at any point never loses an accepted
 // message or outbox entry, nor duplicates one"): posts and messages go on
-// while the inbox is killed with SIGKILL again and again; every one a
-// verb reported accepted is there once, none twice. Then the box reboots:
+// while the inbox is killed with SIGKILL again and again; every post a
+// verb reported accepted is in the outbox once, every message at the CLI
+// once, none twice. Then the box reboots:
 // the records survive, the session is restarted from its last hand-over,
 // and a queued message is delivered to it once.
 func TestInboxKilledAndBoxRebootedLosesNothing(t *testing.T) {
@@ -45,6 +46,19 @@ func TestInboxKilledAndBoxRebootedLosesNothing(t *testing.T) {
 		}(w)
 	}
 	// Four kills: each restart counts against the unit's start limit (5 in 10 s).
+	sent := map[string]bool{}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; i < 12; i++ {
+			m := fmt.Sprintf("message %d", i)
+			if resp, code, _ := verb(t, b, []byte(m), "send", "--repo", "crash", "--message"); code == 0 && resp["ok"] == true {
+				mu.Lock()
+				sent[m] = true
+				mu.Unlock()
+			}
+		}
+	}()
 	for k := 0; k < 4; k++ {
 		b.Sh(userSystemctl + " kill --kill-who=main -s KILL cocoonbox-offload-inbox.service")
 		waitInbox(t, b)
@@ -65,8 +79,31 @@ func TestInboxKilledAndBoxRebootedLosesNothing(t *testing.T) {
 			t.Errorf("%q is in the outbox %d times", q, n)
 		}
 	}
-	if len(accepted) == 0 {
-		t.Fatal("no post was accepted at all")
+	if len(accepted) == 0 || len(sent) == 0 {
+		t.Fatalf("accepted %d posts and %d messages: the test needs some of each", len(accepted), len(sent))
+	}
+	// Every accepted message reaches the CLI once (a queued one at its
+	// next idle), none twice.
+	got := func() map[string]int {
+		n := map[string]int{}
+		for _, m := range messages(t, b, "claude") {
+			n[m]++
+		}
+		return n
+	}
+	waitFor(t, "every accepted message at the CLI", func() (bool, string) {
+		n := got()
+		for m := range sent {
+			if n[m] == 0 {
+				return false, m + " not yet"
+			}
+		}
+		return true, ""
+	})
+	for m, c := range got() {
+		if c > 1 {
+			t.Errorf("%q reached the CLI %d times", m, c)
+		}
 	}
 
 	// A message queued for a busy session survives the reboot and reaches
