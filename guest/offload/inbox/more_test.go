@@ -304,3 +304,22 @@ func TestACrashMidPasteIsFinishedOnce(t *testing.T) {
 		}
 	}
 }
+
+// A message stored for an idle session whose paste never began (the
+// inbox died between storing it and pasting it) is delivered by the next
+// inbox at once.
+func TestAMessageQueuedForAnIdleSessionIsDeliveredAfterACrash(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("cq"), "kq", "cq", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kq"); return s == "idle", s })
+	e.kill()
+	_, err := offload.Store{Paths: e.paths}.AddMessage("kq", offload.Message{OffloadID: "off1", Body: "stored, never pasted", State: offload.MsgQueued})
+	must(t, err)
+	e.start()
+	e.waitFor("the queued message", func() (bool, string) {
+		m := e.messages("claude")
+		return m[len(m)-1] == "stored, never pasted", m[len(m)-1]
+	})
+}

@@ -288,6 +288,14 @@ func (s *Server) rescanLocked() error {
 				}
 			}
 		}
+		// A message stored while the session was idle, whose paste a crash
+		// cut short before it began, is still queued: an idle session gets
+		// it now, not at an idle that may never come.
+		if se != nil && idle(se.Status) && s.tm.hasSession(se.Tmux) {
+			if err := s.deliverNextLocked(se); err != nil {
+				return err
+			}
+		}
 		if se != nil && se.Status != offload.StatusStopped && !s.tm.hasSession(se.Tmux) {
 			s.Log.Send(journal.Notice, msgRestartCheck, fmt.Sprintf("%s session of %s is gone (reboot or restore): restarting it from its last hand-over", se.CLI, key),
 				"COCOONBOX_OFFLOAD_REPO", key)
