@@ -1,0 +1,190 @@
+// Package facade generates what the Dev Containers CLI reads for a managed
+// launch (Contract: BranchBox managed runtime manifest, "Preloaded service
+// images" and the Security contract): a Compose file and a devcontainer.json
+// made from the repository's, loaded literally by package devcontainer,
+// with every image path closed and only signed mounts. They are written
+// owner-only and durably into a directory of BranchBox's own, so the CLI
+// never reads a file the consumer can write.
+package facade
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+)
+
+// The generated files' names in the facade directory.
+const (
+	ComposeFile = "compose.yaml"
+	ConfigFile  = "devcontainer.json"
+)
+
+// Facade is the generated pair, ready to write.
+type Facade struct {
+	// Dir is the absolute directory the files go to (the config names the
+	// Compose file by its absolute path there).
+	Dir     string
+	Compose []byte
+	Config  []byte
+}
+
+// ProjectName is the Compose project of a run, derived from the signed
+// run id so teardown can find it: "branchbox-<run_id>".
+func ProjectName(runID string) string { return "branchbox-" + runID }
+
+// VolumeName is the Docker volume of a tool-request lease's spool, derived
+// from the signed run and lease ("Shared directory, tool endpoint, and
+// request-spool leases": a run-and-lease-derived Docker volume).
+func VolumeName(runID, leaseID string) string {
+	return "branchbox-" + runID + "-" + leaseID
+}
+
+// configDropped are devcontainer.json keys a managed launch removes: the
+// build and features (images come from service_images only), mounts (only
+// signed pairs are mounted) and initializeCommand (it would run on the
+// guest, outside any container, as the CLI's user).
+var configDropped = []string{"build", "dockerFile", "image", "features", "overrideFeatureInstallOrder", "mounts", "initializeCommand"}
+
+// Generate builds the facade of a checked input for assignment a (which
+// must pass branchbox.ManagedLaunchError and whose service_images
+// devcontainer.CheckServiceImages accepted), for writing into dir
+// (absolute). In the Compose file each bound service gets its assigned
+// image, no build and pull_policy: never, and loses every bind mount; the
+// primary service's volumes are exactly the signed read-only source/target
+// pairs of the bind-capable leases plus one named writable volume per
+// tool-request lease at its request_spool_target, and it has no
+// security_opt (Docker's default seccomp profile). The config names the
+// facade Compose file, keeps the rest of the repository's keys but
+// configDropped, and turns updateRemoteUserUID off. Values are copied as
+// loaded, so "$$" escapes, quotes and newlines reach the files unchanged.
+func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Facade, error) {
+	if !filepath.IsAbs(dir) {
+		return nil, fmt.Errorf("facade directory %q is not absolute", dir)
+	}
+	if err := devcontainer.CheckServiceImages(a.ServiceImages, in.Project); err != nil {
+		return nil, err
+	}
+	p := *in.Project
+	p.Name = ProjectName(a.RunID)
+	p.Services = types.Services{}
+	p.DisabledServices = types.Services{}
+	p.Volumes = types.Volumes{}
+	for name, v := range in.Project.Volumes {
+		p.Volumes[name] = v
+	}
+	for name, s := range in.Project.Services {
+		s.Image = a.ServiceImages[name]
+		s.Build = nil
+		s.PullPolicy = types.PullPolicyNever
+		var kept []types.ServiceVolumeConfig
+		for _, v := range s.Volumes {
+			if v.Type != types.VolumeTypeBind {
+				kept = append(kept, v)
+			}
+		}
+		s.Volumes = kept
+		p.Services[name] = s
+	}
+	primary := p.Services[in.Config.Service]
+	primary.Volumes = nil
+	primary.SecurityOpt = nil
+	for _, l := range a.Leases {
+		primary.Volumes = append(primary.Volumes, leaseMounts(a, &l)...)
+		if l.Scope == branchbox.ScopeToolRequest {
+			p.Volumes[volumeKey(l.LeaseID)] = types.VolumeConfig{Name: VolumeName(a.RunID, l.LeaseID)}
+		}
+	}
+	p.Services[in.Config.Service] = primary
+	compose, err := p.MarshalYAML()
+	if err != nil {
+		return nil, fmt.Errorf("facade compose file: %w", err)
+	}
+	config, err := generateConfig(in.Config, filepath.Join(dir, ComposeFile))
+	if err != nil {
+		return nil, err
+	}
+	return &Facade{Dir: dir, Compose: compose, Config: config}, nil
+}
+
+// volumeKey is a tool-request volume's key in the facade's volumes.
+func volumeKey(leaseID string) string { return "branchbox-spool-" + leaseID }
+
+// leaseMounts are lease l's entries in the primary service: a read-only
+// bind per materialization of a shared-directory lease or of a
+// tool-endpoint lease no tool-request links (a linked endpoint is never
+// mounted), and the tool-request's spool volume.
+func leaseMounts(a *branchbox.Assignment, l *branchbox.Lease) []types.ServiceVolumeConfig {
+	switch l.Scope {
+	case branchbox.ScopeSharedDirectory, branchbox.ScopeToolEndpoint:
+		if l.Scope == branchbox.ScopeToolEndpoint && linked(a, l.LeaseID) {
+			return nil
+		}
+		var out []types.ServiceVolumeConfig
+		for _, m := range l.Materializations {
+			out = append(out, types.ServiceVolumeConfig{
+				Type: types.VolumeTypeBind, Source: m.SourcePath, Target: m.TargetPath, ReadOnly: true,
+				// A source gone missing fails the start instead of
+				// being created as an empty directory.
+				Bind: &types.ServiceVolumeBind{CreateHostPath: false},
+			})
+		}
+		return out
+	case branchbox.ScopeToolRequest:
+		return []types.ServiceVolumeConfig{{Type: types.VolumeTypeVolume, Source: volumeKey(l.LeaseID), Target: l.RequestSpoolTarget}}
+	}
+	return nil
+}
+
+// linked reports whether a tool-request lease links the endpoint lease id.
+func linked(a *branchbox.Assignment, id string) bool {
+	for _, l := range a.Leases {
+		if l.Scope == branchbox.ScopeToolRequest && l.EndpointLeaseID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// generateConfig is the facade devcontainer.json: the repository's object
+// without configDropped, naming only the facade Compose file, with remote
+// user UID rewriting off (it would build a "-uid" image).
+func generateConfig(c *devcontainer.Config, composePath string) ([]byte, error) {
+	out := make(map[string]any, len(c.Raw))
+	for k, v := range c.Raw {
+		out[k] = v
+	}
+	for _, k := range configDropped {
+		delete(out, k)
+	}
+	out["dockerComposeFile"] = []string{composePath}
+	out["updateRemoteUserUID"] = false
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	// No \u003c for '<': the bytes a value had are the bytes written.
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return nil, fmt.Errorf("facade devcontainer.json: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// Write stores the facade durably and owner-only (ledger.WriteFile: temp
+// file, fsync, rename, directory fsync; dir created 0700): the Compose
+// file first, so a config on disk never names a missing one.
+func Write(f *Facade) error {
+	if err := ledger.WriteFile(f.Dir, ComposeFile, f.Compose); err != nil {
+		return fmt.Errorf("facade: %w", err)
+	}
+	if err := ledger.WriteFile(f.Dir, ConfigFile, f.Config); err != nil {
+		return fmt.Errorf("facade: %w", err)
+	}
+	return nil
+}

