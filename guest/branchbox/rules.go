@@ -41,6 +41,9 @@ const (
 	RuleComposeFile       Rule = "compose-file"
 	RuleIndirectInclude   Rule = "indirect-compose-include"
 	RuleInterpolatedValue Rule = "interpolated-value"
+	// Preloaded service images: every assigned image is present in the
+	// local engine before the Dev Containers CLI runs.
+	RuleLocalImage Rule = "local-image-inspect"
 
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"
