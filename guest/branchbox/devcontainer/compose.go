@@ -38,6 +38,19 @@ func checkComposeModel(where string, model map[string]any) error {
 	if _, ok := model["include"]; ok {
 		return branchbox.Refuse(branchbox.RuleIndirectInclude, where+": include", "includes another Compose file; indirect includes are refused")
 	}
+	// A top-level config or secret with a file (or an environment
+	// variable) hands the guest's file or environment to a container.
+	for _, kind := range []string{"configs", "secrets"} {
+		entries, _ := model[kind].(map[string]any)
+		for _, name := range sortedKeys(entries) {
+			e, _ := entries[name].(map[string]any)
+			for _, k := range []string{"file", "environment"} {
+				if _, ok := e[k]; ok {
+					return branchbox.Refuse(branchbox.RuleIndirectInclude, fmt.Sprintf("%s: %s.%s.%s", where, kind, name, k), "reads a file or variable of the guest; indirect includes are refused")
+				}
+			}
+		}
+	}
 	services, _ := model["services"].(map[string]any)
 	for _, name := range sortedKeys(services) {
 		svc, _ := services[name].(map[string]any)

@@ -5,7 +5,8 @@
 // escape), parsed with compose-go v2 and never with a YAML parser of our
 // own. Everything the contract refuses before startup is refused here,
 // each refusal a *branchbox.RuleError naming its rule and the file: indirect
-// Compose includes (include, extends.file, env_file, label_file), any
+// Compose includes (include, extends, env_file, label_file, configs and
+// secrets read from a file or variable), any
 // interpolation ($VAR, ${VAR}; "$$" is Compose's literal dollar and stays),
 // and a service_images map that does not bind exactly the runnable
 // services, or binds one to anything but an immutable image reference.

@@ -112,6 +112,8 @@ func TestHostileRepositories(t *testing.T) {
 		{"include", map[string]string{"compose.yaml": "include:\n  - other.yaml\n" + goodCompose}, branchbox.RuleIndirectInclude, "compose.yaml: include"},
 		{"extends file", map[string]string{".devcontainer/compose.override.yaml": "services:\n  app:\n    extends:\n      file: ../base.yaml\n      service: app\n"}, branchbox.RuleIndirectInclude, "services.app.extends"},
 		{"env_file", map[string]string{".devcontainer/compose.override.yaml": "services:\n  app:\n    env_file: ../.env\n"}, branchbox.RuleIndirectInclude, "services.app.env_file"},
+		{"secret file", map[string]string{".devcontainer/compose.override.yaml": "services:\n  app:\n    secrets: [key]\nsecrets:\n  key:\n    file: /etc/shadow\n"}, branchbox.RuleIndirectInclude, "secrets.key.file"},
+		{"config environment", map[string]string{".devcontainer/compose.override.yaml": "configs:\n  c:\n    environment: TOKEN\n"}, branchbox.RuleIndirectInclude, "configs.c.environment"},
 		{"interpolated image", map[string]string{".devcontainer/compose.override.yaml": "services:\n  database:\n    image: ${DB_IMAGE}\n"}, branchbox.RuleInterpolatedValue, "services.database.image"},
 		{"interpolated bare dollar", map[string]string{".devcontainer/compose.override.yaml": "services:\n  app:\n    environment:\n      X: \"$$$HOME\"\n"}, branchbox.RuleInterpolatedValue, "services.app.environment.X"},
 		{"interpolated key", map[string]string{".devcontainer/compose.override.yaml": "services:\n  app:\n    labels:\n      ${L}: x\n"}, branchbox.RuleInterpolatedValue, "services.app.labels"},
