@@ -45,6 +45,11 @@ const (
 	// local engine before the Dev Containers CLI runs.
 	RuleLocalImage Rule = "local-image-inspect"
 
+	// The request envelope (package envelope): terminal, never retryable.
+	RuleRequestEnvelope     Rule = "request-envelope"
+	RuleRequestCapability   Rule = "request-capability"
+	RuleResponseCorrelation Rule = "response-correlation"
+
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"
 	RuleManagedLaunch     Rule = "managed-launch-version-3"
