@@ -1,46 +1,14 @@
 package engine
 
 import (
-	"archive/tar"
-	"bytes"
 	"context"
 	"os/exec"
 	"strings"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
 )
-
-// importImage starts the test engine (tests/services, as make box-test
-// does) and imports a one-file root tree as a new image (nothing can be
-// pulled here), returning its sha256: Id; the image is removed at cleanup.
-func importImage(t *testing.T) string {
-	t.Helper()
-	if out, err := exec.Command("../../../tests/services").CombinedOutput(); err != nil {
-		t.Fatalf("starting dockerd (tests/services): %v\n%s", err, out)
-	}
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	body := []byte("branchbox engine test\n")
-	if err := tw.WriteHeader(&tar.Header{Name: "hello", Mode: 0o644, Size: int64(len(body))}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tw.Write(body); err != nil {
-		t.Fatal(err)
-	}
-	if err := tw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("docker", "import", "-")
-	cmd.Stdin = &buf
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("docker import: %v", err)
-	}
-	id := strings.TrimSpace(string(out))
-	t.Cleanup(func() { _ = exec.Command("docker", "rmi", "-f", id).Run() })
-	return id
-}
 
 // TestLocalImageInspect (Contract: Preloaded service images, "A missing
 // image therefore fails the assignment instead of building or pulling"):
@@ -49,7 +17,7 @@ func importImage(t *testing.T) string {
 // digest fail by rule local-image-inspect; a mutable reference is refused
 // before the engine is asked.
 func TestLocalImageInspect(t *testing.T) {
-	id := importImage(t)
+	id := enginetest.ImportImage(t)
 	c, err := Connect()
 	if err != nil {
 		t.Fatal(err)

@@ -1,0 +1,56 @@
+// Package launch runs a managed Dev Containers launch (Contract: BranchBox
+// managed runtime manifest, "Preloaded service images"). Prepare is the
+// part before anything starts.
+package launch
+
+import (
+	"context"
+
+	"github.com/moby/moby/client"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
+)
+
+// Prepare checks everything a managed launch of assignment a needs before
+// the Dev Containers CLI may run, then writes the facade into dir
+// (absolute, BranchBox's own), in this order, each step failing closed:
+// branchbox.ManagedLaunchError; devcontainer.Load of the repository at
+// repo (the run's checked-out workspace); devcontainer.CheckServiceImages;
+// engine.CheckLocalImages of every assigned image and the port proxy
+// image; facade.Generate and facade.Write. Nothing is written unless every
+// check passed, so a missing image fails the assignment with no file for
+// the CLI to read. Errors are *branchbox.RuleError, or I/O and engine
+// errors.
+func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, repo, dir string) (*facade.Facade, error) {
+	if err := branchbox.ManagedLaunchError(a); err != nil {
+		return nil, err
+	}
+	in, err := devcontainer.Load(ctx, repo)
+	if err != nil {
+		return nil, err
+	}
+	if err := devcontainer.CheckServiceImages(a.ServiceImages, in.Project); err != nil {
+		return nil, err
+	}
+	images := map[string]string{}
+	for name, ref := range a.ServiceImages {
+		images["service_images."+name] = ref
+	}
+	if a.PortProxyImage != "" {
+		images["port_proxy_image"] = a.PortProxyImage
+	}
+	if err := engine.CheckLocalImages(ctx, c, images); err != nil {
+		return nil, err
+	}
+	f, err := facade.Generate(a, in, dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := facade.Write(f); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
