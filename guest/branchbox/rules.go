@@ -49,6 +49,10 @@ const (
 	RuleRequestEnvelope     Rule = "request-envelope"
 	RuleRequestCapability   Rule = "request-capability"
 	RuleResponseCorrelation Rule = "response-correlation"
+	// Request spools (package spool): a request file's type, owner, mode,
+	// links, size and the spool's quotas. Terminal.
+	RuleRequestFile  Rule = "request-file"
+	RuleRequestQuota Rule = "request-quota"
 
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"
