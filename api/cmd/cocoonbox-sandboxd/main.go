@@ -110,7 +110,8 @@ func serve(ctx context.Context, o options) error {
 	// No ReadTimeout or WriteTimeout: an exec or relay stream lives as long
 	// as its command; pings find a dead peer instead.
 	srv := &http.Server{Handler: mux, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
-		HTTP2:    &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter},
+		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter,
+			MaxReceiveBufferPerStream: wire.Window, MaxReceiveBufferPerConnection: wire.Window},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()

@@ -26,7 +26,7 @@ var _ sandbox.Supervisor = (*Client)(nil)
 // NewClient calls the supervisor at baseURL through httpClient, which must
 // speak HTTP/2 (see H2CClient) for the streams.
 func NewClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.ClientOption) *Client {
-	return &Client{rpc: sandboxv1connect.NewSandboxClient(httpClient, baseURL, append([]connect.ClientOption{connect.WithGRPC()}, opts...)...)}
+	return &Client{rpc: sandboxv1connect.NewSandboxClient(httpClient, baseURL, append([]connect.ClientOption{connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil)}, opts...)...)}
 }
 
 // H2CClient is an HTTP client for a cleartext HTTP/2 sandboxd: on TCP, or
@@ -40,7 +40,8 @@ func H2CClient(socket, token string, pingAfter time.Duration) *http.Client {
 	}
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
-	t := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter}}
+	t := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter,
+		MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window}}
 	if socket != "" {
 		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer

@@ -107,7 +107,7 @@ func stopDaemon() error {
 
 var seq int
 
-func boot(t *testing.T) sandbox.Machine {
+func boot(t testing.TB) sandbox.Machine {
 	t.Helper()
 	seq++
 	ctx := context.Background()
@@ -128,7 +128,7 @@ func boot(t *testing.T) sandbox.Machine {
 
 // execAll runs a command through the wire, feeding stdin, and returns its
 // stdout's length and sha256 and its exit status.
-func execAll(t *testing.T, id string, stdin []byte, args ...string) (int64, []byte, sandbox.ExitStatus) {
+func execAll(t testing.TB, id string, stdin []byte, args ...string) (int64, []byte, sandbox.ExitStatus) {
 	t.Helper()
 	p, err := client.Exec(context.Background(), id, sandbox.ExecRequest{Args: args})
 	if err != nil {
