@@ -53,6 +53,8 @@ const (
 	// links, size and the spool's quotas. Terminal.
 	RuleRequestFile  Rule = "request-file"
 	RuleRequestQuota Rule = "request-quota"
+	// The dispatcher's replay record (package replay). Terminal.
+	RuleReplay Rule = "replay-claim"
 
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"
