@@ -1,0 +1,86 @@
+package spool
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
+)
+
+// ResponsesDir is the root-owned 0755 directory the consumer reads answers in.
+const ResponsesDir = "responses"
+
+// Respond creates responses/<id>.json of the spool at dir atomically and
+// idempotently (Contract: request-spool leases, "The trusted dispatcher
+// atomically creates a correlated <request_id>.json owned by consumer_uid
+// at mode 0400, so the consumer can read but cannot replace it"): a temp
+// file in responses/, fchown and fchmod on its descriptor, fsync, then
+// renameat2 RENAME_NOREPLACE and a directory fsync. A file already there
+// with the same bytes is success (a re-run after a crash); any other is a
+// terminal refusal (rule response-correlation).
+func Respond(dir, id string, response []byte, consumerUID uint32) error {
+	name := id + ".json"
+	where := dir + "/" + ResponsesDir + "/" + name
+	sfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("spool %s: %w", dir, err)
+	}
+	defer unix.Close(sfd)
+	rfd, err := rundir.OpenBeneath(sfd, ResponsesDir, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return fmt.Errorf("spool %s: %s: %w", dir, ResponsesDir, err)
+	}
+	defer unix.Close(rfd)
+	tmp := fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())
+	fd, err := unix.Openat(rfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o400)
+	if err != nil {
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	f := os.NewFile(uintptr(fd), where)
+	_, err = f.Write(response)
+	if err == nil {
+		err = unix.Fchown(fd, int(consumerUID), -1)
+	}
+	if err == nil {
+		err = unix.Fchmod(fd, 0o400)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = unix.Renameat2(rfd, tmp, rfd, name, unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		unix.Unlinkat(rfd, tmp, 0)
+		if errors.Is(err, unix.EEXIST) {
+			return same(rfd, name, where, response)
+		}
+		return fmt.Errorf("%s: %w", where, err)
+	}
+	return unix.Fsync(rfd)
+}
+
+// same accepts an existing response only when it holds exactly response.
+func same(rfd int, name, where string, response []byte) error {
+	fd, err := rundir.OpenBeneath(rfd, name, unix.O_RDONLY|unix.O_NONBLOCK)
+	if err != nil {
+		return branchbox.Refuse(branchbox.RuleResponseCorrelation, where, "exists and cannot be opened as a regular file: %v", err)
+	}
+	f := os.NewFile(uintptr(fd), where)
+	defer f.Close()
+	got, err := io.ReadAll(io.LimitReader(f, envelope.MaxRequest+1))
+	if err != nil || !bytes.Equal(got, response) {
+		return branchbox.Refuse(branchbox.RuleResponseCorrelation, where, "already holds another response")
+	}
+	return nil
+}
