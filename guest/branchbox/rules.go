@@ -55,6 +55,8 @@ const (
 	RuleRequestQuota Rule = "request-quota"
 	// The dispatcher's replay record (package replay). Terminal.
 	RuleReplay Rule = "replay-claim"
+	// The relay's framing (package relay). Terminal.
+	RuleFraming Rule = "relay-framing"
 
 	// Version 3 workspace delegation.
 	RuleWorkspaceConsumer Rule = "workspace-consumer"

@@ -1,0 +1,93 @@
+package relay
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+)
+
+// endpoint serves one connection on a real Unix socket: it reads the
+// request to EOF (so a missing write-side EOF hangs it), hands it to
+// seen, and answers with reply (nil: never answers, holds the line).
+func endpoint(t *testing.T, reply []byte, seen chan<- []byte) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "endpoint.sock")
+	l, err := net.Listen("unix", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		got, _ := io.ReadAll(c)
+		seen <- got
+		if reply == nil {
+			time.Sleep(5 * time.Second)
+			return
+		}
+		_, _ = c.Write(reply)
+	}()
+	return path
+}
+
+// TestRelayOneFrame: the endpoint sees exactly the frame and a newline,
+// then EOF; its line comes back without the newline.
+func TestRelayOneFrame(t *testing.T) {
+	seen := make(chan []byte, 1)
+	path := endpoint(t, []byte("{\"ok\":true}\n"), seen)
+	got, err := Relay(context.Background(), path, []byte(`{"req":1}`), 5*time.Second)
+	if err != nil || string(got) != `{"ok":true}` {
+		t.Fatalf("relay: %q %v", got, err)
+	}
+	if s := <-seen; string(s) != "{\"req\":1}\n" {
+		t.Fatalf("endpoint saw %q", s)
+	}
+}
+
+// TestRelayFailures: transport failures (no endpoint, an endpoint that
+// never answers, time-bounded) wrap ErrTransport; framing failures are
+// terminal by rule relay-framing.
+func TestRelayFailures(t *testing.T) {
+	t.Run("no endpoint", func(t *testing.T) {
+		_, err := Relay(context.Background(), filepath.Join(t.TempDir(), "none.sock"), []byte(`{}`), time.Second)
+		if !errors.Is(err, ErrTransport) {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("never answers", func(t *testing.T) {
+		start := time.Now()
+		_, err := Relay(context.Background(), endpoint(t, nil, make(chan []byte, 1)), []byte(`{}`), 300*time.Millisecond)
+		if !errors.Is(err, ErrTransport) || time.Since(start) > 3*time.Second {
+			t.Fatalf("got %v after %v", err, time.Since(start))
+		}
+	})
+	for name, reply := range map[string][]byte{
+		"no newline": []byte(`{"ok":true}`),
+		"too large":  append(bytes.Repeat([]byte("x"), 256<<10+1), '\n'),
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := Relay(context.Background(), endpoint(t, reply, make(chan []byte, 1)), []byte(`{}`), 5*time.Second)
+			if branchbox.RuleOf(err) != branchbox.RuleFraming || errors.Is(err, ErrTransport) {
+				t.Fatalf("got %v, want rule %s", err, branchbox.RuleFraming)
+			}
+		})
+	}
+	t.Run("newline in the request", func(t *testing.T) {
+		_, err := Relay(context.Background(), "/nonexistent", []byte("{}\n{}"), time.Second)
+		if branchbox.RuleOf(err) != branchbox.RuleFraming || !strings.Contains(err.Error(), "newline") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
