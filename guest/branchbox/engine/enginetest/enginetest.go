@@ -24,7 +24,8 @@ func services() string {
 // pulled here), returning its sha256: Id; the image is removed at cleanup.
 func ImportImage(t *testing.T) string {
 	t.Helper()
-	if out, err := exec.Command(services()).CombinedOutput(); err != nil {
+	// Serialized: packages testing in parallel must not start two dockerd.
+	if out, err := exec.Command("flock", "-o", "/tmp/cocoonbox-dockerd-start.lock", services()).CombinedOutput(); err != nil {
 		t.Fatalf("starting dockerd (tests/services): %v\n%s", err, out)
 	}
 	var buf bytes.Buffer
