@@ -78,7 +78,8 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "close:", err)
 		code = 1
 	}
-	os.RemoveAll(filepath.Join(testRoot, "state"))
+	// The state and the test's image catalog (links, and v2 as hard links).
+	os.RemoveAll(testRoot)
 	return code
 }
 
