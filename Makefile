@@ -11,6 +11,7 @@ LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(RE
 IMAGE := out/images/cbdesk-v$(VERSION)-$(TIER)
 # The desk tier's image, which `make test` builds beside $(IMAGE) for tests/desk.
 DESK_IMAGE := out/images/cbdesk-v$(VERSION)-desk
+TIERS := $(basename $(notdir $(wildcard image/tiers/*.packages)))
 HELPERS := $(notdir $(wildcard guest/cmd/*))
 # How long each fuzz target runs inside `make test`.
 FUZZTIME ?= 4s
@@ -19,13 +20,18 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # fails saying why instead of skipping (internal/testenv).
 export COCOONBOX_NO_SKIP := 1
 
-.PHONY: help setup proto check-image check-desk-image build image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
+# The packages' version; empty takes it from git (image/deb: a dirty tree
+# is refused).
+DEB_VERSION ?=
+
+.PHONY: help setup proto check-image check-desk-image build deb image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
 	@echo 'make demo    build, boot a cbdesk box (desk tier; TIER=base for base), act as sandboxd and the api, print a report'
 	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing'
 	@echo 'make build   the static helpers into out/bin (version-stamped)'
+	@echo 'make deb     out/cocoonbox-guest_<version>_amd64.deb and cocoonbox-desk (DEB_VERSION=..., default from git)'
 	@echo 'make image   cbdesk:v$$VERSION of $$TIER (base|desk) into out/images'
 	@echo 'make box     boot a box of the image and leave it running (TIER=desk: the desktop, VNC on 127.0.0.1:5900;'
 	@echo '             PERSISTENT=DIR keeps its root, NAME=... another machine name)'
@@ -64,6 +70,12 @@ build:
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
 	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
+
+# The guest set as Debian packages, one per tier. DEB_VERSION reaches
+# image/deb through the environment, as VERSION reaches check-image.
+deb: export CB_DEB_VERSION := $(DEB_VERSION)
+deb: build
+	@for t in $(TIERS); do image/deb --tier "$$t" $${CB_DEB_VERSION:+--version "$$CB_DEB_VERSION"} --out out || exit; done
 
 image: check-image build
 	image/build --version '$(VERSION)' --tier '$(TIER)' --bin out/bin --out out/images --rev '$(REV)'

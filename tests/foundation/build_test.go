@@ -125,23 +125,22 @@ func names(entries []os.DirEntry) []string {
 	return n
 }
 
-// Every directory image/provision copies from the repository exists,
-// unless its line says "# optional": sync skips a missing source, so a
-// misnamed one went unseen (issue 18, item 8: provision copied an
-// image/rootfs that never existed).
-func TestProvisionCopiesOnlySourcesThatExist(t *testing.T) {
+// Every directory image/stage copies from the repository (for the
+// packages and image/provision) exists, unless its line says "# optional"
+// (issue 18, item 8: provision copied an image/rootfs that never existed).
+func TestStageCopiesOnlySourcesThatExist(t *testing.T) {
 	root, err := box.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(filepath.Join(root, "image/provision"))
+	data, err := os.ReadFile(filepath.Join(root, "image/stage"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
 	for _, line := range strings.Split(string(data), "\n") {
 		f := strings.Fields(line)
-		if len(f) < 3 || f[0] != "sync" || strings.Contains(line, "# optional") {
+		if len(f) < 3 || f[0] != "copy" || strings.Contains(line, "# optional") {
 			continue
 		}
 		src := strings.Trim(f[1], `"`)
@@ -151,10 +150,10 @@ func TestProvisionCopiesOnlySourcesThatExist(t *testing.T) {
 		}
 		n++
 		if fi, err := os.Stat(filepath.Join(root, src)); err != nil || !fi.IsDir() {
-			t.Errorf("image/provision copies %s, which is no directory of the repository (%v)", src, err)
+			t.Errorf("image/stage copies %s, which is no directory of the repository (%v)", src, err)
 		}
 	}
 	if n == 0 {
-		t.Fatal("found no sync line in image/provision: the test reads it wrong")
+		t.Fatal("found no copy line in image/stage: the test reads it wrong")
 	}
 }

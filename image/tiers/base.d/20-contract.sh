@@ -5,6 +5,8 @@
 # come from base.rootfs/, units/ and polkit/. Idempotent: each write below
 # happens only when the content, owner or mode differs, so a second run
 # changes nothing (not even an mtime).
+# purge: /etc/cocoonbox/desk.env
+# purge: /var/lib/systemd/linger/user
 root=$1
 say() { printf '20-contract.sh: %s\n' "$*" >&2; }
 die() { say "error: $*"; exit 1; }

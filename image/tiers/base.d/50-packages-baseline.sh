@@ -5,6 +5,7 @@
 # replaced only when its content would change.
 # (Runs after the tier's packages are in the root: the layer installs them.
 # A later step that apt-installs more would have to run this again.)
+# purge: /etc/cocoonbox/packages.baseline
 root=$1
 dest=$root/etc/cocoonbox/packages.baseline
 install -d -m 0755 "$root/etc/cocoonbox"
