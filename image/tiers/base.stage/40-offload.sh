@@ -1,6 +1,8 @@
 # Contract: Offload. What the box side needs from npm, pinned by sha256
-# (image/npm-fetch), and the box packer on PATH. Idempotent: install -C and
-# the version checks write only what differs.
+# (image/npm-fetch). (cocoonbox-agent is on PATH by image/manifest.) Idempotent: install -C and
+# the version checks write only what differs. A stage step (image/stage
+# runs it on the staged tree, $1, at build time): what it fetches is part
+# of the package, the box never fetches it.
 #
 # - mise, the environment step's tool manager: a native executable inside
 #   @jdxcode/mise-linux-x64 (the @jdxcode/mise wrapper only runs npm to
@@ -18,6 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 tgz=$(fetch @jdxcode/mise-linux-x64 2026.9.15 b51f2463bc4fcdc3b0959b1454792f64be3612e73d856cbca4a062e39e070e74)
 tar -xzf "$tgz" -C "$tmp" package/bin/mise
+install -d -m 0755 "$root/usr/local/bin"
 install -C -m 0755 -o 0 -g 0 "$tmp/package/bin/mise" "$root/usr/local/bin/mise"
 
 NPM_VERSION=10.9.9
@@ -35,5 +38,3 @@ for b in npm npx; do
 		ln -sfn "/usr/local/lib/npm/bin/$b-cli.js" "$root/usr/local/bin/$b"
 done
 
-[ "$(readlink "$root/usr/local/bin/cocoonbox-agent" 2>/dev/null)" = /usr/local/lib/cocoonbox/cocoonbox-agent ] ||
-	ln -sfn /usr/local/lib/cocoonbox/cocoonbox-agent "$root/usr/local/bin/cocoonbox-agent"
