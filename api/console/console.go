@@ -4,7 +4,7 @@
 // Devices page, the sign-in's consent page) link into.
 //
 // Contract: Browser sign-in and device tokens (the console, the personal
-// token); the sections whose tables were lost are built as the README says.
+// token); the sections whose tables were lost are built as docs/api.md says.
 package console
 
 import (

@@ -6,8 +6,8 @@
 //
 // Contract: Boxes (api) ↔ sandboxd. The contract lost that section's table;
 // this package and its wire form (api/proto/cocoonbox/sandbox/v1, served and
-// spoken by package wire) are the definition, written down in the README's
-// section of the same name. Two supervisors implement it: package local
+// spoken by package wire) are the definition, written down in docs/boxes.md
+// (the section of the same name). Two supervisors implement it: package local
 // (systemd-nspawn on this host, the embedded default) and wire.Client (a
 // cocoonbox-sandboxd daemon reached over connect-go).
 //

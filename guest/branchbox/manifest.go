@@ -2,8 +2,8 @@ package branchbox
 
 // Assignment is the orchestrator-owned, versioned manifest BranchBox runs
 // (Contract: Managed runtime manifest v2, and its version 1 and 3 rules).
-// Its JSON form is the file's; the README's "BranchBox" section documents
-// every field. Obtain one with Parse, which also validates it.
+// Its JSON form is the file's; docs/branchbox.md and this
+// package's README.md document every field. Obtain one with Parse, which also validates it.
 type Assignment struct {
 	// Version is "1", "2" or "3", a JSON string.
 	Version string `json:"version"`

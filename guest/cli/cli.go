@@ -1,7 +1,7 @@
 // Package cli is the command-line convention every cocoonbox helper
 // follows, so that the api, sandboxd, systemd units and an admin at a
 // terminal read every helper the same way (DESIGN: "Exit codes mean
-// something and are documented"; README: "Exit codes"):
+// something and are documented"; docs/conventions.md: "Exit codes"):
 //
 //   - a usage error exits 2 (Usage) with one line naming the fault and the
 //     usage on stderr;
@@ -37,7 +37,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
-// Exit codes, the same meaning in every helper (the README's table). The
+// Exit codes, the same meaning in every helper (docs/conventions.md's table). The
 // numbers between 64 and 78 are sysexits(3)'s.
 const (
 	// OK: done, or nothing to do.

@@ -66,34 +66,34 @@ func TestNilFlagSetStillKnowsHelpAndVersion(t *testing.T) {
 	}
 }
 
-// The numbers are a published interface (the README's table, the units'
+// The numbers are a published interface (docs/conventions.md's table, the units'
 // RestartPreventExitStatus=): they never change.
 func TestExitCodesAreTheDocumentedNumbers(t *testing.T) {
 	got := []int{OK, Failed, Usage, Invalid, NoInput, Unavailable, Unsafe, IO, TryLater}
 	want := []int{0, 1, 2, 65, 66, 69, 73, 74, 75}
 	for i := range want {
 		if got[i] != want[i] {
-			t.Errorf("exit code %d is %d; the README's table says %d", i, got[i], want[i])
+			t.Errorf("exit code %d is %d; docs/conventions.md's table says %d", i, got[i], want[i])
 		}
 	}
 }
 
-// The README's one exit-code table names every code, so an admin and the
+// docs/conventions.md's one exit-code table names every code, so an admin and the
 // api read the same meanings the code has.
-func TestREADMETableListsEveryExitCode(t *testing.T) {
-	data, err := os.ReadFile("../../README.md")
+func TestConventionsTableListsEveryExitCode(t *testing.T) {
+	data, err := os.ReadFile("../../docs/conventions.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, table, ok := strings.Cut(string(data), "### Exit codes\n")
+	_, table, ok := strings.Cut(string(data), "\n## Exit codes\n")
 	if !ok {
-		t.Fatal(`README.md has no "### Exit codes" section`)
+		t.Fatal(`docs/conventions.md has no "## Exit codes" section`)
 	}
 	table, _, _ = strings.Cut(table, "\n#")
 	for name, code := range map[string]int{"OK": OK, "Failed": Failed, "Usage": Usage, "Invalid": Invalid,
 		"NoInput": NoInput, "Unavailable": Unavailable, "Unsafe": Unsafe, "IO": IO, "TryLater": TryLater} {
 		if row := fmt.Sprintf("| %d | `%s` |", code, name); !strings.Contains(table, row) {
-			t.Errorf("README's exit-code table lacks the row %q", row)
+			t.Errorf("docs/conventions.md's exit-code table lacks the row %q", row)
 		}
 	}
 }

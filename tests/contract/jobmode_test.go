@@ -28,8 +28,8 @@ func mainPIDs(t *testing.T, b *box.Box) map[string]string {
 // isolate, which would stop every other unit, is refused by systemd itself
 // because the session unit does not set AllowIsolate=; flush stops no unit
 // (every steady unit keeps its process). What flush does do, and no rule
-// can refuse, is cancel jobs still queued for other units (the README's
-// "Desktop restart" says so).
+// can refuse, is cancel jobs still queued for other units (docs/contract.md,
+// "Desktop restart", says so).
 func TestDesktopRestartCbagentJobModesStopNothingElse(t *testing.T) {
 	t.Parallel()
 	b := box.Boot(t, box.Options{})

@@ -1,7 +1,7 @@
 // Command branchbox is the BranchBox in-guest runtime (Contract: BranchBox
 // managed runtime manifest): it checks an orchestrator's assignment,
 // materializes it, starts a provider for a consumer and tears it down.
-// The usage text below is its manual; the README's "BranchBox" section has
+// The usage text below is its manual; docs/branchbox.md has
 // the JSON of every verb.
 package main
 

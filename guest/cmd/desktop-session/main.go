@@ -19,7 +19,7 @@
 //	                           open (its session-restore='always' reopens its
 //	                           documents) and it is not running yet.
 //
-// Exit codes (package cli, the README's table): 0 done (also: nothing to
+// Exit codes (package cli, docs/conventions.md's table): 0 done (also: nothing to
 // adopt, Mousepad not to reopen); 2 bad usage; 1 failure (logged). start does not return once
 // xfce4-session runs; it exits 1 only when it cannot exec it.
 package main

@@ -17,7 +17,7 @@
 // A refused file or name is logged (MESSAGE_ID hostname-refused) and the
 // hostname stays as it was.
 //
-// Exit codes of a single run (package cli, the README's table; --watch logs each run's outcome and goes
+// Exit codes of a single run (package cli, docs/conventions.md's table; --watch logs each run's outcome and goes
 // on; it exits 75 only when the watch fails):
 //
 //	0   done (also: no identity file yet, nothing to do)

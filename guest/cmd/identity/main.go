@@ -6,7 +6,7 @@
 //	identity show --hostname         print the hostname the record maps to
 //
 // The api runs `identity write` through sandboxd at every boot and wake.
-// Exit codes (package cli, the README's table):
+// Exit codes (package cli, docs/conventions.md's table):
 //
 //	0   done
 //	2   usage: unknown command or option

@@ -13,7 +13,7 @@
 // Without --watch it restarts journald once when the id differs from
 // --since (for an admin).
 //
-// Exit codes (package cli, the README's table): 0 done; 2 usage; 65 the
+// Exit codes (package cli, docs/conventions.md's table): 0 done; 2 usage; 65 the
 // file holds no valid machine id (32 lower-case hex digits; empty is "not
 // yet", not an error); 74 journald could not be restarted; 75 (--watch) the
 // watch failed, systemd starts the service again.

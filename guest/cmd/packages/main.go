@@ -7,7 +7,7 @@
 //	packages reconcile   run by cocoonbox-packages.service at every desktop
 //	                     start: installs the listed packages this machine lacks.
 //
-// Exit codes of reconcile (package cli, the README's table): 0 nothing
+// Exit codes of reconcile (package cli, docs/conventions.md's table): 0 nothing
 // missing or all installed; 75 the dpkg lock stayed held past the lock
 // timeout, or apt-get update failed (try again later: the unit retries);
 // 1 a listed package failed to install, or the list is unsafe or

@@ -5,7 +5,7 @@
 //
 // Contract: Desktop session save.
 //
-// Exit codes (package cli, the README's table):
+// Exit codes (package cli, docs/conventions.md's table):
 //
 //	0   saved
 //	2   bad usage

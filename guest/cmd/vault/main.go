@@ -7,7 +7,7 @@
 //
 // Contract: Box API keys.
 //
-// Exit codes of a single run (package cli, the README's table): 0
+// Exit codes of a single run (package cli, docs/conventions.md's table): 0
 // rendered, or nothing to do (no claim env file yet); 65 the claim env file
 // is unreadable or unparsable (the last good render stays; a retry of the
 // same file fails again); 73 the vault directory's parent is missing (a
