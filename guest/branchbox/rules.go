@@ -44,6 +44,11 @@ const (
 	// Preloaded service images: every assigned image is present in the
 	// local engine before the Dev Containers CLI runs.
 	RuleLocalImage Rule = "local-image-inspect"
+	// Security contract: the final Docker inspection of the primary
+	// container (mounts, seccomp) and its provider user (id -u is the
+	// signed consumer_uid, never root). Any difference tears down.
+	RuleFinalInspection Rule = "final-inspection"
+	RuleProviderUser    Rule = "provider-user"
 
 	// The request envelope (package envelope): terminal, never retryable.
 	RuleRequestEnvelope     Rule = "request-envelope"
@@ -53,6 +58,8 @@ const (
 	// links, size and the spool's quotas. Terminal.
 	RuleRequestFile  Rule = "request-file"
 	RuleRequestQuota Rule = "request-quota"
+	// A spool volume BranchBox initializes must be fresh and empty.
+	RuleRequestSpool Rule = "request-spool"
 	// The dispatcher's replay record (package replay). Terminal.
 	RuleReplay Rule = "replay-claim"
 	// The relay's framing (package relay). Terminal.
