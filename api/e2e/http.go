@@ -15,6 +15,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
 // Console is a console session of one user, as a browser keeps it (a cookie jar).
@@ -97,29 +98,7 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 // Account is an Account client calling endpoint with token over gRPC (h2c),
 // as grpcurl -plaintext would.
 func Account(endpoint, token string) controlv1connect.AccountClient {
-	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer(token)))
-}
-
-// bearer puts the token on every call, unary and streaming.
-type bearer string
-
-func (b bearer) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
-	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-		req.Header().Set("Authorization", "Bearer "+string(b))
-		return next(ctx, req)
-	}
-}
-
-func (b bearer) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
-	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
-		conn := next(ctx, spec)
-		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
-		return conn
-	}
-}
-
-func (b bearer) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return next
+	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(tokens.Bearer(token)))
 }
 
 // h2cClient speaks cleartext HTTP/2, as gRPC clients do on a plaintext port.

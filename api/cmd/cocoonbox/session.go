@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/cliconfig"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
 // DefaultEndpoint is the api of `cocoonbox-api serve` with no config.
@@ -78,13 +78,7 @@ func (s *state) account() (controlv1connect.AccountClient, error) {
 
 // accountWith is the Account service of the endpoint, called with token.
 func (s *state) accountWith(token string) controlv1connect.AccountClient {
-	bearer := connect.UnaryInterceptorFunc(func(next connect.UnaryFunc) connect.UnaryFunc {
-		return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
-			req.Header().Set("Authorization", "Bearer "+token)
-			return next(ctx, req)
-		}
-	})
-	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer))
+	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(tokens.Bearer(token)))
 }
 
 // explain turns an Account call's error into what went wrong and what to do.

@@ -1,0 +1,34 @@
+package tokens
+
+import (
+	"context"
+
+	"connectrpc.com/connect"
+)
+
+// Bearer is the client's side of the token check: an interceptor that puts
+// token on every call a connect client makes, unary or streaming
+// (Boxes.Events, Session.Exec), as Authorization: Bearer <token>.
+func Bearer(token string) connect.Interceptor { return bearerInterceptor(token) }
+
+type bearerInterceptor string
+
+func (b bearerInterceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
+	return func(ctx context.Context, req connect.AnyRequest) (connect.AnyResponse, error) {
+		req.Header().Set("Authorization", "Bearer "+string(b))
+		return next(ctx, req)
+	}
+}
+
+func (b bearerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc) connect.StreamingClientFunc {
+	return func(ctx context.Context, spec connect.Spec) connect.StreamingClientConn {
+		conn := next(ctx, spec)
+		conn.RequestHeader().Set("Authorization", "Bearer "+string(b))
+		return conn
+	}
+}
+
+// WrapStreamingHandler leaves a handler alone: Bearer is a client's.
+func (b bearerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
+	return next
+}
