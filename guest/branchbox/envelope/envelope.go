@@ -114,6 +114,23 @@ func (r *Request) Canonical() []byte {
 	return out
 }
 
+// Frame is the request as relayed to the endpoint: the seven fields in
+// envelope order, compact, with the spool's capability (which authorizes
+// the request to the endpoint; Canonical leaves it out of the replay
+// record). No newline: the relay adds the frame's one.
+func (r *Request) Frame(capability []byte) []byte {
+	out, _ := json.Marshal(struct {
+		Version    string          `json:"version"`
+		RunID      string          `json:"run_id"`
+		LeaseID    string          `json:"lease_id"`
+		Consumer   string          `json:"consumer"`
+		RequestID  string          `json:"request_id"`
+		Capability string          `json:"capability"`
+		Payload    json.RawMessage `json:"payload"`
+	}{r.Version, r.RunID, r.LeaseID, r.Consumer, r.RequestID, string(capability), r.Payload})
+	return out
+}
+
 // Fingerprint is the lowercase hex SHA-256 of Canonical.
 func (r *Request) Fingerprint() string {
 	sum := sha256.Sum256(r.Canonical())

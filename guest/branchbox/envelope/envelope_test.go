@@ -127,3 +127,14 @@ func FuzzParseRequest(f *testing.F) {
 		}
 	})
 }
+
+// TestFrameCarriesTheCapability: the relayed frame is the request with the
+// capability, one line, and parses back to the same canonical request.
+func TestFrameCarriesTheCapability(t *testing.T) {
+	r, _ := ParseRequest([]byte(goodRequest), binding)
+	frame := r.Frame(binding.Capability)
+	back, err := ParseRequest(frame, binding)
+	if err != nil || string(back.Canonical()) != string(r.Canonical()) || strings.ContainsAny(string(frame), "\n\r") {
+		t.Fatalf("frame %s: %v", frame, err)
+	}
+}

@@ -75,7 +75,7 @@ func Lock(dir, id string) (func(), error) {
 //
 // Refusals are *branchbox.RuleError (rule replay-claim).
 func Claim(dir string, req *envelope.Request, policy string) (*Record, error) {
-	prev, err := load(dir, req.RequestID)
+	prev, err := Lookup(dir, req.RequestID)
 	if err != nil {
 		return nil, err
 	}
@@ -112,8 +112,9 @@ func store(dir, id string, rec *Record) error {
 	return nil
 }
 
-// load reads dir/<id>.json without following symlinks; missing is nil.
-func load(dir, id string) (*Record, error) {
+// Lookup reads the record of id (dir/<id>.json, opened without following
+// symlinks); none is nil, nil. A record that is not JSON is an error.
+func Lookup(dir, id string) (*Record, error) {
 	fd, err := rundir.OpenPath(filepath.Join(dir, id+".json"), unix.O_RDONLY)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil

@@ -1,0 +1,159 @@
+package dispatch
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
+)
+
+// TestDispatchRoundTrip (Contract: the dispatcher): a finalized request
+// reaches the endpoint once, as one frame with the capability and a
+// newline; the response comes back 0400 of consumer_uid; a second dispatch
+// of the id returns the cached response without contacting the endpoint.
+func TestDispatchRoundTrip(t *testing.T) {
+	e := newEndpoint(t, nil)
+	s := testSpool(t, e.path, "")
+	write(t, s, "artifact-delivery", request("artifact-delivery", `{"it's": "$${x}"}`))
+	res, err := Dispatch(context.Background(), s, "artifact-delivery", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if frame := <-e.got; string(frame) != string(request("artifact-delivery", `{"it's":"$${x}"}`))+"\n" {
+		t.Fatalf("the endpoint saw %q", frame)
+	}
+	st, err := os.Lstat(res.Response)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Mode() != 0o400 || st.Sys().(*syscall.Stat_t).Uid != consumer {
+		t.Fatalf("response mode %v uid %d", st.Mode(), st.Sys().(*syscall.Stat_t).Uid)
+	}
+	body, _ := os.ReadFile(res.Response)
+	if !strings.Contains(string(body), `"payload":{"echo":{"it's":"$${x}"}}`) || strings.Contains(string(body), capability) {
+		t.Fatalf("response %s", body)
+	}
+	again, err := Dispatch(context.Background(), s, "artifact-delivery", time.Second)
+	if err != nil || !again.Cached || e.count() != 1 {
+		t.Fatalf("second dispatch: %+v %v, endpoint saw %d", again, err, e.count())
+	}
+	if rec, _ := os.ReadFile(filepath.Join(s.Ledger, "artifact-delivery.json")); strings.Contains(string(rec), capability) {
+		t.Fatalf("the replay record holds the capability: %s", rec)
+	}
+}
+
+// TestDispatchWaitsForTheRequest: nothing pending within the window is
+// the retryable not-pending; a request finalized while the dispatcher
+// waits is dispatched (the wait is on inotify, not a timer).
+func TestDispatchWaitsForTheRequest(t *testing.T) {
+	e := newEndpoint(t, nil)
+	s := testSpool(t, e.path, "")
+	if _, err := Dispatch(context.Background(), s, "later", 200*time.Millisecond); !errors.Is(err, spool.ErrNotPending) {
+		t.Fatalf("got %v, want not-pending", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		_, err := Dispatch(context.Background(), s, "later", time.Minute)
+		done <- err
+	}()
+	write(t, s, "later", request("later", `{}`))
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDispatchBadInput (Bad input): each case terminal or retryable as
+// the contract says, and nothing in responses/.
+func TestDispatchBadInput(t *testing.T) {
+	reply := func(line string) func([]byte) []byte { return func([]byte) []byte { return []byte(line) } }
+	cases := []struct {
+		name   string
+		answer func(e *endpoint) func([]byte) []byte
+		policy string
+		setup  func(t *testing.T, s *Spool)
+		rule   branchbox.Rule // "" with retry: ErrRetryLater
+		retry  bool
+	}{
+		{name: "symlinked request", setup: func(t *testing.T, s *Spool) {
+			os.Symlink("/etc/shadow", filepath.Join(s.Dir, spool.RequestsDir, "r.json"))
+		}, rule: branchbox.RuleRequestFile},
+		{name: "0644 request", setup: func(t *testing.T, s *Spool) {
+			os.Chmod(write(t, s, "r", request("r", `{}`)), 0o644)
+		}, rule: branchbox.RuleRequestFile},
+		{name: "hard-linked request", setup: func(t *testing.T, s *Spool) {
+			os.Link(write(t, s, "r", request("r", `{}`)), filepath.Join(s.Dir, spool.RequestsDir, "other"))
+		}, rule: branchbox.RuleRequestFile},
+		{name: "over 256 KiB", setup: func(t *testing.T, s *Spool) {
+			write(t, s, "r", request("r", `{"x":"`+strings.Repeat("x", 256<<10)+`"}`))
+		}, rule: branchbox.RuleRequestQuota},
+		{name: "17th pending", setup: func(t *testing.T, s *Spool) {
+			for i := range spool.MaxPending {
+				write(t, s, string(rune('a'+i)), request(string(rune('a'+i)), `{}`))
+			}
+			write(t, s, "r", request("r", `{}`))
+		}, rule: branchbox.RuleRequestQuota},
+		{name: "extra top-level field", setup: func(t *testing.T, s *Spool) {
+			write(t, s, "r", []byte(strings.Replace(string(request("r", `{}`)), `"payload"`, `"extra":1,"payload"`, 1)))
+		}, rule: branchbox.RuleRequestEnvelope},
+		{name: "wrong capability", setup: func(t *testing.T, s *Spool) {
+			write(t, s, "r", []byte(strings.Replace(string(request("r", `{}`)), capability, "guessed", 1)))
+		}, rule: branchbox.RuleRequestCapability},
+		{name: "response with another request id", answer: func(*endpoint) func([]byte) []byte {
+			return reply(`{"version":"1","run_id":"run-demo","lease_id":"delivery_requests","consumer":"coding-agent","request_id":"other","payload":{}}` + "\n")
+		}, rule: branchbox.RuleResponseCorrelation},
+		{name: "non-JSON frame", answer: func(*endpoint) func([]byte) []byte { return reply("ok, done\n") }, rule: branchbox.RuleRequestEnvelope},
+		{name: "frame without newline", answer: func(*endpoint) func([]byte) []byte { return reply(`{}`) }, rule: branchbox.RuleFraming},
+		{name: "endpoint never answers, no replay policy", answer: func(e *endpoint) func([]byte) []byte { return e.hold }, rule: branchbox.RuleReplay},
+		{name: "endpoint never answers, exact replay", answer: func(e *endpoint) func([]byte) []byte { return e.hold }, policy: branchbox.ReplayExactDigest, retry: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEndpoint(t, nil)
+			if c.answer != nil {
+				e.answer = c.answer(e)
+			}
+			s := testSpool(t, e.path, c.policy)
+			s.RelayTimeout = 300 * time.Millisecond
+			if c.setup != nil {
+				c.setup(t, s)
+			} else {
+				write(t, s, "r", request("r", `{}`))
+			}
+			_, err := Dispatch(context.Background(), s, "r", time.Second)
+			switch {
+			case c.retry && !errors.Is(err, ErrRetryLater):
+				t.Fatalf("got %v, want the retryable %v", err, ErrRetryLater)
+			case !c.retry && (branchbox.RuleOf(err) != c.rule || errors.Is(err, spool.ErrNotPending) || errors.Is(err, ErrRetryLater)):
+				t.Fatalf("got %v, want the terminal rule %s", err, c.rule)
+			}
+			if got := responses(t, s); len(got) != 0 {
+				t.Fatalf("responses/ holds %v after a refusal", got)
+			}
+		})
+	}
+}
+
+// TestChangedRequestSameIDTerminal (Contract: "changed or malformed
+// same-ID requests remain terminal"), even under exact replay.
+func TestChangedRequestSameIDTerminal(t *testing.T) {
+	e := newEndpoint(t, nil)
+	s := testSpool(t, e.path, branchbox.ReplayExactDigest)
+	write(t, s, "r", request("r", `{"a":1}`))
+	if _, err := Dispatch(context.Background(), s, "r", 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	write(t, s, "r", request("r", `{"a":2}`))
+	if _, err := Dispatch(context.Background(), s, "r", 5*time.Second); branchbox.RuleOf(err) != branchbox.RuleReplay {
+		t.Fatalf("got %v, want rule %s", err, branchbox.RuleReplay)
+	}
+	if e.count() != 1 {
+		t.Fatalf("the endpoint saw %d frames", e.count())
+	}
+}
