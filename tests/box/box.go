@@ -20,10 +20,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
 // Options says which image to boot and how.
@@ -47,7 +48,7 @@ type Box struct {
 	Name    string
 	opts    Options
 	cmd     *exec.Cmd
-	cgroups []string // the box's own cgroups (cgroup.go)
+	cgroups nspawn.Cgroups
 	exited  chan struct{}
 	exitErr error
 	leader  int
@@ -107,16 +108,13 @@ func (b *Box) launch(ctx context.Context) error {
 		return err
 	}
 	b.Console = console.Name()
-	if b.cgroups == nil {
-		if b.cgroups, err = boxCgroups(b.Name); err != nil {
+	if b.cgroups.Dirs == nil {
+		if b.cgroups, err = nspawn.MakeCgroups("cocoonbox-" + b.Name); err != nil {
 			console.Close()
 			return err
 		}
 	}
-	// The shell moves itself into the box's cgroups, then becomes nspawn.
-	script := `for d in $COCOONBOX_BOX_CGROUPS; do echo $$ >"$d/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"`
-	b.cmd = exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
-	b.cmd.Env = append(os.Environ(), "COCOONBOX_BOX_CGROUPS="+strings.Join(b.cgroups, " "))
+	b.cmd = nspawn.JoinCommand(b.cgroups.Dirs, os.Environ(), "systemd-nspawn", args...)
 	b.cmd.Stdout, b.cmd.Stderr = console, console
 	// Its own process group, so a test binary's Ctrl-C does not reach it
 	// before Stop does.
@@ -135,7 +133,7 @@ func (b *Box) launch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	if err := b.waitRunning(ctx); err != nil {
-		tail := b.consoleTail(40)
+		tail := nspawn.ConsoleTail(b.Console, 40)
 		b.Stop()
 		return fmt.Errorf("box %s did not boot: %w\nconsole:\n%s", b.Name, err, tail)
 	}
@@ -156,7 +154,7 @@ func (b *Box) waitRunning(ctx context.Context) error {
 		case <-tick.C:
 		}
 		if b.leader == 0 {
-			b.leader = findLeader(b.cmd.Process.Pid)
+			b.leader = nspawn.Leader(b.cmd.Process.Pid)
 			continue
 		}
 		out, _ := b.Run("systemctl", "is-system-running", "--wait")
@@ -165,26 +163,6 @@ func (b *Box) waitRunning(ctx context.Context) error {
 			return nil
 		}
 	}
-}
-
-// findLeader returns the box's PID 1 as the host sees it: the child of
-// systemd-nspawn (its subreaper) that lives in another PID namespace.
-func findLeader(nspawn int) int {
-	self, _ := os.Readlink("/proc/self/ns/pid")
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawn, nspawn))
-	if err != nil {
-		return 0
-	}
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-		if err == nil && ns != self {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
-				return pid
-			}
-		}
-	}
-	return 0
 }
 
 // Leader is the host PID of the box's PID 1, for `nsenter -t PID -a`.
@@ -201,7 +179,7 @@ func (b *Box) Stop() {
 	}
 	select {
 	case <-b.exited:
-		removeCgroups(b.cgroups)
+		b.cgroups.Remove()
 		return
 	default:
 	}
@@ -212,7 +190,7 @@ func (b *Box) Stop() {
 		_ = syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL)
 		<-b.exited
 	}
-	removeCgroups(b.cgroups)
+	b.cgroups.Remove()
 }
 
 // Reboot reboots a persistent box from inside (`systemctl reboot`) and
@@ -230,18 +208,9 @@ func (b *Box) Reboot(ctx context.Context) error {
 		return errors.New("box did not go down within 60 s of systemctl reboot")
 	}
 	b.leader = 0
-	removeCgroups(b.cgroups)
-	b.cgroups = nil
+	b.cgroups.Remove()
+	b.cgroups = nspawn.Cgroups{}
 	return b.launch(ctx)
-}
-
-func (b *Box) consoleTail(n int) string {
-	data, _ := os.ReadFile(b.Console)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }
 
 // Diagnostics returns what an admin would look at first: the units that

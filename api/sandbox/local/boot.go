@@ -3,17 +3,17 @@ package local
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,9 +69,13 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		undo()
 		return err
 	}
-	if r.cg, err = makeCgroups("cbsbx-" + m.ID); err != nil {
+	if r.cg, err = nspawn.MakeCgroups("cbsbx-" + m.ID); err != nil {
 		undo()
 		return err
+	}
+	if r.cg.Unified == "" {
+		undo()
+		return errors.New("no cgroup2 hierarchy: hibernation needs cgroup.freeze")
 	}
 	egressDir := filepath.Join(m.dir, "egress")
 	if err := os.MkdirAll(egressDir, 0o755); err != nil {
@@ -95,10 +99,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		undo()
 		return err
 	}
-	// The shell moves itself into the box's cgroups, then becomes nspawn.
-	script := `for d in $COCOONBOX_CGROUPS; do echo $$ >"$d/cgroup.procs" || exit 1; done; exec systemd-nspawn "$@"`
-	cmd := exec.Command("/bin/sh", append([]string{"-c", script, "sh"}, args...)...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "COCOONBOX_CGROUPS=" + strings.Join(r.cg.dirs, " ")}
+	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "systemd-nspawn", args...)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own process group: a signal to the supervisor's group does not
 	// reach the box before Delete or Close does.
@@ -115,14 +116,14 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		console.Close()
 		close(r.exited)
 	}()
-	if err := s.writeCrashRecord(crashRecord{ID: m.ID, NSpawn: cmd.Process.Pid, Root: filepath.Join(m.dir, "root"), Link: r.link, Cgroups: r.cg.dirs, Unified: r.cg.unified}); err != nil {
+	if err := s.writeCrashRecord(crashRecord{ID: m.ID, NSpawn: cmd.Process.Pid, Root: filepath.Join(m.dir, "root"), Link: r.link, Cgroups: r.cg.Dirs, Unified: r.cg.Unified}); err != nil {
 		undo()
 		return err
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
 	defer cancel()
 	if err := s.waitRunning(ctx, r); err != nil {
-		tail := consoleTail(filepath.Join(m.dir, "console.log"), 30)
+		tail := nspawn.ConsoleTail(filepath.Join(m.dir, "console.log"), 30)
 		undo()
 		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
 	}
@@ -145,8 +146,8 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running) error {
 		case <-time.After(10 * time.Millisecond):
 		}
 		if r.leader == 0 {
-			if r.leader = findLeader(r.nspawn.Process.Pid); r.leader != 0 {
-				r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.payloads()}
+			if r.leader = nspawn.Leader(r.nspawn.Process.Pid); r.leader != 0 {
+				r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.Payloads()}
 			}
 			continue
 		}
@@ -156,26 +157,6 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running) error {
 			return nil
 		}
 	}
-}
-
-// findLeader returns the box's PID 1 as the host sees it: the child of
-// systemd-nspawn that lives in another PID namespace and is systemd.
-func findLeader(nspawn int) int {
-	self, _ := os.Readlink("/proc/self/ns/pid")
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", nspawn, nspawn))
-	if err != nil {
-		return 0
-	}
-	for _, f := range strings.Fields(string(data)) {
-		pid, _ := strconv.Atoi(f)
-		ns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/pid", pid))
-		if err == nil && ns != self {
-			if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); strings.TrimSpace(string(comm)) == "systemd" {
-				return pid
-			}
-		}
-	}
-	return 0
 }
 
 // watchExit notices a machine that went down by itself (a poweroff inside,
@@ -214,13 +195,13 @@ func (s *Supervisor) stop(m *machine) {
 		return
 	}
 	// A frozen box cannot halt.
-	_ = r.cg.setFrozen(context.Background(), false)
+	_ = r.cg.SetFrozen(context.Background(), false)
 	_ = r.nspawn.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-r.exited:
 	case <-time.After(20 * time.Second):
 		_ = syscall.Kill(-r.nspawn.Process.Pid, syscall.SIGKILL)
-		r.cg.kill()
+		r.cg.Kill()
 		<-r.exited
 	}
 	s.teardown(m, r)
@@ -229,10 +210,8 @@ func (s *Supervisor) stop(m *machine) {
 // teardown clears a machine's host side; each step tolerates what an
 // earlier failure left undone.
 func (s *Supervisor) teardown(m *machine, r *running) {
-	if r.cg.unified != "" {
-		r.cg.kill()
-		r.cg.remove()
-	}
+	r.cg.Kill()
+	r.cg.Remove()
 	_ = unmountRoot(m.dir)
 	s.cfg.Network.unplug(r.link)
 	if r.addrOff != 0 {
@@ -270,16 +249,17 @@ func (s *Supervisor) clearLeftovers() {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.NSpawn)); strings.TrimSpace(string(comm)) == "systemd-nspawn" {
 			_ = syscall.Kill(c.NSpawn, syscall.SIGKILL)
 		}
-		cg := cgroups{dirs: c.Cgroups, unified: c.Unified}
-		if cg.unified != "" {
-			_ = os.WriteFile(filepath.Join(cg.unified, "payload", "cgroup.freeze"), []byte("0"), 0o644)
-			cg.kill()
+		cg := nspawn.Cgroups{Dirs: c.Cgroups, Unified: c.Unified}
+		if cg.Unified != "" {
+			// A frozen leftover would hold cgroup.kill's victims until thawed.
+			_ = os.WriteFile(filepath.Join(cg.Unified, "payload", "cgroup.freeze"), []byte("0"), 0o644)
+			cg.Kill()
 			deadline := time.Now().Add(10 * time.Second)
-			for !cg.empty() && time.Now().Before(deadline) {
+			for !cg.Empty() && time.Now().Before(deadline) {
 				time.Sleep(20 * time.Millisecond)
 			}
 		}
-		cg.remove()
+		cg.Remove()
 		_ = unix.Unmount(c.Root, unix.MNT_DETACH)
 		s.cfg.Network.unplug(c.Link)
 		os.Remove(p)
@@ -309,13 +289,4 @@ func runIn(ctx context.Context, d Door, req sandbox.ExecRequest, stdin io.Reader
 		err = fmt.Errorf("%q exited %d: %s", strings.Join(req.Args, " "), st.Code, strings.TrimSpace(errOut.String()))
 	}
 	return out.String(), st, err
-}
-
-func consoleTail(path string, n int) string {
-	data, _ := os.ReadFile(path)
-	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
 }

@@ -15,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/creack/pty"
 	"golang.org/x/sys/unix"
 )
@@ -46,12 +47,6 @@ var baseEnv = []string{
 	"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
 	"LANG=C.UTF-8",
 }
-
-// joinCgroups is the shell that moves itself into the box's payload
-// cgroups, then becomes nsenter. A plain nsenter would leave the command in
-// the supervisor's cgroup: not frozen with the box, and an orphan of it
-// would hold the box's shutdown for 10 s.
-const joinCgroups = `for d in $COCOONBOX_CGROUPS; do echo $$ >"$d/cgroup.procs" || { echo "cocoonbox: cannot join the box's cgroup $d" >&2; exit 125; }; done; exec "$@"`
 
 func (d *nsenterDoor) command(req sandbox.ExecRequest) []string {
 	env := append([]string{}, baseEnv...)
@@ -87,9 +82,11 @@ func (d *nsenterDoor) command(req sandbox.ExecRequest) []string {
 
 // Start implements Door.
 func (d *nsenterDoor) Start(ctx context.Context, req sandbox.ExecRequest) (sandbox.Process, error) {
-	args := append([]string{"-c", joinCgroups, "sh"}, d.command(req)...)
-	cmd := exec.Command("/bin/sh", args...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "COCOONBOX_CGROUPS=" + strings.Join(d.payloads, " ")}
+	// Into the box's payload cgroups first: a plain nsenter would leave the
+	// command in the supervisor's cgroup, not frozen with the box, and an
+	// orphan of it would hold the box's shutdown for 10 s.
+	args := d.command(req)
+	cmd := nspawn.JoinCommand(d.payloads, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, args[0], args[1:]...)
 	p := &process{cmd: cmd, done: make(chan struct{})}
 	var err error
 	if req.TTY != nil {

@@ -118,9 +118,9 @@ func (s *Supervisor) freeze(ctx context.Context, id string, frozen bool) (sandbo
 	m.mu.Lock()
 	r := m.run
 	m.mu.Unlock()
-	if err := r.cg.setFrozen(ctx, frozen); err != nil {
+	if err := r.cg.SetFrozen(ctx, frozen); err != nil {
 		// Whatever happened, the box must not stay half frozen.
-		_ = r.cg.setFrozen(context.Background(), false)
+		_ = r.cg.SetFrozen(context.Background(), false)
 		return m.view(), fmt.Errorf("machine %s: %w", id, err)
 	}
 	s.setState(m, to, "")

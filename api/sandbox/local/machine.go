@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/google/renameio/v2"
 )
 
@@ -46,7 +47,7 @@ type running struct {
 	leader  int
 	link    boxLink
 	addrOff int
-	cg      cgroups
+	cg      nspawn.Cgroups
 	door    Door
 	// stopping is set before the supervisor stops the machine, so its exit
 	// is not taken for a crash.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
 // These tests boot real cbdesk machines under systemd-nspawn (root, and
@@ -143,7 +144,7 @@ func boot(t testing.TB, image string) sandbox.Machine {
 
 func deleteMachine(t testing.TB, id string) {
 	if t.Failed() {
-		t.Logf("console of %s:\n%s", id, consoleTail(filepath.Join(sup.cfg.StateDir, "machines", id, "console.log"), 40))
+		t.Logf("console of %s:\n%s", id, nspawn.ConsoleTail(filepath.Join(sup.cfg.StateDir, "machines", id, "console.log"), 40))
 	}
 	if err := sup.Delete(context.Background(), id); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("delete %s: %v", id, err)

@@ -46,11 +46,11 @@ func (s *Supervisor) Save(ctx context.Context, id string) (sandbox.SaveInfo, err
 		m.mu.Lock()
 		cg := m.run.cg
 		m.mu.Unlock()
-		if err := cg.setFrozen(ctx, true); err != nil {
-			_ = cg.setFrozen(context.Background(), false)
+		if err := cg.SetFrozen(ctx, true); err != nil {
+			_ = cg.SetFrozen(context.Background(), false)
 			return sandbox.SaveInfo{}, fmt.Errorf("freeze %s for its save: %w", id, err)
 		}
-		defer func() { _ = cg.setFrozen(context.Background(), false) }()
+		defer func() { _ = cg.SetFrozen(context.Background(), false) }()
 	}
 	syncDir(m.dir)
 	info := sandbox.SaveInfo{ID: newSaveID(), Machine: m.ID, Tenant: m.Tenant, Image: m.Image, Created: time.Now().UTC()}
