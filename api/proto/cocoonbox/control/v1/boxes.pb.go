@@ -582,8 +582,12 @@ type CreateBoxRequest struct {
 	state     protoimpl.MessageState `protogen:"open.v1"`
 	RequestId string                 `protobuf:"bytes,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	Name      string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	// image: a ref of Images; empty: the latest.
-	Image         string `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	// image: a ref of Images; empty: the latest (with restore: the save's).
+	Image string `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	// restore starts the box from the kept save of the caller's deleted box
+	// of this name (Delete keeps a box's newest save); INVALID_ARGUMENT when
+	// none is kept.
+	Restore       bool `protobuf:"varint,4,opt,name=restore,proto3" json:"restore,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -637,6 +641,13 @@ func (x *CreateBoxRequest) GetImage() string {
 		return x.Image
 	}
 	return ""
+}
+
+func (x *CreateBoxRequest) GetRestore() bool {
+	if x != nil {
+		return x.Restore
+	}
+	return false
 }
 
 type EnsureBoxRequest struct {
@@ -1339,12 +1350,13 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"\x03box\x18\x01 \x01(\v2\x19.cocoonbox.control.v1.BoxR\x03box\x12!\n" +
 	"\flatest_image\x18\x02 \x01(\tR\vlatestImage\x12+\n" +
 	"\x11upgrade_available\x18\x03 \x01(\bR\x10upgradeAvailable\x12=\n" +
-	"\toperation\x18\x04 \x01(\v2\x1f.cocoonbox.control.v1.OperationR\toperation\"[\n" +
+	"\toperation\x18\x04 \x01(\v2\x1f.cocoonbox.control.v1.OperationR\toperation\"u\n" +
 	"\x10CreateBoxRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05image\x18\x03 \x01(\tR\x05image\"e\n" +
+	"\x05image\x18\x03 \x01(\tR\x05image\x12\x18\n" +
+	"\arestore\x18\x04 \x01(\bR\arestore\"e\n" +
 	"\x10EnsureBoxRequest\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x10\n" +

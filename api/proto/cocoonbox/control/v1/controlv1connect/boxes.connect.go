@@ -97,7 +97,8 @@ type BoxesClient interface {
 	// /workspace (phases saving, restoring, restoring_files). confirm must be
 	// true.
 	Upgrade(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
-	// Delete removes the box and its saves (phase deleting). confirm must be
+	// Delete removes the box (phase deleting), keeping its newest save under
+	// its name for a Create with restore; other saves go. confirm must be
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
 	// Usage answers the user's model usage. Stub figures (all zero, the
@@ -284,7 +285,8 @@ type BoxesHandler interface {
 	// /workspace (phases saving, restoring, restoring_files). confirm must be
 	// true.
 	Upgrade(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
-	// Delete removes the box and its saves (phase deleting). confirm must be
+	// Delete removes the box (phase deleting), keeping its newest save under
+	// its name for a Create with restore; other saves go. confirm must be
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
 	// Usage answers the user's model usage. Stub figures (all zero, the

@@ -1,0 +1,166 @@
+package boxes
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Call is what every mutating call carries.
+type Call struct {
+	UserID string
+	// RequestID is the caller's (1 to 64 of [A-Za-z0-9_.:-]): a call
+	// repeated with it answers the first call's operation and does nothing.
+	RequestID string
+	// Box is a box id or name ("" for the user's oldest box).
+	Box string
+	// Incarnation, when not 0, must be the box's (else ErrState: stale).
+	Incarnation int64
+}
+
+// limits are a user's, read under the user's row lock.
+type limits struct{ maxBoxes, maxRunning int }
+
+// plan checks a call against the box (nil for a create) inside begin's
+// transaction and writes what the operation starts with: the box row, the
+// operation, their events. It answers the box and the operation (nil when
+// there is nothing to do).
+type plan func(ctx context.Context, tx pgx.Tx, l limits, b *Box) (*Box, *Operation, error)
+
+// begin runs one mutating call: under the user's row lock (every api
+// takes it, so a user's calls are checked one at a time), a request id
+// seen before answers its first operation, else plan decides; after the
+// commit, a runner starts the operation.
+func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, p plan) (*Box, *Operation, error) {
+	if err := checkRequestID(c.RequestID); err != nil {
+		return nil, nil, err
+	}
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	defer tx.Rollback(ctx)
+	var l limits
+	err = tx.QueryRow(ctx, "SELECT max_boxes, max_running FROM users WHERE id = $1 FOR UPDATE", c.UserID).Scan(&l.maxBoxes, &l.maxRunning)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil, fmt.Errorf("user %s: %w", c.UserID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: lock the user: %w", kind, err)
+	}
+	if first, err := findOp(ctx, tx, "user_id = $1 AND request_id = $2", c.UserID, c.RequestID); err != nil || first != nil {
+		if err != nil {
+			return nil, nil, err
+		}
+		if first.Kind != kind {
+			return nil, nil, invalid("request_id", "%q began a %s (%s); a %s needs a request id of its own", c.RequestID, first.Kind, first.ID, kind)
+		}
+		b, err := findBox(ctx, tx, c.UserID, first.BoxID, false)
+		if errors.Is(err, ErrNotFound) {
+			b, err = nil, nil // a deleted box: the operation alone
+		}
+		return b, first, err
+	}
+	var b *Box
+	if needBox {
+		if b, err = findBox(ctx, tx, c.UserID, c.Box, true); err != nil {
+			return nil, nil, err
+		}
+		if c.Incarnation != 0 && c.Incarnation != b.Incarnation {
+			return nil, nil, fmt.Errorf("incarnation: %d is stale, box %s is at incarnation %d: %w", c.Incarnation, b.Name, b.Incarnation, ErrState)
+		}
+	}
+	b, op, err := p(ctx, tx, l, b)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := tx.Commit(ctx); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" {
+			return nil, nil, fmt.Errorf("box %s: %w", c.Box, ErrBusy)
+		}
+		return nil, nil, fmt.Errorf("%s: commit: %w", kind, err)
+	}
+	if op != nil {
+		s.start(op, false)
+	}
+	return b, op, nil
+}
+
+// newOp inserts an operation of kind on b in phase and puts b in state
+// (unchanged when ""), with their events.
+func (s *Service) newOp(ctx context.Context, tx pgx.Tx, c Call, kind string, b *Box, phase, state string) (*Operation, error) {
+	op := &Operation{ID: newID("op-"), BoxID: b.ID, UserID: c.UserID, Kind: kind, Phase: phase,
+		RequestID: c.RequestID, runner: s.instance, image: b.Image}
+	if err := insertOp(ctx, tx, op); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "23505" && pe.ConstraintName == "box_operations_one_under_way" {
+			return nil, fmt.Errorf("box %s has an operation under way: %w", b.Name, ErrBusy)
+		}
+		return nil, err
+	}
+	b.OperationID = op.ID
+	if state == "" {
+		state = b.State
+	}
+	changed := state != b.State
+	b.State = state
+	if _, err := tx.Exec(ctx, "UPDATE boxes SET operation_id = $2, state = $3 WHERE id = $1", b.ID, op.ID, state); err != nil {
+		return nil, fmt.Errorf("%s: %w", kind, err)
+	}
+	if err := addEvent(ctx, tx, c.UserID, b.ID, "", op); err != nil {
+		return nil, err
+	}
+	if changed {
+		if err := addEvent(ctx, tx, c.UserID, b.ID, state, nil); err != nil {
+			return nil, err
+		}
+	}
+	return op, nil
+}
+
+// busy refuses a box with an operation under way.
+func busy(b *Box) error {
+	if b.OperationID != "" {
+		return fmt.Errorf("box %s is mid-operation (%s); wait for it (Events, Status) and call again: %w", b.Name, b.OperationID, ErrBusy)
+	}
+	return nil
+}
+
+// needState refuses a box that is not in state.
+func needState(b *Box, kind, state string) error {
+	if b.State != state {
+		return fmt.Errorf("box %s is %s; %s needs it %s: %w", b.Name, b.State, kind, state, ErrState)
+	}
+	return nil
+}
+
+// running counts the user's boxes holding the running limit (starting,
+// running or hibernating), but the box except.
+func running(ctx context.Context, tx pgx.Tx, userID, except string) (int, error) {
+	var n int
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM boxes WHERE user_id = $1 AND id <> $2
+ AND state IN ('starting', 'running', 'hibernating')`, userID, except).Scan(&n)
+	return n, err
+}
+
+func checkRunning(ctx context.Context, tx pgx.Tx, userID, except string, l limits) error {
+	n, err := running(ctx, tx, userID, except)
+	if err != nil {
+		return fmt.Errorf("count running boxes: %w", err)
+	}
+	if n >= l.maxRunning {
+		return fmt.Errorf("running limit: the user has %d boxes starting, running or hibernating and max_running is %d; hibernate one first: %w", n, l.maxRunning, ErrLimit)
+	}
+	return nil
+}
+
+func newSeed() []byte {
+	seed := make([]byte, 32)
+	rand.Read(seed)
+	return seed
+}

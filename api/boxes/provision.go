@@ -1,0 +1,103 @@
+package boxes
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"regexp"
+	"strings"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
+)
+
+// identityWriter is the guest's identity writer (Contract: Box identity:
+// the api runs it through sandboxd at every boot and wake).
+const identityWriter = "/usr/local/lib/cocoonbox/identity"
+
+var machineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
+// Record is the box's identity record with a new wake id (Contract: Box
+// identity): box_id, a random wake_id, the box's ed25519 public key and
+// its key_id, and the name.
+func (b *Box) Record() *identity.Identity {
+	pub := ed25519.NewKeyFromSeed(b.seed).Public().(ed25519.PublicKey)
+	var w [16]byte
+	rand.Read(w[:])
+	return &identity.Identity{BoxID: b.ID, WakeID: base64.RawURLEncoding.EncodeToString(w[:]),
+		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: b.Name}
+}
+
+// claimEntries are the claim env entries every incarnation gets (Contract:
+// Box API keys): guest/vault's sources, empty until the key vault and
+// Connect exist.
+func claimEntries() []sandbox.ClaimEntry {
+	entries := make([]sandbox.ClaimEntry, 0, len(vault.Sources))
+	for _, src := range vault.Sources {
+		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
+	}
+	return entries
+}
+
+// provision writes what a boot or a wake needs, in this order: on a wake
+// a new /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path
+// restarts journald under it) and the claim env entries again (a boot had
+// them before it), then the identity through the guest's `identity write`
+// (the hostname follows from its name), reading back /etc/machine-id; then
+// the box is running.
+func (r *run) provision(ctx context.Context, wake bool) error {
+	rec := r.b.Record()
+	if wake {
+		var id [16]byte
+		rand.Read(id[:])
+		mid := hex.EncodeToString(id[:])
+		if err := r.sup.PutFile(ctx, r.b.ID, sandbox.File{Path: "/etc/machine-id", Data: []byte(mid + "\n"), Mode: 0o444}); err != nil {
+			return fmt.Errorf("machine-id: %w", supervisorError(err))
+		}
+		if err := r.sup.SetClaimEnv(ctx, r.b.ID, claimEntries()); err != nil {
+			return fmt.Errorf("claim env: %w", supervisorError(err))
+		}
+	}
+	out, err := r.exec(ctx, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
+	if err != nil {
+		return fmt.Errorf("identity write: %w", err)
+	}
+	mid := strings.TrimSpace(out)
+	if !machineIDRule.MatchString(mid) {
+		return fmt.Errorf("the box's /etc/machine-id reads %q, not 32 hex digits", mid)
+	}
+	r.b.WakeID, r.b.MachineID = rec.WakeID, mid
+	return r.state(ctx, Running)
+}
+
+// exec runs a command in the machine as root with stdin, answering its
+// stdout; a non-zero exit is an error carrying its stderr.
+func (r *run) exec(ctx context.Context, stdin []byte, args ...string) (string, error) {
+	p, err := r.sup.Exec(ctx, r.b.ID, sandbox.ExecRequest{Args: args})
+	if err != nil {
+		return "", supervisorError(err)
+	}
+	go func() {
+		_, _ = io.Copy(p.Stdin(), bytes.NewReader(stdin))
+		p.Stdin().Close()
+	}()
+	var stdout, stderr bytes.Buffer
+	done := make(chan struct{})
+	go func() { _, _ = io.Copy(&stderr, p.Stderr()); close(done) }()
+	_, _ = io.Copy(&stdout, p.Stdout())
+	<-done
+	st, err := p.Wait()
+	if err != nil {
+		return "", supervisorError(err)
+	}
+	if st.Code != 0 {
+		return "", fmt.Errorf("%s exited %d: %s", args[0], st.Code, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}

@@ -1,0 +1,158 @@
+// Package boxes is the api's half of the boxes' lifecycle: the boxes table,
+// their operations and event log in PostgreSQL, and the operation runner
+// that drives a supervisor (package sandbox) to create, boot, wake,
+// hibernate, save, upgrade and delete them.
+//
+// Contract: Boxes (api) ↔ sandboxd; Box identity (written at every boot and
+// wake); Journal (a new /etc/machine-id at every wake); Box API keys (the
+// claim env entries); Control MCP (the states and phases).
+//
+// An operation is a row first and work second: the call that begins it
+// commits the row (its request id unique per user, at most one operation
+// under way per box by a unique index) and returns, and a runner goroutine
+// does the work, writing each phase and state as an event. Runners of one
+// box take turns on a PostgreSQL advisory lock, so two apis on one database
+// never act on one box at once; an api that dies mid-operation leaves its
+// instance lock free, and any api adopts and finishes (or fails) what it
+// left (recover.go). The README's "Boxes" section tells the whole story.
+package boxes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// Config is what a Service is built from.
+type Config struct {
+	// Pool is the api's database (migrated with Schema); URL is its
+	// connection URL, for the LISTEN and the instance lock's connections.
+	Pool *pgxpool.Pool
+	URL  string
+	// Hosts are the supervisors by host name (at least one); a new box goes
+	// to the one holding the fewest boxes, and stays there.
+	Hosts map[string]sandbox.Supervisor
+	// RecoverEvery is how often the api looks for operations a dead api
+	// left (default 15 s; it also looks once at start).
+	RecoverEvery time.Duration
+	Log          *slog.Logger
+}
+
+// Service is the boxes of every user of one database. Its methods are safe
+// for concurrent use.
+type Service struct {
+	pool     *pgxpool.Pool
+	hosts    map[string]sandbox.Supervisor
+	names    []string // host names, sorted
+	instance string   // this api's runner id (api- and 16 hex)
+	lockConn *pgx.Conn
+	events   *notifier
+	log      *slog.Logger
+	every    time.Duration
+
+	ctx    context.Context // ends at Close: runners stop and leave their operation to recovery
+	stop   context.CancelFunc
+	wg     sync.WaitGroup
+	capsMu sync.Mutex
+}
+
+// New starts the service: it takes this api's instance lock, LISTENs on
+// Channel, and starts recovery (at once, then every RecoverEvery). Close
+// stops it.
+func New(ctx context.Context, cfg Config) (*Service, error) {
+	if len(cfg.Hosts) == 0 {
+		return nil, errors.New("boxes: no supervisor host configured")
+	}
+	if cfg.Log == nil {
+		cfg.Log = slog.Default()
+	}
+	if cfg.RecoverEvery == 0 {
+		cfg.RecoverEvery = 15 * time.Second
+	}
+	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery}
+	conn, err := pgx.Connect(ctx, cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("boxes: connect for the instance lock: %w", err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey("instance", s.instance)); err != nil {
+		conn.Close(ctx)
+		return nil, fmt.Errorf("boxes: instance lock: %w", err)
+	}
+	s.lockConn = conn
+	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
+	if s.events, err = listen(s.ctx, cfg.URL, cfg.Log); err != nil {
+		conn.Close(ctx)
+		return nil, err
+	}
+	s.wg.Add(1)
+	go func() { defer s.wg.Done(); s.recoverLoop() }()
+	return s, nil
+}
+
+// Close stops the runners (an operation they leave unfinished is adopted
+// by the next api's recovery), the LISTEN and the instance lock.
+func (s *Service) Close() {
+	s.stop()
+	s.wg.Wait()
+	s.events.wait()
+	s.lockConn.Close(context.Background())
+}
+
+// Instance is this api's runner id, as box_operations.runner names it.
+func (s *Service) Instance() string { return s.instance }
+
+// supervisor is the supervisor of a host the database names.
+func (s *Service) supervisor(host string) (sandbox.Supervisor, error) {
+	sup, ok := s.hosts[host]
+	if !ok {
+		return nil, fmt.Errorf("host %q holds the box but is not in this api's sandbox.hosts: %w", host, ErrUnavailable)
+	}
+	return sup, nil
+}
+
+// Located is a box as Locate finds it.
+type Located struct {
+	BoxID, Name string
+	// State is the box's state (Running unless the error is ErrNotRunning).
+	State string
+	// MachineID is the box's /etc/machine-id as the api last wrote or read
+	// it (32 hex digits), Host the supervisor's name, Incarnation its boots.
+	MachineID, Host string
+	Incarnation     int64
+	// Supervisor holds the machine, whose id there is BoxID.
+	Supervisor sandbox.Supervisor
+}
+
+// Locate finds the user's box named by box (a box id, a name, or "" for
+// the user's oldest box) and the supervisor holding it, for a caller that
+// acts inside it (Session.Exec, the MCP). Errors: ErrInvalid (box is
+// neither an id nor a name), ErrNotFound (no such box of this user),
+// ErrNotRunning (Located is filled, the box is in another state),
+// ErrUnavailable (its host is not configured here).
+func (s *Service) Locate(ctx context.Context, userID, box string) (Located, error) {
+	b, err := findBox(ctx, s.pool, userID, box, false)
+	if err != nil {
+		return Located{}, err
+	}
+	sup, err := s.supervisor(b.Host)
+	if err != nil {
+		return Located{}, err
+	}
+	l := Located{BoxID: b.ID, Name: b.Name, State: b.State, MachineID: b.MachineID, Host: b.Host,
+		Incarnation: b.Incarnation, Supervisor: sup}
+	if b.State != Running {
+		return l, fmt.Errorf("box %s is %s: %w", b.Name, b.State, ErrNotRunning)
+	}
+	return l, nil
+}

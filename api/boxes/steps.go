@@ -1,0 +1,223 @@
+package boxes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// converge makes the box's machine running, from whatever it is: made
+// (or restored) when the box never booted, booted when stopped or
+// failed, woken when hibernated. A create that fails removes what it made,
+// row and machine, so no row is left without a box.
+func (r *run) converge(ctx context.Context) error {
+	err := r.toRunning(ctx)
+	if err != nil && r.op.Kind == "create" && !errors.Is(err, errCancelled) && r.s.ctx.Err() == nil {
+		if derr := r.remove(ctx); derr != nil {
+			return fmt.Errorf("%w (and removing the half-made box: %v)", err, derr)
+		}
+		r.b = nil
+	}
+	return err
+}
+
+func (r *run) toRunning(ctx context.Context) error {
+	m, err := r.sup.Get(ctx, r.b.ID)
+	if errors.Is(err, sandbox.ErrNotFound) && r.b.Incarnation == 0 {
+		if err := r.s.syncCap(ctx, r.sup, r.b.UserID); err != nil {
+			return err
+		}
+		spec := sandbox.Spec{ID: r.b.ID, Tenant: r.b.UserID, Image: r.b.Image}
+		if r.op.restoreSave != "" {
+			m, err = r.sup.Restore(ctx, r.op.restoreSave, spec)
+		} else {
+			m, err = r.sup.Create(ctx, spec)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("machine %s: %w", r.b.ID, supervisorError(err))
+	}
+	switch m.State {
+	case sandbox.Running:
+		if r.recovering || r.b.WakeID == "" {
+			return r.provision(ctx, false)
+		}
+		return r.state(ctx, Running)
+	case sandbox.Hibernated:
+		if err := r.phase(ctx, PhaseWaking); err != nil {
+			return err
+		}
+		if _, err := r.sup.Wake(ctx, r.b.ID); err != nil {
+			return fmt.Errorf("wake: %w", supervisorError(err))
+		}
+		return r.provision(ctx, true)
+	default:
+		return r.boot(ctx)
+	}
+}
+
+// boot boots the stopped machine (a new incarnation) and provisions it.
+func (r *run) boot(ctx context.Context) error {
+	if err := r.phase(ctx, PhaseCreating); err != nil {
+		return err
+	}
+	if err := r.sup.SetClaimEnv(ctx, r.b.ID, claimEntries()); err != nil {
+		return fmt.Errorf("claim env: %w", supervisorError(err))
+	}
+	if _, err := r.sup.Boot(ctx, r.b.ID); err != nil {
+		return fmt.Errorf("boot: %w", supervisorError(err))
+	}
+	r.b.Incarnation++
+	return r.provision(ctx, false)
+}
+
+// remove deletes the box's machine and row, with the absent state event.
+func (r *run) remove(ctx context.Context) error {
+	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("delete machine: %w", supervisorError(err))
+	}
+	return pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "DELETE FROM boxes WHERE id = $1", r.b.ID); err != nil {
+			return err
+		}
+		return addEvent(ctx, tx, r.b.UserID, r.b.ID, Absent, nil)
+	})
+}
+
+func (r *run) hibernate(ctx context.Context) error {
+	m, err := r.sup.Get(ctx, r.b.ID)
+	if err != nil {
+		return fmt.Errorf("machine: %w", supervisorError(err))
+	}
+	if m.State != sandbox.Hibernated {
+		if _, err := r.sup.Hibernate(ctx, r.b.ID); err != nil {
+			return fmt.Errorf("hibernate: %w", supervisorError(err))
+		}
+	}
+	return r.state(ctx, Hibernated)
+}
+
+// save saves the machine (the supervisor flushes its file systems first)
+// and keeps only this newest save.
+func (r *run) save(ctx context.Context) error {
+	info, err := r.sup.Save(ctx, r.b.ID)
+	if err != nil {
+		return fmt.Errorf("save: %w", supervisorError(err))
+	}
+	old := r.b.SaveID
+	r.b.SaveID, r.b.SaveSize, r.b.SavedAt = info.ID, info.Size, info.Created
+	r.op.TotalBytes = info.Size
+	if err := r.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, "UPDATE box_operations SET total_bytes = $2 WHERE id = $1", r.op.ID, info.Size); err != nil {
+			return err
+		}
+		if err := addEvent(ctx, tx, r.op.UserID, r.op.BoxID, "", r.op); err != nil {
+			return err
+		}
+		return r.writeBox(ctx, tx, r.b.State)
+	}); err != nil {
+		return err
+	}
+	if old != "" && old != info.ID {
+		if err := r.sup.DeleteSave(ctx, old); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			r.s.log.Warn("boxes: the older save stays behind", "box", r.b.ID, "save", old, "err", err)
+		}
+	}
+	return nil
+}
+
+// upgrade saves, rebases onto the operation's image and provisions the
+// new incarnation. Recovering past the save, a machine already on the
+// image is only provisioned.
+func (r *run) upgrade(ctx context.Context) error {
+	if r.op.Phase == PhaseSaving {
+		if err := r.save(ctx); err != nil {
+			return err
+		}
+	}
+	m, err := r.sup.Get(ctx, r.b.ID)
+	if err != nil {
+		return fmt.Errorf("machine: %w", supervisorError(err))
+	}
+	if m.Image != r.op.image || m.State != sandbox.Running {
+		if err := r.phase(ctx, PhaseRestoring); err != nil {
+			return err
+		}
+		if err := r.state(ctx, Starting); err != nil {
+			return err
+		}
+		if m.Image != r.op.image {
+			if m, err = r.sup.Rebase(ctx, r.b.ID, r.op.image); err != nil {
+				return fmt.Errorf("rebase onto %s: %w", r.op.image, supervisorError(err))
+			}
+		}
+		if m.State != sandbox.Running {
+			if _, err := r.sup.Boot(ctx, r.b.ID); err != nil {
+				return fmt.Errorf("boot: %w", supervisorError(err))
+			}
+		}
+		r.b.Incarnation++
+	}
+	r.b.Image = m.Image
+	if err := r.phase(ctx, PhaseRestoringFiles); err != nil {
+		return err
+	}
+	return r.provision(ctx, false)
+}
+
+// delete removes the machine and the row, keeping the box's newest save
+// under its name for a Create with Restore (replacing an older kept one).
+func (r *run) delete(ctx context.Context) error {
+	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return fmt.Errorf("delete machine: %w", supervisorError(err))
+	}
+	var older string
+	err := r.tx(ctx, func(tx pgx.Tx) error {
+		if r.b.SaveID != "" {
+			err := tx.QueryRow(ctx, "SELECT save_id FROM box_saves WHERE user_id = $1 AND name = $2", r.b.UserID, r.b.Name).Scan(&older)
+			if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+				return err
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO box_saves (user_id, name, save_id, host, image, size, saved_at)
+ VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, name) DO UPDATE
+ SET save_id = $3, host = $4, image = $5, size = $6, saved_at = $7`,
+				r.b.UserID, r.b.Name, r.b.SaveID, r.b.Host, r.b.Image, r.b.SaveSize, r.b.SavedAt); err != nil {
+				return err
+			}
+		}
+		if _, err := tx.Exec(ctx, "DELETE FROM boxes WHERE id = $1", r.b.ID); err != nil {
+			return err
+		}
+		return addEvent(ctx, tx, r.b.UserID, r.b.ID, Absent, nil)
+	})
+	if err != nil {
+		return err
+	}
+	if older != "" && older != r.b.SaveID {
+		if err := r.sup.DeleteSave(ctx, older); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			r.s.log.Warn("boxes: an older kept save stays behind", "save", older, "err", err)
+		}
+	}
+	if err := r.s.syncCap(ctx, r.sup, r.b.UserID); err != nil {
+		r.s.log.Warn("boxes: tenant cap not lowered", "user", r.b.UserID, "err", err)
+	}
+	r.b = nil
+	return nil
+}
+
+// syncCap sets the user's tenant cap on sup: max_boxes + 1 (the Rebase
+// overlap; Contract: Agent boxes and the user's limits).
+func (s *Service) syncCap(ctx context.Context, sup sandbox.Supervisor, userID string) error {
+	var maxBoxes int
+	if err := s.pool.QueryRow(ctx, "SELECT max_boxes FROM users WHERE id = $1", userID).Scan(&maxBoxes); err != nil {
+		return fmt.Errorf("read max_boxes: %w", err)
+	}
+	if err := sup.SetTenantCap(ctx, userID, maxBoxes+1); err != nil {
+		return fmt.Errorf("tenant cap: %w", supervisorError(err))
+	}
+	return nil
+}
