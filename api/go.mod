@@ -22,6 +22,7 @@ require (
 	github.com/mdlayher/netlink v1.7.3-0.20250113171957-fbb4dce95f42 // indirect
 	github.com/mdlayher/socket v0.5.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/time v0.16.0 // indirect
 )
 
 require (

@@ -13,12 +13,14 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"go.yaml.in/yaml/v3"
@@ -31,6 +33,26 @@ type Config struct {
 	StateDir  string   `yaml:"state_dir"`
 	Log       Log      `yaml:"log"`
 	Database  Database `yaml:"database"`
+	// TrustedProxies are the peers (CIDR prefixes) whose X-Forwarded-For
+	// names the client, for the limits kept per client address
+	// (ratelimit.ClientKey): the reverse proxy in front of the api.
+	TrustedProxies []string `yaml:"trusted_proxies"`
+	Console        Console  `yaml:"console"`
+}
+
+// Console configures the web console (api/console).
+type Console struct {
+	SignIn SignIn `yaml:"sign_in"`
+}
+
+// SignIn bounds the console's password sign-in (POST /cb/api/session):
+// PerUser failed sign-ins of one user name and PerAddress sign-ins of one
+// client address at once, each refilled evenly over Window; past them the
+// api answers 429 with Retry-After.
+type SignIn struct {
+	PerUser    int           `yaml:"per_user"`
+	PerAddress int           `yaml:"per_address"`
+	Window     time.Duration `yaml:"window"`
 }
 
 // Log says how the api logs (log/slog, on standard error).
@@ -53,6 +75,9 @@ func Default() Config {
 		StateDir: "/var/lib/cocoonbox-api",
 		Log:      Log{Level: "info", Format: "text"},
 		Database: Database{SystemUser: "postgres", MaxConns: 10},
+		// Caddy on this host, the deployment the contract describes.
+		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
+		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
 	}
 }
 
@@ -96,11 +121,27 @@ func Parse(data []byte) (Config, error) {
 // decodeStrict decodes node into v, refusing keys v has no field for and
 // duplicated keys, and names the key path in every error.
 func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
+	if v.Kind() == reflect.Slice {
+		if node.Kind != yaml.SequenceNode {
+			return fmt.Errorf("line %d: %s: want a list ([a, b] or one \"- item\" a line)", node.Line, path)
+		}
+		list := reflect.MakeSlice(v.Type(), len(node.Content), len(node.Content))
+		for i, item := range node.Content {
+			if err := decodeStrict(item, list.Index(i), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+		v.Set(list)
+		return nil
+	}
 	if v.Kind() != reflect.Struct {
 		if node.Kind != yaml.ScalarNode {
 			return fmt.Errorf("line %d: %s: want a single value", node.Line, path)
 		}
 		if err := node.Decode(v.Addr().Interface()); err != nil {
+			if v.Type() == reflect.TypeFor[time.Duration]() {
+				return fmt.Errorf("line %d: %s: %q is not a duration with its unit (e.g. 90s, 15m, 2h)", node.Line, path, node.Value)
+			}
 			return fmt.Errorf("line %d: %s: %q is not a %s", node.Line, path, node.Value, v.Kind())
 		}
 		return nil
@@ -186,7 +227,33 @@ func (c *Config) Validate() error {
 	if c.Database.MaxConns < 1 || c.Database.MaxConns > 1000 {
 		return fmt.Errorf("database.max_conns: %d is not 1..1000", c.Database.MaxConns)
 	}
+	for i, p := range c.TrustedProxies {
+		if _, err := netip.ParsePrefix(p); err != nil {
+			return fmt.Errorf("trusted_proxies[%d]: %q is not a CIDR prefix (e.g. 127.0.0.1/32 or 10.0.0.0/8)", i, p)
+		}
+	}
+	si := c.Console.SignIn
+	if si.PerUser < 1 || si.PerUser > 1000 {
+		return fmt.Errorf("console.sign_in.per_user: %d is not 1..1000", si.PerUser)
+	}
+	if si.PerAddress < 1 || si.PerAddress > 100000 {
+		return fmt.Errorf("console.sign_in.per_address: %d is not 1..100000", si.PerAddress)
+	}
+	if si.Window < time.Second || si.Window > 24*time.Hour {
+		return fmt.Errorf("console.sign_in.window: %s is not 1s..24h", si.Window)
+	}
 	return nil
+}
+
+// TrustedPrefixes is TrustedProxies parsed; call it on a validated Config.
+func (c *Config) TrustedPrefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(c.TrustedProxies))
+	for _, p := range c.TrustedProxies {
+		if pp, err := netip.ParsePrefix(p); err == nil {
+			out = append(out, pp.Masked())
+		}
+	}
+	return out
 }
 
 // Issuer is the api's public URL: public_url, else http://<listen>.

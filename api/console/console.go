@@ -17,11 +17,15 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"net/netip"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
@@ -54,6 +58,22 @@ type Deps struct {
 	// Secure marks the cookie Secure: the api is served over https (public_url).
 	Secure bool
 	Log    *slog.Logger
+	// SignIn bounds the password sign-in; New panics on a limit below 1 or
+	// a window that is not positive (config.Validate refuses those first).
+	SignIn SignInLimits
+	// Now is the limits' clock; nil is time.Now.
+	Now func() time.Time
+}
+
+// SignInLimits bound POST /cb/api/session (api.yaml console.sign_in and
+// trusted_proxies): PerUser failed sign-ins of one user name and
+// PerAddress sign-ins, right or wrong, of one client address
+// (ratelimit.ClientKey over TrustedProxies) at once, each given one more
+// every Window divided by it.
+type SignInLimits struct {
+	PerUser, PerAddress int
+	Window              time.Duration
+	TrustedProxies      []netip.Prefix
 }
 
 // Console serves /cb/. Build it with New, add sections, then Mount.
@@ -64,11 +84,23 @@ type Console struct {
 	secure   bool
 	log      *slog.Logger
 	sections []Section
+	// The sign-in's limits: failures per user name, attempts per address.
+	perUser, perAddress *ratelimit.Limiter
+	trusted             []netip.Prefix
 }
 
 // New is the console of d.
 func New(d Deps) *Console {
+	perUser, err := ratelimit.New(d.SignIn.PerUser, d.SignIn.Window, d.Now)
+	if err != nil {
+		panic(fmt.Sprintf("console: Deps.SignIn.PerUser: %v", err))
+	}
+	perAddress, err := ratelimit.New(d.SignIn.PerAddress, d.SignIn.Window, d.Now)
+	if err != nil {
+		panic(fmt.Sprintf("console: Deps.SignIn.PerAddress: %v", err))
+	}
 	return &Console{pool: d.Pool, users: d.Users, tokens: d.Tokens, secure: d.Secure, log: d.Log,
+		perUser: perUser, perAddress: perAddress, trusted: d.SignIn.TrustedProxies,
 		sections: []Section{{Title: "Personal token", Path: "/cb/token", Blurb: "One token of your whole account, for scripts and COCOONBOX_TOKEN."}}}
 }
 
@@ -141,7 +173,9 @@ type signInRequest struct {
 }
 
 // signIn is POST /cb/api/session {"user","password"}: 200 with the user and
-// a new session cookie; 401 for a wrong name or password, 403 for a disabled account.
+// a new session cookie; 401 for a wrong name or password, 403 for a
+// disabled account, 429 too_many with Retry-After (seconds) past the
+// limits, before the password is checked.
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	var req signInRequest
 	if !readJSON(w, r, &req) {
@@ -151,7 +185,28 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, apiError{"bad_request", `give both "user" and "password"`})
 		return
 	}
+	// Every attempt of an address counts, so a flood also costs at most
+	// per_address password hashes per window.
+	addr := ratelimit.ClientKey(r, c.trusted)
+	if _, wait := c.perAddress.Take(addr); wait > 0 {
+		c.tooMany(w, r, wait, "from this address", "address", addr)
+		return
+	}
+	// A name no account can have gets no bucket (an attacker's made-up
+	// names would fill the map); Authenticate answers it as any unknown one.
+	var ticket ratelimit.Ticket
+	if users.CheckName(req.User) == nil {
+		var wait time.Duration
+		if ticket, wait = c.perUser.Take(req.User); wait > 0 {
+			c.tooMany(w, r, wait, "for this user name", "user", req.User)
+			return
+		}
+	}
 	u, err := c.users.Authenticate(r.Context(), req.User, req.Password)
+	if !errors.Is(err, users.ErrBadCredentials) {
+		// Only a wrong password counts against the name.
+		ticket.Return()
+	}
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
 		c.log.InfoContext(r.Context(), "console sign-in refused", "user", req.User)
@@ -169,6 +224,15 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, u)
+}
+
+// tooMany answers a sign-in past a limit: 429, and Retry-After in whole
+// seconds (RFC 9110 §10.2.3).
+func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, wait time.Duration, which, key, value string) {
+	c.log.WarnContext(r.Context(), "console sign-in throttled", key, value, "retry_after", wait)
+	secs := int(wait / time.Second)
+	w.Header().Set("Retry-After", strconv.Itoa(secs))
+	writeJSON(w, http.StatusTooManyRequests, apiError{"too_many", fmt.Sprintf("too many sign-in attempts %s; try again in %d s", which, secs)})
 }
 
 // signOut is DELETE /cb/api/session: this session ends, 204.

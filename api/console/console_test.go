@@ -9,7 +9,9 @@ import (
 	"net/http/cookiejar"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -28,9 +30,16 @@ type env struct {
 	users   *users.Store
 	index   *tokens.Index
 	console *Console
+	// clock is the sign-in limits' time in Unix nanoseconds, moved by the test.
+	clock *atomic.Int64
 }
 
-func newEnv(t *testing.T, secure bool) *env {
+// roomy are limits no test but the limits' own reaches.
+var roomy = SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}
+
+func newEnv(t *testing.T, secure bool) *env { return newLimitedEnv(t, secure, roomy) }
+
+func newLimitedEnv(t *testing.T, secure bool, limits SignInLimits) *env {
 	t.Helper()
 	db := dbtest.New(t, users.Schema, Schema)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -41,7 +50,10 @@ func newEnv(t *testing.T, secure bool) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(ix.Stop)
-	c := New(Deps{Pool: db.Pool, Users: us, Tokens: tokens.NewStore(db.Pool, ix), Secure: secure, Log: log})
+	clock := new(atomic.Int64)
+	clock.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
+	c := New(Deps{Pool: db.Pool, Users: us, Tokens: tokens.NewStore(db.Pool, ix), Secure: secure, Log: log,
+		SignIn: limits, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
 	c.AddSection(Section{Title: "Devices", Path: "/cb/devices", Blurb: "Your sign-ins."})
 	srv := server.New(log, nil)
 	c.Mount(srv)
@@ -52,7 +64,7 @@ func newEnv(t *testing.T, secure bool) *env {
 			t.Fatal(err)
 		}
 	}
-	return &env{t: t, url: ts.URL, db: db, users: us, index: ix, console: c}
+	return &env{t: t, url: ts.URL, db: db, users: us, index: ix, console: c, clock: clock}
 }
 
 // browser is a cookie-keeping client that does not follow redirects.

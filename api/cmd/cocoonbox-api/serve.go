@@ -48,7 +48,9 @@ func serve(args []string) error {
 	userStore := users.NewStore(db.Pool)
 	tokenStore := tokens.NewStore(db.Pool, index)
 	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,
-		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log})
+		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log,
+		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
+			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, log)
 	// Started once everything that follows its changes is mounted (OnChange).
