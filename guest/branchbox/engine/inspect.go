@@ -1,0 +1,150 @@
+package engine
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+)
+
+// Bind is a signed read-only bind: a lease's source on the host at its
+// target in the container.
+type Bind struct{ Source, Target string }
+
+// Volume is a signed writable named volume (a tool-request spool, or the
+// run's workspace) at its target.
+type Volume struct{ Name, Target string }
+
+// Mounts is everything the primary container may show, each exactly once.
+type Mounts struct {
+	Binds   []Bind
+	Volumes []Volume
+}
+
+// CheckContainer is the final inspection of the primary container id
+// (Contract: Security contract: "Final Docker inspection must show each
+// bind-capable lease exactly once as a read-only bind on the primary
+// container; a missing, writable, mistargeted, duplicate, or unsigned
+// managed mount fails startup", "one exact writable named volume per
+// signed tool-request lease ... Docker's Mounts[].Name is the signed volume
+// identity", "final inspection rejects a missing or unconfined [seccomp]
+// profile"), through the Engine API: every mount of want exactly once (a
+// bind found by its source, read-only; a volume by its name, writable), no
+// other mount of any type, not privileged, no seccomp option in
+// HostConfig.SecurityOpt (unconfined or a custom profile), and the
+// container's process in seccomp filter mode (/proc/<pid>/status
+// "Seccomp: 2", Docker's default profile in force). It returns the
+// inspected container. Refusals are *branchbox.RuleError (rule
+// final-inspection), engine failures wrap the client's error.
+func CheckContainer(ctx context.Context, c *client.Client, id string, want Mounts) (*container.InspectResponse, error) {
+	res, err := c.ContainerInspect(ctx, id, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspecting container %s: %w", id, err)
+	}
+	ct := res.Container
+	where := "container " + strings.TrimPrefix(ct.Name, "/")
+	refuse := func(detail string, args ...any) error {
+		return branchbox.Refuse(branchbox.RuleFinalInspection, where, detail, args...)
+	}
+	if err := checkMounts(ct.Mounts, want, refuse); err != nil {
+		return nil, err
+	}
+	if ct.HostConfig == nil || ct.State == nil || !ct.State.Running {
+		return nil, refuse("is not running")
+	}
+	if ct.HostConfig.Privileged {
+		return nil, refuse("is privileged; the primary container runs under Docker's default seccomp profile")
+	}
+	for _, o := range ct.HostConfig.SecurityOpt {
+		if strings.HasPrefix(o, "seccomp") {
+			return nil, refuse("has security option %q; only Docker's built-in seccomp profile is accepted", o)
+		}
+	}
+	mode, err := seccompMode(ct.State.Pid)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if mode != "2" {
+		return nil, refuse("runs with seccomp mode %s, not 2 (filter): the default profile is missing", mode)
+	}
+	return &ct, nil
+}
+
+// checkMounts holds the container's mounts to want, each exactly once.
+func checkMounts(got []container.MountPoint, want Mounts, refuse func(string, ...any) error) error {
+	binds := map[string]string{}
+	for _, b := range want.Binds {
+		binds[b.Source] = b.Target
+	}
+	volumes := map[string]string{}
+	for _, v := range want.Volumes {
+		volumes[v.Name] = v.Target
+	}
+	seen := map[string]bool{}
+	for _, m := range got {
+		var key, target string
+		var ok bool
+		switch m.Type {
+		case mount.TypeBind:
+			key = "bind " + m.Source
+			if target, ok = binds[m.Source]; !ok {
+				return refuse("mounts %s from %s, which no lease signs", m.Destination, m.Source)
+			}
+			if m.RW {
+				return refuse("mounts %s writable; a lease bind is read-only and no writable bind is allowed", m.Destination)
+			}
+		case mount.TypeVolume:
+			key = "volume " + m.Name
+			if target, ok = volumes[m.Name]; !ok {
+				return refuse("mounts the volume %q at %s, which is not a signed volume name", m.Name, m.Destination)
+			}
+			if !m.RW {
+				return refuse("mounts the volume %q read-only; a request volume is writable", m.Name)
+			}
+		default:
+			return refuse("has a %s mount at %s, which no lease signs", m.Type, m.Destination)
+		}
+		if m.Destination != target {
+			return refuse("mounts %s at %s, not at its signed target %s", key, m.Destination, target)
+		}
+		if seen[key] {
+			return refuse("mounts %s twice", key)
+		}
+		seen[key] = true
+	}
+	for _, b := range want.Binds {
+		if !seen["bind "+b.Source] {
+			return refuse("does not mount the lease source %s at %s", b.Source, b.Target)
+		}
+	}
+	for _, v := range want.Volumes {
+		if !seen["volume "+v.Name] {
+			return refuse("does not mount the volume %q at %s", v.Name, v.Target)
+		}
+	}
+	return nil
+}
+
+// seccompMode reads the Seccomp field of /proc/<pid>/status (0 off, 1
+// strict, 2 filter).
+func seccompMode(pid int) (string, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if v, ok := strings.CutPrefix(s.Text(), "Seccomp:"); ok {
+			return strings.TrimSpace(v), nil
+		}
+	}
+	return "", fmt.Errorf("/proc/%d/status has no Seccomp field", pid)
+}
