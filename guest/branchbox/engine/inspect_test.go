@@ -28,7 +28,9 @@ func run(t *testing.T, c *client.Client, image, user string, mounts []mount.Moun
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}) })
+	t.Cleanup(func() {
+		c.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
+	})
 	if _, err := c.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		t.Fatal(err)
 	}
