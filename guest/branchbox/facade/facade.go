@@ -11,7 +11,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"github.com/compose-spec/compose-go/v2/types"
 
@@ -46,11 +48,20 @@ func VolumeName(runID, leaseID string) string {
 	return "branchbox-" + runID + "-" + leaseID
 }
 
+// WorkspaceVolume is the named volume that carries the run's workspace
+// into the primary container at its workspaceFolder. The contract allows
+// no writable bind, so the checked-out workspace is copied into this
+// volume before the CLI runs (see the README's "BranchBox" section).
+func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-workspace" }
+
 // configDropped are devcontainer.json keys a managed launch removes: the
 // build and features (images come from service_images only), mounts (only
-// signed pairs are mounted) and initializeCommand (it would run on the
-// guest, outside any container, as the CLI's user).
-var configDropped = []string{"build", "dockerFile", "image", "features", "overrideFeatureInstallOrder", "mounts", "initializeCommand"}
+// signed pairs are mounted), initializeCommand (it would run on the guest,
+// outside any container, as the CLI's user), and what the CLI would turn
+// into a weaker container (privileged, securityOpt such as
+// seccomp=unconfined, capAdd) before the final inspection could see it.
+var configDropped = []string{"build", "dockerFile", "image", "features", "overrideFeatureInstallOrder", "mounts", "initializeCommand",
+	"privileged", "securityOpt", "capAdd"}
 
 // Generate builds the facade of a checked input for assignment a (which
 // must pass branchbox.ManagedLaunchError and whose service_images
@@ -59,8 +70,11 @@ var configDropped = []string{"build", "dockerFile", "image", "features", "overri
 // image, no build and pull_policy: never, and loses every bind mount; the
 // primary service's volumes are exactly the signed read-only source/target
 // pairs of the bind-capable leases plus one named writable volume per
-// tool-request lease at its request_spool_target, and it has no
-// security_opt (Docker's default seccomp profile). The config names the
+// tool-request lease at its request_spool_target and the workspace volume
+// at workspaceFolder (required: absolute, clean, outside /run/branchbox;
+// rule devcontainer-config), those volumes external (BranchBox makes
+// them), and it has no security_opt (Docker's default seccomp profile)
+// and is not privileged. The config names the
 // facade Compose file, keeps the rest of the repository's keys but
 // configDropped, and turns updateRemoteUserUID off. Values are copied as
 // loaded, so "$$" escapes, quotes and newlines reach the files unchanged.
@@ -92,13 +106,22 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 		s.Volumes = kept
 		p.Services[name] = s
 	}
+	ws := in.Config.WorkspaceFolder
+	if !path.IsAbs(ws) || path.Clean(ws) != ws || ws == "/" || strings.HasPrefix(ws+"/", "/run/branchbox/") {
+		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, in.Config.Path+": workspaceFolder",
+			"is %q; a managed launch needs an absolute, clean workspaceFolder outside /run/branchbox, where the workspace volume goes", ws)
+	}
 	primary := p.Services[in.Config.Service]
-	primary.Volumes = nil
+	primary.Volumes = []types.ServiceVolumeConfig{{Type: types.VolumeTypeVolume, Source: workspaceKey, Target: ws}}
 	primary.SecurityOpt = nil
+	primary.Privileged = false
+	// BranchBox creates the volumes (labelled with the run) before the
+	// CLI runs: Compose neither makes nor removes them.
+	p.Volumes[workspaceKey] = types.VolumeConfig{Name: WorkspaceVolume(a.RunID), External: true}
 	for _, l := range a.Leases {
 		primary.Volumes = append(primary.Volumes, leaseMounts(a, &l)...)
 		if l.Scope == branchbox.ScopeToolRequest {
-			p.Volumes[volumeKey(l.LeaseID)] = types.VolumeConfig{Name: VolumeName(a.RunID, l.LeaseID)}
+			p.Volumes[volumeKey(l.LeaseID)] = types.VolumeConfig{Name: VolumeName(a.RunID, l.LeaseID), External: true}
 		}
 	}
 	p.Services[in.Config.Service] = primary
@@ -112,6 +135,10 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	}
 	return &Facade{Dir: dir, Compose: compose, Config: config}, nil
 }
+
+// workspaceKey is the workspace volume's key in the facade's volumes; no
+// tool-request key (volumeKey) can equal it.
+const workspaceKey = "branchbox-workspace"
 
 // volumeKey is a tool-request volume's key in the facade's volumes.
 func volumeKey(leaseID string) string { return "branchbox-spool-" + leaseID }

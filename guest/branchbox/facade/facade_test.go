@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/compose-spec/compose-go/v2/loader"
@@ -33,6 +34,7 @@ const repoCompose = `services:
       - ..:/workspace
       - cache:/cache
     security_opt: ["seccomp=unconfined"]
+    privileged: true
     environment:
       DOLLAR: "$${x}"
       PRICE: "costs $$5"
@@ -55,6 +57,10 @@ const repoConfig = `{
   "dockerComposeFile": "compose.yaml",
   "service": "app",
   "remoteUser": "dev",
+  "workspaceFolder": "/workspaces/app",
+  "privileged": true,
+  "securityOpt": ["seccomp=unconfined"],
+  "capAdd": ["SYS_ADMIN"],
   "build": {"dockerfile": "Dockerfile"},
   "features": {"ghcr.io/devcontainers/features/node:1": {}},
   "mounts": ["source=/,target=/host,type=bind"],
@@ -171,8 +177,8 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 		}
 	}
 	app := p.Services["app"]
-	if len(app.SecurityOpt) != 0 {
-		t.Errorf("app keeps security_opt %v", app.SecurityOpt)
+	if len(app.SecurityOpt) != 0 || app.Privileged {
+		t.Errorf("app keeps security_opt %v, privileged %v", app.SecurityOpt, app.Privileged)
 	}
 	type mount struct {
 		typ, src, dst string
@@ -186,6 +192,7 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 		}
 	}
 	want := []mount{
+		{"volume", "branchbox-workspace", "/workspaces/app", false},
 		{"bind", "/run/branchbox/managed/run-id/shared/exchange", "/run/branchbox/leases/shared/exchange", true},
 		{"bind", "/run/branchbox/managed/run-id/tool-endpoints/status", "/run/branchbox/leases/tool-endpoints/status", true},
 		{"volume", "branchbox-spool-delivery_requests", "/run/branchbox/leases/tool-requests/delivery", false},
@@ -193,8 +200,10 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("app mounts\n got %v\nwant %v", got, want)
 	}
-	if v := p.Volumes["branchbox-spool-delivery_requests"]; v.Name != "branchbox-run-id-delivery_requests" {
-		t.Errorf("spool volume %+v", v)
+	for key, name := range map[string]string{"branchbox-spool-delivery_requests": "branchbox-run-id-delivery_requests", "branchbox-workspace": "branchbox-run-id-workspace"} {
+		if v := p.Volumes[key]; v.Name != name || !v.External {
+			t.Errorf("volume %s: %+v, want %s, external", key, v, name)
+		}
 	}
 	for _, v := range p.Services["database"].Volumes {
 		if v.Type == types.VolumeTypeBind {
@@ -220,6 +229,19 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 		st, err := os.Lstat(filepath.Join(f.Dir, name))
 		if err != nil || st.Mode() != 0o600 {
 			t.Errorf("%s: %v mode %v, want an owner-only regular file", name, err, st.Mode())
+		}
+	}
+}
+
+// TestFacadeNeedsAWorkspaceFolder: the workspace volume's target must be
+// an absolute clean path outside the lease namespace.
+func TestFacadeNeedsAWorkspaceFolder(t *testing.T) {
+	for _, ws := range []string{"", "workspace", "/", "/a/../b", "/run/branchbox/leases/shared/x"} {
+		in := &devcontainer.Input{Config: &devcontainer.Config{Path: ".devcontainer.json", Service: "app", WorkspaceFolder: ws},
+			Project: &types.Project{Services: types.Services{"app": {Name: "app"}, "database": {Name: "database"}}}}
+		_, err := Generate(assignment(), in, "/tmp/facade")
+		if branchbox.RuleOf(err) != branchbox.RuleDevcontainer || !strings.Contains(err.Error(), "workspaceFolder") {
+			t.Errorf("workspaceFolder %q: %v", ws, err)
 		}
 	}
 }

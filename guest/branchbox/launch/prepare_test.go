@@ -19,7 +19,7 @@ func repository(t *testing.T) string {
 	t.Helper()
 	repo := t.TempDir()
 	files := map[string]string{
-		".devcontainer.json": `{"dockerComposeFile": "compose.yaml", "service": "app"}`,
+		".devcontainer.json": `{"dockerComposeFile": "compose.yaml", "service": "app", "workspaceFolder": "/workspaces/app"}`,
 		"compose.yaml":       "services:\n  app:\n    build: .\n  database:\n    image: postgres\n",
 	}
 	for name, body := range files {
