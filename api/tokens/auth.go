@@ -44,9 +44,19 @@ func (ix *Index) authorize(ctx context.Context, header string) (context.Context,
 		return nil, nil, err
 	}
 	server.SetUser(ctx, p.UserID)
+	ctx, done := Bind(ctx, p)
+	return ctx, done, nil
+}
+
+// Bind answers a context under ctx that carries p (FromContext) and ends
+// when p's token stops working on this api (revoked, replaced, its user
+// disabled), and the function that releases it. A surface that checks
+// tokens itself (the control MCP's bearer middleware) binds each call to
+// its principal with it, so a revoke ends the call.
+func Bind(ctx context.Context, p *Principal) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.WithValue(ctx, principalKey{}, p))
 	stop := context.AfterFunc(p.ctx, cancel)
-	return ctx, func() { stop(); cancel() }, nil
+	return ctx, func() { stop(); cancel() }
 }
 
 // Require runs next only for a request with a live token, the principal in

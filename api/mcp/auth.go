@@ -1,0 +1,102 @@
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+// principalKey holds the token's principal in the sdk's TokenInfo.Extra.
+const principalKey = "cocoonbox.principal"
+
+// requireBearer is the sdk's bearer middleware with the api's token check:
+// the personal token or a device token, a cbit_ token refused before any
+// lookup (tokens.Index.Check). A bad or missing token is 401 with the
+// middleware's one-line body. The token's user is the session's user, so
+// the sdk refuses a session id under another user's token (403).
+//
+// Contract: Browser sign-in and device tokens; Control MCP.
+func (h *Handler) requireBearer(next http.Handler) http.Handler {
+	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		p, err := h.deps.Tokens.Check(token)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+		}
+		server.SetUser(ctx, p.UserID)
+		return &auth.TokenInfo{UserID: p.UserID, Extra: map[string]any{principalKey: p}}, nil
+	}
+	// Our tokens carry no expiry: they live until revoked.
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+}
+
+// bind runs every request of a session with its token's principal in the
+// context (what the Boxes service reads), the context ending when that
+// token is revoked; a session ends (its event stream and every call open
+// on it) when the token that initialized it is revoked.
+func (h *Handler) bind(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		var p *tokens.Principal
+		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
+			p, _ = extra.TokenInfo.Extra[principalKey].(*tokens.Principal)
+		}
+		if p == nil {
+			// Never so behind requireBearer: no principal, no call.
+			return nil, fmt.Errorf("%s: no caller: the bearer check did not run", method)
+		}
+		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "initialize" {
+			endWithToken(ss, p)
+		}
+		ctx, done := tokens.Bind(ctx, p)
+		defer done()
+		return next(ctx, method, req)
+	}
+}
+
+// endWithToken closes ss once p's token stops working, and forgets it
+// when ss ends first.
+func endWithToken(ss *sdk.ServerSession, p *tokens.Principal) {
+	revoked, release := tokens.Bind(context.Background(), p)
+	stop := context.AfterFunc(revoked, func() { ss.Close() })
+	go func() {
+		ss.Wait()
+		stop()
+		release()
+	}()
+}
+
+// hostCheck refuses, on a loopback listener, a Host that is neither
+// localhost nor one of hosts: a page that rebinds its own name to
+// 127.0.0.1 must not reach the MCP (403, as the sdk's own check answers).
+func hostCheck(hosts []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		local, _ := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+		if local != nil && loopback(local.String()) && !loopback(r.Host) && !slices.Contains(hosts, r.Host) {
+			http.Error(w, fmt.Sprintf("Forbidden: invalid Host header %q", r.Host), http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopback says whether a host or host:port is localhost or a loopback address.
+func loopback(hostport string) bool {
+	host, _, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host = strings.Trim(hostport, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

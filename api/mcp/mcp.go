@@ -1,0 +1,121 @@
+// Package mcp is the control MCP: the lifecycle of the caller's own boxes
+// (list, status, ensure, create, hibernate, save, upgrade, delete, usage)
+// as MCP tools, so a coding agent the user runs manages their boxes
+// without the app. It serves MCP's streamable HTTP at Path on the api's
+// listener with the official go-sdk, behind the sdk's bearer middleware
+// wired to the api's token index, and calls the Boxes service in process
+// with the caller's principal in the context.
+//
+// Contract: Control MCP (box lifecycle for native agents, M4.7).
+package mcp
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"connectrpc.com/connect"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+// Path is where the control MCP answers on the api's listener.
+const Path = "/cocoonbox.mcp/control"
+
+// MaxBody is the largest request body the MCP reads, in bytes: a tool
+// call's arguments are a few hundred; a larger body is 413.
+const MaxBody = 64 << 10
+
+// ProtocolVersions are the MCP revisions served, newest first: those with
+// sessions (Mcp-Session-Id), whose lifecycle the contract describes.
+var ProtocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// Boxes is what the tools call of cocoonbox.control.v1.Boxes: the
+// service's handler (controlv1connect.BoxesHandler has these methods),
+// called in process with the caller's principal in the context
+// (tokens.FromContext). Its errors are connect errors (see boxes.proto).
+type Boxes interface {
+	List(context.Context, *connect.Request[controlv1.ListBoxesRequest]) (*connect.Response[controlv1.ListBoxesResponse], error)
+	Status(context.Context, *connect.Request[controlv1.BoxStatusRequest]) (*connect.Response[controlv1.BoxStatusResponse], error)
+	Create(context.Context, *connect.Request[controlv1.CreateBoxRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Ensure(context.Context, *connect.Request[controlv1.EnsureBoxRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Hibernate(context.Context, *connect.Request[controlv1.BoxOperationRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Save(context.Context, *connect.Request[controlv1.BoxOperationRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Upgrade(context.Context, *connect.Request[controlv1.ConfirmedBoxRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Delete(context.Context, *connect.Request[controlv1.ConfirmedBoxRequest]) (*connect.Response[controlv1.OperationResponse], error)
+	Usage(context.Context, *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error)
+}
+
+// Follow calls each with every step of the caller's operation
+// operationID of box boxID, in order from its first, and returns nil
+// after the one whose phase is done or failed; an error of each, or ctx
+// ending, stops it with that error. The operation itself runs on.
+type Follow func(ctx context.Context, boxID, operationID string, each func(*controlv1.Operation) error) error
+
+// Deps are what the control MCP is built from.
+type Deps struct {
+	Boxes  Boxes
+	Follow Follow
+	Tokens *tokens.Index
+	// Hosts are the Host header values accepted on a loopback listener
+	// besides localhost's (the api's public host behind a proxy);
+	// anything else is 403, against DNS rebinding.
+	Hosts []string
+	Log   *slog.Logger
+}
+
+// Handler is the control MCP's HTTP handler.
+type Handler struct {
+	deps  Deps
+	tools map[string]*tool
+	http  http.Handler
+}
+
+// New builds the control MCP. It panics on a tool table that does not
+// parse, which tests catch.
+func New(d Deps) *Handler {
+	h := &Handler{deps: d, tools: map[string]*tool{}}
+	srv := sdk.NewServer(&sdk.Implementation{Name: "cocoonbox-control", Version: "1"},
+		&sdk.ServerOptions{SupportedProtocolVersions: ProtocolVersions, Logger: d.Log})
+	for _, s := range specs {
+		t, err := h.newTool(s)
+		if err != nil {
+			panic(err)
+		}
+		h.tools[s.name] = t
+		srv.AddTool(&sdk.Tool{Name: s.name, Description: s.description, InputSchema: t.input, OutputSchema: t.output}, t.call)
+	}
+	srv.AddReceivingMiddleware(h.bind)
+	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
+		MaxRequestBodyBytes: MaxBody,
+		Logger:              d.Log,
+		// hostCheck below does it, with Hosts besides localhost.
+		DisableLocalhostProtection: true,
+	})
+	h.http = hostCheck(d.Hosts, h.requireBearer(gate(streamable)))
+	return h
+}
+
+// ServeHTTP answers the MCP's streamable HTTP requests.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
+
+// Mount serves h at Path on srv.
+func (h *Handler) Mount(srv *server.Server) { srv.Handle(Path, h) }
+
+// handlerOf is the handler of the tool named name; a spec without one is
+// an error New panics on.
+func (h *Handler) handlerOf(name string) (func(*call) (any, error), error) {
+	f, ok := map[string]func(*call) (any, error){
+		"box_list": h.boxList, "box_status": h.boxStatus, "box_ensure": h.boxEnsure,
+		"box_create": h.boxCreate, "box_hibernate": h.boxHibernate, "box_save": h.boxSave,
+		"box_upgrade": h.boxUpgrade, "box_delete": h.boxDelete, "usage": h.usage,
+	}[name]
+	if !ok {
+		return nil, fmt.Errorf("tool %s: no handler", name)
+	}
+	return f, nil
+}

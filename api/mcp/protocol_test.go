@@ -1,0 +1,224 @@
+package mcp
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+// post sends one JSON-RPC body to the MCP with token (none when empty)
+// and session id, as a client of the streamable HTTP transport does.
+func (e *env) post(t *testing.T, token tokens.Secret, session, host, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, e.url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+string(token))
+	}
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+
+// session initializes a session by hand and answers its id.
+func (e *env) session(t *testing.T, token tokens.Secret) string {
+	t.Helper()
+	resp := e.post(t, token, "", "", initialize)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %s", resp.Status)
+	}
+	id := resp.Header.Get("Mcp-Session-Id")
+	if id == "" {
+		t.Fatal("initialize answered no Mcp-Session-Id")
+	}
+	reply(t, resp)
+	if r := e.post(t, token, id, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %s", r.Status)
+	}
+	return id
+}
+
+// rpcReply is a JSON-RPC response.
+type rpcReply struct {
+	ID     any `json:"id"`
+	Error  *struct{ Code int64 }
+	Result json.RawMessage
+}
+
+// reply reads the JSON-RPC response of resp: the body, or the first data
+// line of its event stream that answers a request.
+func reply(t *testing.T, resp *http.Response) rpcReply {
+	t.Helper()
+	var r rpcReply
+	if !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+			t.Fatalf("%s: %v", resp.Status, err)
+		}
+		return r
+	}
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal([]byte(data), &r); err == nil && r.ID != nil {
+			return r
+		}
+	}
+	t.Fatalf("no response in the event stream: %v", sc.Err())
+	return r
+}
+
+func body(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+// A missing, bad or cbit_ bearer is 401 with the sdk middleware's one
+// line; the personal token of another user cannot use a session (403).
+func TestBearerIsRequired(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	for _, tc := range []struct {
+		what   string
+		token  tokens.Secret
+		answer string
+	}{
+		{"no token", "", "no bearer token\n"},
+		{"a malformed token", "cb_nothex", "invalid token: " + tokens.ErrMalformed.Error() + "\n"},
+		{"an unknown token", "cb_" + tokens.Secret(strings.Repeat("0", 64)), "invalid token: " + tokens.ErrUnknown.Error() + "\n"},
+		{"an invite-scoped token", "cbit_" + tokens.Secret(strings.Repeat("0", 64)), "invalid token: " + tokens.ErrInviteToken.Error() + "\n"},
+	} {
+		resp := e.post(t, tc.token, "", "", initialize)
+		if got := body(t, resp); resp.StatusCode != http.StatusUnauthorized || got != tc.answer {
+			t.Errorf("%s: %s %q, want 401 %q", tc.what, resp.Status, got, tc.answer)
+		}
+	}
+	id := e.session(t, e.aliceToken)
+	if resp := e.post(t, e.bobToken, id, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("alice's session with bob's token: %s, want 403", resp.Status)
+	}
+	if r := reply(t, e.post(t, e.aliceToken, id, "", `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)); r.Error != nil {
+		t.Errorf("alice's session with her token: error %d", r.Error.Code)
+	}
+}
+
+// An unknown method is -32601 (Contract: Control MCP, errors).
+func TestUnknownMethodIsMethodNotFound(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.session(t, e.aliceToken)
+	r := reply(t, e.post(t, e.aliceToken, id, "", `{"jsonrpc":"2.0","id":2,"method":"boxes/explode","params":{}}`))
+	if r.Error == nil || r.Error.Code != -32601 {
+		t.Fatalf("an unknown method: %+v, want -32601", r)
+	}
+}
+
+// A wrong Mcp-Session-Id is 404, so the client initializes again; a
+// request without one that is not an initialize is 400 and starts nothing.
+func TestSessionIDs(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.session(t, e.aliceToken)
+	call := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"box_ensure","arguments":{}}}`
+	if resp := e.post(t, e.aliceToken, "not-a-session", "", call); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a wrong Mcp-Session-Id: %s, want 404", resp.Status)
+	}
+	if resp := e.post(t, e.aliceToken, "", "", call); resp.StatusCode != http.StatusNotFound {
+		t.Errorf("no Mcp-Session-Id: %s %q, want 404", resp.Status, body(t, resp))
+	}
+	if n := len(e.boxes.boxes[e.alice.ID]); n != 0 {
+		t.Fatalf("the calls without a session made %d boxes", n)
+	}
+}
+
+// A body over MaxBody is 413 and runs nothing.
+func TestBodyOverTheLimitIs413(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.session(t, e.aliceToken)
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"box_create","arguments":{"name":"a","image":"` + strings.Repeat("x", MaxBody) + `"}}}`
+	if resp := e.post(t, e.aliceToken, id, "", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body of %d bytes: %s, want 413", len(big), resp.Status)
+	}
+	if n := len(e.boxes.boxes[e.alice.ID]); n != 0 {
+		t.Fatalf("the refused body made %d boxes", n)
+	}
+}
+
+// On loopback, a Host that is neither localhost nor the api's own is 403
+// (DNS rebinding); the configured host is served.
+func TestForeignHostOnLoopbackIs403(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	if resp := e.post(t, e.aliceToken, "", "rebind.example.com", initialize); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("Host rebind.example.com: %s, want 403", resp.Status)
+	}
+	if resp := e.post(t, e.aliceToken, "", "api.example.test", initialize); resp.StatusCode != http.StatusOK {
+		t.Errorf("Host api.example.test (configured): %s, want 200", resp.Status)
+	}
+	if resp := e.post(t, e.aliceToken, "", "localhost:1", initialize); resp.StatusCode != http.StatusOK {
+		t.Errorf("Host localhost: %s, want 200", resp.Status)
+	}
+}
+
+// A revoked token ends its open exchanges: the call waiting on an
+// operation ends, the session is gone, the token is 401; the operation
+// itself runs on to its end.
+func TestRevokedTokenEndsOpenExchanges(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(e.aliceToken)
+	release := e.boxes.hold()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := c.try("box_create", map[string]any{"name": "dev"}, "p")
+		ended <- err
+	}()
+	waitFor(t, "box_create to be waiting", func() bool { return len(c.notes()) == 1 })
+	if err := e.tokens.Revoke(context.Background(), e.alice.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-ended; err == nil {
+		t.Fatal("box_create went on after its token was revoked")
+	}
+	if resp := e.post(t, e.aliceToken, "", "", initialize); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("the revoked token: %s, want 401", resp.Status)
+	}
+	release()
+	op := e.boxes.only(t)
+	done := make(chan error, 1)
+	go func() {
+		done <- e.boxes.follow(context.Background(), op.BoxId, op.OperationId, func(*controlv1.Operation) error { return nil })
+	}()
+	if err := <-done; err != nil {
+		t.Fatalf("the operation after its caller's token was revoked: %v", err)
+	}
+}

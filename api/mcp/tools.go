@@ -1,0 +1,135 @@
+package mcp
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+)
+
+// The tools' names, descriptions and schemas, written here once: tools/list
+// answers exactly these (a test holds the api and docs/control-mcp.md to
+// them).
+//
+// Contract: Control MCP (box lifecycle for native agents, M4.7), the tool
+// table and "Tool descriptions (model-facing; the api returns these
+// exactly)", whose text was lost from the contract and is written here.
+
+// boxArg is the optional box argument, as the contract words it.
+const boxArg = `"box":{"type":"string","description":"The box's name or id; without it, your first box."}`
+
+// waitArg is the wait argument of box_ensure and box_create.
+const waitArg = `"wait":{"type":"boolean","default":true,"description":"Answer when the operation is done (true, the default) or at once with its operation_id (false)."}`
+
+// confirmArg is the confirm argument of box_upgrade and box_delete.
+const confirmArg = `"confirm":{"type":"boolean","description":"true once the user has confirmed this change; anything else refuses it."}`
+
+// spec is one tool as published: name, description, input and output
+// schema (JSON Schema 2020-12 objects, no extra properties).
+type spec struct {
+	name, description string
+	input, output     string
+}
+
+var specs = []spec{
+	{
+		name:        "box_list",
+		description: "List your cocoonbox boxes, oldest first, with each box's id, name, state, image and last save time. It only reads and answers at once.",
+		input:       `{"type":"object","properties":{},"additionalProperties":false}`,
+		output: `{"type":"object","properties":{"boxes":{"type":"array","items":` + object(
+			"box_id", "string", "name", "string", "state", "string", "image", "string", "last_saved_at_ms", "integer") + `}},"required":["boxes"],"additionalProperties":false}`,
+	},
+	{
+		name:        "box_status",
+		description: "Show a box's state, its image, the latest image and whether an upgrade to it is available; with no box at all the state is \"absent\". It only reads and answers at once.",
+		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
+		output: object("box_id", "string", "name", "string", "state", "string", "image", "string",
+			"latest_image", "string", "upgrade_available", "boolean", "last_saved_at_ms", "integer"),
+	},
+	{
+		name:        "box_ensure",
+		description: "Make a box running: wake it when hibernated, boot it when stopped or failed, or create your first box when you have none. With wait (the default) it answers once the box runs; it needs no confirmation.",
+		input:       `{"type":"object","properties":{` + boxArg + `,` + waitArg + `},"additionalProperties":false}`,
+		output:      object("box_id", "string", "state", "string", "operation_id", "string"),
+	},
+	{
+		name:        "box_create",
+		description: "Create a new box called name, on image (default: the latest), and boot it. With wait (the default) it answers once the box runs; it needs no confirmation.",
+		input: `{"type":"object","properties":{"name":{"type":"string","description":"The new box's name: 1 to 63 of a-z, 0-9 and -, starting with a letter."},` +
+			`"image":{"type":"string","description":"The image to boot, such as cbdesk:v22-base; without it, the latest."},` + waitArg + `},"required":["name"],"additionalProperties":false}`,
+		output: object("box_id", "string", "name", "string", "state", "string", "operation_id", "string"),
+	},
+	{
+		name:        "box_hibernate",
+		description: "Hibernate a running box: its memory and disk are kept and its programs pause until it is woken (box_ensure). It answers once the box is hibernated; it needs no confirmation.",
+		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
+		output:      object("box_id", "string", "state", "string", "operation_id", "string"),
+	},
+	{
+		name:        "box_save",
+		description: "Save a box's disk state, replacing its previous save, while it keeps running. It answers once the save is done, with its size in bytes; it needs no confirmation.",
+		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
+		output:      object("box_id", "string", "last_saved_at_ms", "integer", "operation_id", "string", "bytes", "integer"),
+	},
+	{
+		name:        "box_upgrade",
+		description: "Move a box onto the latest image, keeping /home/user and /workspace; the box restarts, so the programs running in it end. Ask the user first and pass confirm: true; it answers once the upgrade is done.",
+		input:       `{"type":"object","properties":{` + boxArg + `,` + confirmArg + `},"required":["confirm"],"additionalProperties":false}`,
+		output:      object("box_id", "string", "state", "string", "image", "string", "operation_id", "string"),
+	},
+	{
+		name:        "box_delete",
+		description: "Delete a box and its saves for good. Ask the user first, name the box, and pass confirm: true; it answers once the box is gone.",
+		input:       `{"type":"object","properties":{` + boxArg + `,` + confirmArg + `},"required":["box","confirm"],"additionalProperties":false}`,
+		output:      object("box_id", "string", "operation_id", "string"),
+	},
+	{
+		name:        "usage",
+		description: "Show your model usage in micro-dollars, today and this month, your daily cap, whether it is the default cap, and what remains of it today. It only reads and answers at once.",
+		input:       `{"type":"object","properties":{},"additionalProperties":false}`,
+		output: object("today", "integer", "month", "integer", "daily_cap_micros", "integer",
+			"default_cap", "boolean", "remaining_today_micros", "integer"),
+	},
+}
+
+// object is the schema of an object holding exactly the given fields
+// (name, type pairs), all required.
+func object(fields ...string) string {
+	props := map[string]map[string]string{}
+	var names []string
+	for i := 0; i < len(fields); i += 2 {
+		props[fields[i]] = map[string]string{"type": fields[i+1]}
+		names = append(names, fields[i])
+	}
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": props, "required": names, "additionalProperties": false})
+	return string(b)
+}
+
+// schemas are a spec parsed: the published input and output schemas, and
+// the resolved input schema arguments are checked against. That one leaves
+// confirm out of required: a call without it is the tool's refusal
+// (isError: ask the user), not a protocol error, as false is.
+type schemas struct {
+	input, output *jsonschema.Schema
+	check         *jsonschema.Resolved
+}
+
+func (s spec) parse() (schemas, error) {
+	var out schemas
+	for _, p := range []struct {
+		text string
+		into **jsonschema.Schema
+	}{{s.input, &out.input}, {s.output, &out.output}} {
+		if err := json.Unmarshal([]byte(p.text), p.into); err != nil {
+			return out, fmt.Errorf("tool %s: schema: %w", s.name, err)
+		}
+	}
+	check := out.input.CloneSchemas()
+	check.Required = slices.DeleteFunc(slices.Clone(check.Required), func(n string) bool { return n == "confirm" })
+	var err error
+	if out.check, err = check.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true}); err != nil {
+		return out, fmt.Errorf("tool %s: input schema: %w", s.name, err)
+	}
+	return out, nil
+}
