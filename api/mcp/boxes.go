@@ -94,16 +94,11 @@ type started struct {
 func (s started) opID() string { return s.op.GetOperationId() }
 
 // begin runs a mutating call and, when wait, follows its operation to the
-// end and reads the box again. A box mid-operation of the same kind
-// (FAILED_PRECONDITION, one under way) is joined: both callers get its
-// result.
-func (h *Handler) begin(c *call, box, kind string, wait bool, do func(requestID string) (*controlv1.OperationResponse, error)) (started, error) {
+// end and reads the box again. Two callers of one operation (an Ensure of
+// a box whose wake is under way answers that operation) both wait on it
+// and get its result.
+func (h *Handler) begin(c *call, wait bool, deleted bool, do func(requestID string) (*controlv1.OperationResponse, error)) (started, error) {
 	resp, err := do(requestID())
-	if connect.CodeOf(err) == connect.CodeFailedPrecondition {
-		if st, serr := h.status(c, box); serr == nil && st.Operation != nil && joins(kind, st.Operation.Kind) {
-			resp, err = &controlv1.OperationResponse{Box: st.Box, Operation: st.Operation}, nil
-		}
-	}
 	if err != nil {
 		return started{}, err
 	}
@@ -111,11 +106,8 @@ func (h *Handler) begin(c *call, box, kind string, wait bool, do func(requestID 
 	if !wait || s.op == nil {
 		return s, nil
 	}
-	if s.op, s.bytes, err = h.await(c, s.op); err != nil {
+	if s.op, s.bytes, err = h.await(c, s.op); err != nil || deleted {
 		return s, err
-	}
-	if kind == "delete" {
-		return s, nil
 	}
 	st, err := h.status(c, s.op.BoxId)
 	if err != nil {
@@ -125,16 +117,12 @@ func (h *Handler) begin(c *call, box, kind string, wait bool, do func(requestID 
 	return s, nil
 }
 
-// joins says whether an operation under way of kind under does what a
-// call of kind asks: an ensure is also done by a create.
-func joins(kind, under string) bool { return kind == under || kind == "ensure" && under == "create" }
-
 func (h *Handler) boxEnsure(c *call) (any, error) {
 	box, err := c.box()
 	if err != nil {
 		return nil, err
 	}
-	s, err := h.begin(c, box, "ensure", c.flag("wait"), func(id string) (*controlv1.OperationResponse, error) {
+	s, err := h.begin(c, c.flag("wait"), false, func(id string) (*controlv1.OperationResponse, error) {
 		return msg(h.deps.Boxes.Ensure(c.ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: id, Box: box})))
 	})
 	if err != nil {
@@ -145,7 +133,7 @@ func (h *Handler) boxEnsure(c *call) (any, error) {
 
 func (h *Handler) boxCreate(c *call) (any, error) {
 	name, image := c.str("name"), c.str("image")
-	s, err := h.begin(c, name, "create", c.flag("wait"), func(id string) (*controlv1.OperationResponse, error) {
+	s, err := h.begin(c, c.flag("wait"), false, func(id string) (*controlv1.OperationResponse, error) {
 		return msg(h.deps.Boxes.Create(c.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: id, Name: name, Image: image})))
 	})
 	if err != nil {
@@ -155,18 +143,18 @@ func (h *Handler) boxCreate(c *call) (any, error) {
 }
 
 // boxOperation runs Hibernate or Save of the box argument, waiting.
-func (h *Handler) boxOperation(c *call, kind string, do func(*controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error)) (started, error) {
+func (h *Handler) boxOperation(c *call, do func(*controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error)) (started, error) {
 	box, err := c.box()
 	if err != nil {
 		return started{}, err
 	}
-	return h.begin(c, box, kind, true, func(id string) (*controlv1.OperationResponse, error) {
+	return h.begin(c, true, false, func(id string) (*controlv1.OperationResponse, error) {
 		return do(&controlv1.BoxOperationRequest{RequestId: id, Box: box})
 	})
 }
 
 func (h *Handler) boxHibernate(c *call) (any, error) {
-	s, err := h.boxOperation(c, "hibernate", func(r *controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error) {
+	s, err := h.boxOperation(c, func(r *controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error) {
 		return msg(h.deps.Boxes.Hibernate(c.ctx, connect.NewRequest(r)))
 	})
 	if err != nil {
@@ -176,7 +164,7 @@ func (h *Handler) boxHibernate(c *call) (any, error) {
 }
 
 func (h *Handler) boxSave(c *call) (any, error) {
-	s, err := h.boxOperation(c, "save", func(r *controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error) {
+	s, err := h.boxOperation(c, func(r *controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error) {
 		return msg(h.deps.Boxes.Save(c.ctx, connect.NewRequest(r)))
 	})
 	if err != nil {
@@ -195,7 +183,7 @@ func (h *Handler) confirmed(c *call, kind string, do func(*controlv1.ConfirmedBo
 	if !c.flag("confirm") {
 		return started{}, refuse("confirm: must be true; ask the user to confirm the %s of %s, then call again with confirm: true", kind, orFirst(box))
 	}
-	return h.begin(c, box, kind, true, func(id string) (*controlv1.OperationResponse, error) {
+	return h.begin(c, true, kind == "delete", func(id string) (*controlv1.OperationResponse, error) {
 		return do(&controlv1.ConfirmedBoxRequest{RequestId: id, Box: box, Confirm: true})
 	})
 }

@@ -11,6 +11,8 @@ import (
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
 // tool is a spec with its parsed schemas and its handler.
@@ -34,10 +36,11 @@ func (h *Handler) newTool(s spec) (*tool, error) {
 }
 
 // call is one tools/call: its context (the caller's principal in it), the
-// request (its session and progress token) and the checked arguments,
+// caller, the request (its session and progress token) and the checked arguments,
 // defaults applied.
 type call struct {
 	ctx  context.Context
+	user string // the caller's user id
 	req  *sdk.CallToolRequest
 	args map[string]any
 }
@@ -74,7 +77,11 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 	if err := t.check.Validate(args); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments do not match the input schema: %v", t.name, err)}
 	}
-	out, err := t.run(&call{ctx: ctx, req: req, args: args})
+	p, ok := tokens.FromContext(ctx)
+	if !ok {
+		return t.failure(ctx, errors.New("no caller in the context"))
+	}
+	out, err := t.run(&call{ctx: ctx, user: p.UserID, req: req, args: args})
 	if err != nil {
 		return t.failure(ctx, err)
 	}

@@ -29,6 +29,7 @@ type fakeBoxes struct {
 
 type fakeOp struct {
 	under   string // the box it runs on
+	user    string // its box's owner
 	steps   []*controlv1.Operation
 	changed chan struct{} // closed and replaced at each step
 }
@@ -63,16 +64,22 @@ func (f *fakeBoxes) find(ctx context.Context, box string) (*controlv1.Box, error
 	return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("box %q: no box of yours by that name or id", box))
 }
 
-// start begins an operation of kind on b; f.mu held.
-func (f *fakeBoxes) start(b *controlv1.Box, kind string) (*connect.Response[controlv1.OperationResponse], error) {
+// start begins an operation of kind on the caller's box b; a box
+// mid-operation refuses, but for an ensure of a box whose create or
+// ensure is under way, which answers that one (as boxes.Service does).
+// f.mu held.
+func (f *fakeBoxes) start(ctx context.Context, b *controlv1.Box, kind string) (*connect.Response[controlv1.OperationResponse], error) {
 	for _, op := range f.ops {
-		if op.under == b.BoxId && op.steps[len(op.steps)-1].Phase != controlv1.Phase_PHASE_DONE {
+		if last := op.steps[len(op.steps)-1]; op.under == b.BoxId && last.Phase != controlv1.Phase_PHASE_DONE {
+			if kind == "ensure" && (last.Kind == "create" || last.Kind == "ensure") {
+				return connect.NewResponse(&controlv1.OperationResponse{Box: b, Operation: op.steps[0]}), nil
+			}
 			return nil, connect.NewError(connect.CodeFailedPrecondition, errors.New("the box is mid-operation"))
 		}
 	}
 	f.n++
 	id := fmt.Sprintf("op-%016x", f.n)
-	op := &fakeOp{under: b.BoxId, changed: make(chan struct{})}
+	op := &fakeOp{under: b.BoxId, user: user(ctx), changed: make(chan struct{})}
 	f.ops[id] = op
 	first := &controlv1.Operation{OperationId: id, BoxId: b.BoxId, Kind: kind, Phase: phases[kind][0]}
 	op.steps = append(op.steps, first)
@@ -126,29 +133,28 @@ func (f *fakeBoxes) finish(b *controlv1.Box, kind string) {
 	}
 }
 
-func (f *fakeBoxes) follow(ctx context.Context, boxID, opID string, each func(*controlv1.Operation) error) error {
+// follow is Follow as boxes.Service.WaitOperation answers it.
+func (f *fakeBoxes) follow(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
 	for i := 0; ; {
 		f.mu.Lock()
 		op := f.ops[opID]
-		if op == nil || op.under != boxID {
+		if op == nil || op.user != userID {
 			f.mu.Unlock()
-			return fmt.Errorf("no operation %s of box %s", opID, boxID)
+			return nil, connect.NewError(connect.CodeNotFound, fmt.Errorf("no operation %s of user %s", opID, userID))
 		}
 		steps, changed := op.steps[i:], op.changed
 		f.mu.Unlock()
 		for _, s := range steps {
 			i++
-			if err := each(s); err != nil {
-				return err
-			}
+			each(s)
 			if s.Phase == controlv1.Phase_PHASE_DONE || s.Phase == controlv1.Phase_PHASE_FAILED {
-				return nil
+				return s, nil
 			}
 		}
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
 }
@@ -195,7 +201,7 @@ func (f *fakeBoxes) create(ctx context.Context, name, image string) (*connect.Re
 	f.n++
 	b := &controlv1.Box{BoxId: fmt.Sprintf("cb-%016x", f.n), Name: name, State: controlv1.BoxState_BOX_STATE_STARTING, Image: image, Incarnation: 1}
 	f.boxes[user(ctx)] = append(f.boxes[user(ctx)], b)
-	return f.start(b, "create")
+	return f.start(ctx, b, "create")
 }
 
 func (f *fakeBoxes) Ensure(ctx context.Context, r *connect.Request[controlv1.EnsureBoxRequest]) (*connect.Response[controlv1.OperationResponse], error) {
@@ -211,7 +217,7 @@ func (f *fakeBoxes) Ensure(ctx context.Context, r *connect.Request[controlv1.Ens
 	if b.State == controlv1.BoxState_BOX_STATE_RUNNING {
 		return connect.NewResponse(&controlv1.OperationResponse{Box: b}), nil
 	}
-	return f.start(b, "ensure")
+	return f.start(ctx, b, "ensure")
 }
 
 // operation is an operation of kind on the caller's box.
@@ -222,7 +228,7 @@ func (f *fakeBoxes) operation(ctx context.Context, box, kind string) (*connect.R
 	if err != nil {
 		return nil, err
 	}
-	return f.start(b, kind)
+	return f.start(ctx, b, kind)
 }
 
 func (f *fakeBoxes) Hibernate(ctx context.Context, r *connect.Request[controlv1.BoxOperationRequest]) (*connect.Response[controlv1.OperationResponse], error) {

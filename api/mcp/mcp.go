@@ -50,11 +50,11 @@ type Boxes interface {
 	Usage(context.Context, *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error)
 }
 
-// Follow calls each with every step of the caller's operation
-// operationID of box boxID, in order from its first, and returns nil
-// after the one whose phase is done or failed; an error of each, or ctx
-// ending, stops it with that error. The operation itself runs on.
-type Follow func(ctx context.Context, boxID, operationID string, each func(*controlv1.Operation) error) error
+// Follow calls each with every step of the operation operationID of the
+// user userID, in order from its first, and answers the last one (phase
+// done or failed); it stops with ctx. The operation itself runs on.
+// boxes.Service.WaitOperation is one.
+type Follow func(ctx context.Context, userID, operationID string, each func(*controlv1.Operation)) (*controlv1.Operation, error)
 
 // Deps are what the control MCP is built from.
 type Deps struct {

@@ -22,23 +22,22 @@ import (
 // Contract: Control MCP, progress.
 func (h *Handler) await(c *call, op *controlv1.Operation) (*controlv1.Operation, int64, error) {
 	token := c.req.Params.GetProgressToken()
-	last, steps, bytes := op, 0, int64(0)
-	err := h.deps.Follow(c.ctx, op.BoxId, op.OperationId, func(o *controlv1.Operation) error {
-		last, steps = o, steps+1
+	steps, bytes := 0, int64(0)
+	last, err := h.deps.Follow(c.ctx, c.user, op.OperationId, func(o *controlv1.Operation) {
+		steps++
 		if o.TotalBytes > 0 && (o.Phase == controlv1.Phase_PHASE_SAVING || o.Phase == controlv1.Phase_PHASE_DONE) {
 			bytes = o.TotalBytes
 		}
 		if token == nil {
-			return nil
+			return
 		}
 		p := &sdk.ProgressNotificationParams{ProgressToken: token, Progress: float64(steps), Message: stepMessage(o)}
 		if err := c.req.Session.NotifyProgress(c.ctx, p); err != nil {
 			h.deps.Log.DebugContext(c.ctx, "control MCP: progress not sent", "operation", o.OperationId, "err", err)
 		}
-		return nil
 	})
 	if err != nil {
-		return last, bytes, fmt.Errorf("follow operation %s: %w", op.OperationId, err)
+		return op, bytes, fmt.Errorf("follow operation %s: %w", op.OperationId, err)
 	}
 	if last.Phase == controlv1.Phase_PHASE_FAILED {
 		return last, bytes, refuse("the %s of box %s failed: %s (operation %s)", last.Kind, last.BoxId, last.Error, last.OperationId)
