@@ -35,6 +35,10 @@ Sign in:
 Devices (your sign-ins):
   devices [--json]        list them; * marks this CLI's own
   devices revoke ID       revoke one (ID is dev_ and 16 hex)
+Agents:
+  mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
+                          (both without an argument): the control MCP of the
+                          endpoint with this CLI's token
 Other:
   version, --version      print the build's source revision
 
@@ -78,6 +82,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return logout(ctx, rest, stdout)
 	case "devices":
 		return devices(ctx, rest, stdout)
+	case "mcp":
+		return mcpSnippet(rest, stdout)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "cocoonbox", Version)
 		return nil
