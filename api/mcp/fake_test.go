@@ -10,6 +10,7 @@ import (
 	"connectrpc.com/connect"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
@@ -19,6 +20,8 @@ import (
 // gate that holds every operation before its last step while a test
 // looks. The real service is tested through the MCP in api/e2e.
 type fakeBoxes struct {
+	// the methods the tools do not call (Events, Images) answer unimplemented
+	controlv1connect.UnimplementedBoxesHandler
 	mu    sync.Mutex
 	boxes map[string][]*controlv1.Box // by user id, oldest first
 	ops   map[string]*fakeOp

@@ -12,11 +12,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -28,8 +30,8 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // fresh database with users alice and bob (personal tokens), and the
 // boxes service in memory.
 type env struct {
-	t          *testing.T
-	url        string
+	t          testing.TB
+	base, url  string // the listener's URL, the MCP's
 	boxes      *fakeBoxes
 	tokens     *tokens.Store
 	alice, bob users.User
@@ -37,7 +39,7 @@ type env struct {
 	bobToken   tokens.Secret
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -54,6 +56,7 @@ func newEnv(t *testing.T) *env {
 	e.bob, e.bobToken = e.user("bob", us)
 
 	srv := server.New(log, nil)
+	srv.Handle(controlv1connect.NewBoxesHandler(e.boxes, connect.WithInterceptors(ix.Interceptor())))
 	New(Deps{Boxes: e.boxes, Follow: e.boxes.follow, Tokens: ix, Hosts: []string{"api.example.test"}, Log: log}).Mount(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -63,7 +66,8 @@ func newEnv(t *testing.T) *env {
 	done := make(chan struct{})
 	go func() { srv.Serve(sctx, ln); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
-	e.url = "http://" + ln.Addr().String() + Path
+	e.base = "http://" + ln.Addr().String()
+	e.url = e.base + Path
 	return e
 }
 

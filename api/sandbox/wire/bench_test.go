@@ -5,21 +5,15 @@ import (
 	"crypto/rand"
 	"io"
 	"os/exec"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
 
 // What rsh will cost (Remote command): `true` and 64 MiB through `cat`
 // over the daemon's wire, each beside a plain nsenter on the same box.
-
-func percentiles(b *testing.B, name string, ds []time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	p := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(p(0.5), name+"-p50-ms")
-	b.ReportMetric(p(0.99), name+"-p99-ms")
-}
 
 func BenchmarkWireExecRoundTrip(b *testing.B) {
 	m := boot(b)
@@ -36,8 +30,8 @@ func BenchmarkWireExecRoundTrip(b *testing.B) {
 		}
 		plain = append(plain, time.Since(start))
 	}
-	percentiles(b, "wire-exec", ours)
-	percentiles(b, "nsenter", plain)
+	latency.Report(b, "wire-exec", ours)
+	latency.Report(b, "nsenter", plain)
 }
 
 func BenchmarkWireExecThroughput(b *testing.B) {
