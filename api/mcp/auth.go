@@ -50,7 +50,7 @@ func (h *Handler) bind(next sdk.MethodHandler) sdk.MethodHandler {
 			p, _ = extra.TokenInfo.Extra[principalKey].(*tokens.Principal)
 		}
 		if p == nil {
-			// Never so behind requireBearer: no principal, no call.
+			// requireBearer puts one in every request; without it, no call.
 			return nil, fmt.Errorf("%s: no caller: the bearer check did not run", method)
 		}
 		if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method == "initialize" {

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -65,8 +66,13 @@ type Deps struct {
 	// besides localhost's (the api's public host behind a proxy);
 	// anything else is 403, against DNS rebinding.
 	Hosts []string
-	Log   *slog.Logger
+	// Log gets the failures answered -32603 (required).
+	Log *slog.Logger
 }
+
+// SessionIdle is how long a session lives without a request: an agent
+// back after it gets 404 and initializes a new one, as the protocol says.
+const SessionIdle = time.Hour
 
 // Handler is the control MCP's HTTP handler.
 type Handler struct {
@@ -92,6 +98,7 @@ func New(d Deps) *Handler {
 	srv.AddReceivingMiddleware(h.bind)
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxBody,
+		SessionTimeout:      SessionIdle,
 		Logger:              d.Log,
 		// hostCheck below does it, with Hosts besides localhost.
 		DisableLocalhostProtection: true,
