@@ -21,9 +21,7 @@ import (
 func BenchmarkBoxStatus(b *testing.B) {
 	e := newEnv(b)
 	c := e.connect(e.aliceToken)
-	if res, err := c.try("box_create", map[string]any{"name": "dev"}); err != nil || res.IsError {
-		b.Fatalf("box_create: %v %v", err, res)
-	}
+	c.OK(b, "box_create", map[string]any{"name": "dev"})
 	var p http.Protocols
 	p.SetUnencryptedHTTP2(true)
 	grpc := controlv1connect.NewBoxesClient(&http.Client{Transport: &http.Transport{Protocols: &p}}, e.base, connect.WithGRPC())
@@ -41,7 +39,7 @@ func BenchmarkBoxStatus(b *testing.B) {
 	b.ResetTimer()
 	for range b.N {
 		t0 := time.Now()
-		res, err := c.try("box_status", map[string]any{"box": "dev"})
+		res, err := c.Try(ctx, "box_status", map[string]any{"box": "dev"})
 		t1 := time.Now()
 		if err != nil || res.IsError {
 			b.Fatalf("box_status: %v %v", err, res)

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -199,10 +200,10 @@ func TestRevokedTokenEndsOpenExchanges(t *testing.T) {
 	release := e.boxes.hold()
 	ended := make(chan error, 1)
 	go func() {
-		_, err := c.try("box_create", map[string]any{"name": "dev"}, "p")
+		_, err := c.Try(context.Background(), "box_create", map[string]any{"name": "dev"}, "p")
 		ended <- err
 	}()
-	waitFor(t, "box_create to be waiting", func() bool { return len(c.notes()) == 1 })
+	c.WaitNotes(t, 1) // box_create is waiting
 	if err := e.tokens.Revoke(context.Background(), e.alice.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -216,5 +217,58 @@ func TestRevokedTokenEndsOpenExchanges(t *testing.T) {
 	op := e.boxes.only(t)
 	if last, err := e.boxes.follow(context.Background(), e.alice.ID, op.OperationId, func(*controlv1.Operation) {}); err != nil || last.Phase != controlv1.Phase_PHASE_DONE {
 		t.Fatalf("the operation after its caller's token was revoked: %v %v", last, err)
+	}
+}
+
+// messages are the JSON-RPC messages of resp's event stream, in order:
+// "progress:MESSAGE" for a progress notification, "result" or
+// "error:CODE" for the response, which ends it.
+func messages(t *testing.T, resp *http.Response) []string {
+	t.Helper()
+	var got []string
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m struct {
+			ID     any
+			Method string
+			Params struct{ Message string }
+			Error  *struct{ Code int64 }
+		}
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("event %q: %v", data, err)
+		}
+		switch {
+		case m.Method == "notifications/progress":
+			got = append(got, "progress:"+m.Params.Message)
+		case m.Error != nil:
+			return append(got, fmt.Sprintf("error:%d", m.Error.Code))
+		case m.ID != nil:
+			return append(got, "result")
+		}
+	}
+	t.Fatalf("the stream ended without a response after %q: %v", got, sc.Err())
+	return nil
+}
+
+// On the wire, a call's progress notifications come in order ahead of
+// its result, on the call's own stream; a call without a token gets the
+// result alone (Contract: Control MCP, progress).
+func TestProgressComesBeforeTheResult(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.session(t, e.aliceToken)
+	call := func(args, meta string) []string {
+		body := `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"box_create","arguments":` + args + meta + `}}`
+		return messages(t, e.post(t, e.aliceToken, id, "", body))
+	}
+	if got := strings.Join(call(`{"name":"a"}`, `,"_meta":{"progressToken":"p"}`), " "); got != "progress:creating progress:done result" {
+		t.Fatalf("box_create with a progress token: %s", got)
+	}
+	if got := strings.Join(call(`{"name":"b"}`, ""), " "); got != "result" {
+		t.Fatalf("box_create without a progress token: %s", got)
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 )
 
 // tools/list answers exactly the tool table: the names, the descriptions
@@ -38,10 +40,10 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 			if tl.Description != s.description {
 				t.Errorf("%s: description %q, want %q", s.name, tl.Description, s.description)
 			}
-			if a, b := canon(t, tl.InputSchema), canonText(t, s.input); a != b {
+			if a, b := mcptest.Canon(t, tl.InputSchema), canonText(t, s.input); a != b {
 				t.Errorf("%s: input schema %s, want %s", s.name, a, b)
 			}
-			if a, b := canon(t, tl.OutputSchema), canonText(t, s.output); a != b {
+			if a, b := mcptest.Canon(t, tl.OutputSchema), canonText(t, s.output); a != b {
 				t.Errorf("%s: output schema %s, want %s", s.name, a, b)
 			}
 		}
@@ -59,7 +61,7 @@ func canonText(t *testing.T, s string) string {
 	if err := json.Unmarshal([]byte(s), &v); err != nil {
 		t.Fatal(err)
 	}
-	return canon(t, v)
+	return mcptest.Canon(t, v)
 }
 
 // Every tool's happy path, each result checked against its published
@@ -68,48 +70,48 @@ func TestEveryToolHappyPath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	got := c.ok(t, "box_create", c.call(t, "box_create", map[string]any{"name": "dev", "image": "cbdesk:v22-base"}))
+	got := c.OK(t, "box_create", map[string]any{"name": "dev", "image": "cbdesk:v22-base"})
 	id := got["box_id"].(string)
 	if got["name"] != "dev" || got["state"] != "running" || got["operation_id"] == "" {
 		t.Fatalf("box_create: %v", got)
 	}
-	got = c.ok(t, "box_list", c.call(t, "box_list", nil))
+	got = c.OK(t, "box_list", nil)
 	if list := got["boxes"].([]any); len(list) != 1 || list[0].(map[string]any)["box_id"] != id || list[0].(map[string]any)["image"] != "cbdesk:v22-base" {
 		t.Fatalf("box_list: %v", got)
 	}
-	got = c.ok(t, "box_status", c.call(t, "box_status", map[string]any{"box": "dev"}))
+	got = c.OK(t, "box_status", map[string]any{"box": "dev"})
 	if got["box_id"] != id || got["upgrade_available"] != true || got["latest_image"] != latest || got["last_saved_at_ms"] != 0.0 {
 		t.Fatalf("box_status: %v", got)
 	}
-	got = c.ok(t, "box_ensure", c.call(t, "box_ensure", map[string]any{}))
+	got = c.OK(t, "box_ensure", map[string]any{})
 	if got["state"] != "running" || got["operation_id"] != "" {
 		t.Fatalf("box_ensure of a running box: %v, want operation_id \"\"", got)
 	}
-	got = c.ok(t, "box_save", c.call(t, "box_save", map[string]any{"box": id}))
+	got = c.OK(t, "box_save", map[string]any{"box": id})
 	if got["bytes"] != 4096.0 || got["last_saved_at_ms"] == 0.0 || got["operation_id"] == "" {
 		t.Fatalf("box_save: %v", got)
 	}
-	got = c.ok(t, "box_hibernate", c.call(t, "box_hibernate", map[string]any{"box": "dev"}))
+	got = c.OK(t, "box_hibernate", map[string]any{"box": "dev"})
 	if got["state"] != "hibernated" {
 		t.Fatalf("box_hibernate: %v", got)
 	}
-	got = c.ok(t, "box_ensure", c.call(t, "box_ensure", map[string]any{"box": "dev"}))
+	got = c.OK(t, "box_ensure", map[string]any{"box": "dev"})
 	if got["state"] != "running" || got["operation_id"] == "" {
 		t.Fatalf("box_ensure of a hibernated box: %v", got)
 	}
-	got = c.ok(t, "box_upgrade", c.call(t, "box_upgrade", map[string]any{"box": "dev", "confirm": true}))
+	got = c.OK(t, "box_upgrade", map[string]any{"box": "dev", "confirm": true})
 	if got["image"] != latest || got["state"] != "running" {
 		t.Fatalf("box_upgrade: %v", got)
 	}
-	got = c.ok(t, "usage", c.call(t, "usage", nil))
+	got = c.OK(t, "usage", nil)
 	if got["daily_cap_micros"] != 1e6 || got["default_cap"] != true || got["today"] != 0.0 {
 		t.Fatalf("usage: %v", got)
 	}
-	got = c.ok(t, "box_delete", c.call(t, "box_delete", map[string]any{"box": "dev", "confirm": true}))
+	got = c.OK(t, "box_delete", map[string]any{"box": "dev", "confirm": true})
 	if got["box_id"] != id || got["operation_id"] == "" {
 		t.Fatalf("box_delete: %v", got)
 	}
-	if got = c.ok(t, "box_list", c.call(t, "box_list", nil)); len(got["boxes"].([]any)) != 0 {
+	if got = c.OK(t, "box_list", nil); len(got["boxes"].([]any)) != 0 {
 		t.Fatalf("box_list after the delete: %v", got)
 	}
 }
@@ -120,29 +122,30 @@ func TestNoBoxIsAbsentAndEnsureCreatesOne(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	got := c.ok(t, "box_status", c.call(t, "box_status", nil))
+	got := c.OK(t, "box_status", nil)
 	want := `{"box_id":"","image":"","last_saved_at_ms":0,"latest_image":"","name":"","state":"absent","upgrade_available":false}`
-	if s := canon(t, got); s != want {
+	if s := mcptest.Canon(t, got); s != want {
 		t.Fatalf("box_status without a box: %s, want %s", s, want)
 	}
-	got = c.ok(t, "box_ensure", c.call(t, "box_ensure", nil))
+	got = c.OK(t, "box_ensure", nil)
 	if got["state"] != "running" || got["box_id"] == "" || got["operation_id"] == "" {
 		t.Fatalf("box_ensure without a box: %v", got)
 	}
-	if got = c.ok(t, "box_status", c.call(t, "box_status", nil)); got["state"] != "running" {
+	if got = c.OK(t, "box_status", nil); got["state"] != "running" {
 		t.Fatalf("box_status after box_ensure: %v", got)
 	}
 }
 
-// With a progress token: one notification per step, in order, then the
-// result; without one, none (Contract: Control MCP, progress).
+// With a progress token: one notification per step, in order; without
+// one, none (Contract: Control MCP, progress). That they come ahead of
+// the result on the wire: TestProgressComesBeforeTheResult.
 func TestProgressOnePerStepOnlyWithAToken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	c.ok(t, "box_create", c.call(t, "box_create", map[string]any{"name": "a"}, "tok-1"))
+	c.OK(t, "box_create", map[string]any{"name": "a"}, "tok-1")
 	var msgs []string
-	for i, n := range c.notes() {
+	for i, n := range c.WaitNotes(t, 2) {
 		if n.ProgressToken != "tok-1" || n.Progress != float64(i+1) {
 			t.Fatalf("notification %d: token %v progress %v", i, n.ProgressToken, n.Progress)
 		}
@@ -151,13 +154,12 @@ func TestProgressOnePerStepOnlyWithAToken(t *testing.T) {
 	if strings.Join(msgs, ",") != "creating,done" {
 		t.Fatalf("progress of box_create: %q, want creating,done", msgs)
 	}
-	c.ok(t, "box_save", c.call(t, "box_save", map[string]any{"box": "a"}, 7))
-	if n := c.notes(); len(n) != 5 || n[2].Message != "saving" || n[3].Message != "saving 4096 bytes" || n[4].Message != "done 4096 bytes" {
+	c.OK(t, "box_hibernate", map[string]any{"box": "a"})
+	c.OK(t, "box_ensure", map[string]any{"box": "a"})
+	c.OK(t, "box_save", map[string]any{"box": "a"}, 7)
+	// The save's three steps are the next three: the calls between had no token.
+	if n := c.WaitNotes(t, 5); len(n) != 5 || n[2].Message != "saving" || n[3].Message != "saving 4096 bytes" || n[4].Message != "done 4096 bytes" || n[2].ProgressToken != 7.0 {
 		t.Fatalf("progress of box_save: %+v", n[2:])
-	}
-	c.ok(t, "box_hibernate", c.call(t, "box_hibernate", map[string]any{"box": "a"}))
-	if n := len(c.notes()); n != 5 {
-		t.Fatalf("box_hibernate without a progress token got notifications: %d in all", n)
 	}
 }
 
@@ -167,9 +169,9 @@ func TestRefusalsAreIsErrorAndChangeNothing(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	c.ok(t, "box_create", c.call(t, "box_create", map[string]any{"name": "dev"}))
+	c.OK(t, "box_create", map[string]any{"name": "dev"})
 	bob := e.connect(e.bobToken)
-	bobs := bob.ok(t, "box_create", bob.call(t, "box_create", map[string]any{"name": "bobs"}))
+	bobs := bob.OK(t, "box_create", map[string]any{"name": "bobs"})
 
 	for _, tc := range []struct {
 		what, tool string
@@ -185,15 +187,14 @@ func TestRefusalsAreIsErrorAndChangeNothing(t *testing.T) {
 		{"a box of 10 KiB", "box_status", map[string]any{"box": strings.Repeat("a", 10<<10)}, "box: at most 64 bytes"},
 		{"a name taken", "box_create", map[string]any{"name": "dev"}, "taken"},
 	} {
-		res, err := c.try(tc.tool, tc.args)
-		if msg := refused(t, tc.what, res, err); !strings.Contains(msg, tc.says) || len(msg) > 512 {
+		if msg := c.Refused(t, tc.what, tc.tool, tc.args); !strings.Contains(msg, tc.says) || len(msg) > 512 {
 			t.Errorf("%s: %q, want it to say %q, briefly", tc.what, msg, tc.says)
 		}
 	}
-	if got := c.ok(t, "box_status", c.call(t, "box_status", map[string]any{"box": "dev"})); got["state"] != "running" || got["image"] != latest {
+	if got := c.OK(t, "box_status", map[string]any{"box": "dev"}); got["state"] != "running" || got["image"] != latest {
 		t.Fatalf("dev after the refusals: %v", got)
 	}
-	if got := bob.ok(t, "box_list", bob.call(t, "box_list", nil)); len(got["boxes"].([]any)) != 1 {
+	if got := bob.OK(t, "box_list", nil); len(got["boxes"].([]any)) != 1 {
 		t.Fatalf("bob's boxes after alice's refused calls: %v", got)
 	}
 }
@@ -217,12 +218,12 @@ func TestBadArgumentsAndUnknownToolsAreInvalidParams(t *testing.T) {
 		{"box_delete without box", "box_delete", map[string]any{"confirm": true}},
 		{"a string confirm", "box_upgrade", map[string]any{"confirm": "true"}},
 	} {
-		_, err := c.try(tc.tool, tc.args)
-		if code(err) != jsonrpc.CodeInvalidParams {
+		_, err := c.Try(context.Background(), tc.tool, tc.args)
+		if mcptest.Code(err) != jsonrpc.CodeInvalidParams {
 			t.Errorf("%s: %v, want JSON-RPC -32602", tc.what, err)
 		}
 	}
-	if got := c.ok(t, "box_list", c.call(t, "box_list", nil)); len(got["boxes"].([]any)) != 0 {
+	if got := c.OK(t, "box_list", nil); len(got["boxes"].([]any)) != 0 {
 		t.Fatalf("boxes after the refused calls: %v", got)
 	}
 }
@@ -232,13 +233,13 @@ func TestTwoClientsWaitingOnOneOperationBothGetItsResult(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	a, b := e.connect(e.aliceToken), e.connect(e.aliceToken)
-	a.ok(t, "box_create", a.call(t, "box_create", map[string]any{"name": "dev"}))
-	a.ok(t, "box_hibernate", a.call(t, "box_hibernate", nil))
+	a.OK(t, "box_create", map[string]any{"name": "dev"})
+	a.OK(t, "box_hibernate", nil)
 	release := e.boxes.hold()
 	results := make(chan map[string]any, 2)
-	for _, c := range []*client{a, b} {
+	for _, c := range []*mcptest.Client{a, b} {
 		go func() {
-			res, err := c.try("box_ensure", map[string]any{"box": "dev"}, "p")
+			res, err := c.Try(context.Background(), "box_ensure", map[string]any{"box": "dev"}, "p")
 			if err != nil || res.IsError {
 				t.Errorf("box_ensure: %v %v", err, res)
 				results <- nil
@@ -248,9 +249,8 @@ func TestTwoClientsWaitingOnOneOperationBothGetItsResult(t *testing.T) {
 		}()
 	}
 	// Both are waiting once each has had the first step of the wake.
-	waitFor(t, "both clients to get the waking step", func() bool {
-		return len(a.notes()) == 1 && len(b.notes()) == 1
-	})
+	a.WaitNotes(t, 1)
+	b.WaitNotes(t, 1)
 	release()
 	r1, r2 := <-results, <-results
 	if r1 == nil || r2 == nil || r1["operation_id"] != r2["operation_id"] || r1["operation_id"] == "" || r1["state"] != "running" || r2["state"] != "running" {
