@@ -44,8 +44,12 @@ func (s *Service) Create(ctx context.Context, c Call, r CreateRequest) (*Box, *O
 // then inserts the box (starting) and its operation (creating).
 func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string, r CreateRequest, l limits) (*Box, *Operation, error) {
 	var held int
-	if err := tx.QueryRow(ctx, "SELECT count(*) FROM boxes WHERE user_id = $1", c.UserID).Scan(&held); err != nil {
+	var taken bool
+	if err := tx.QueryRow(ctx, "SELECT count(*), coalesce(bool_or(name = $2), false) FROM boxes WHERE user_id = $1", c.UserID, r.Name).Scan(&held, &taken); err != nil {
 		return nil, nil, fmt.Errorf("count boxes: %w", err)
+	}
+	if taken {
+		return nil, nil, fmt.Errorf("name: the user has a box named %q already: %w", r.Name, ErrExists)
 	}
 	if held >= l.maxBoxes {
 		return nil, nil, fmt.Errorf("max_boxes: the user holds %d boxes and max_boxes is %d; delete one first: %w", held, l.maxBoxes, ErrLimit)

@@ -64,7 +64,7 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 			return fmt.Errorf("claim env: %w", supervisorError(err))
 		}
 	}
-	out, err := r.exec(ctx, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
+	out, err := execIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
 	if err != nil {
 		return fmt.Errorf("identity write: %w", err)
 	}
@@ -76,10 +76,10 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 	return r.state(ctx, Running)
 }
 
-// exec runs a command in the machine as root with stdin, answering its
+// execIn runs a command in machine id as root with stdin, answering its
 // stdout; a non-zero exit is an error carrying its stderr.
-func (r *run) exec(ctx context.Context, stdin []byte, args ...string) (string, error) {
-	p, err := r.sup.Exec(ctx, r.b.ID, sandbox.ExecRequest{Args: args})
+func execIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, args ...string) (string, error) {
+	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args})
 	if err != nil {
 		return "", supervisorError(err)
 	}

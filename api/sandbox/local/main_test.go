@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
@@ -52,13 +52,13 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "api/sandbox/local: COCOONBOX_IMAGE must name a base image root (make image; make test sets it)")
 		return 1
 	}
-	if err := setUpImages(image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
+	var err error
+	if baseStamp, err = localtest.Catalog(filepath.Join(testRoot, "images"), image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	var err error
 	sup, err = New(ctx, Config{
 		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
 		// Only Debian's mirror, which apt in the boxes reaches.
@@ -82,43 +82,6 @@ func run(m *testing.M) int {
 	// The state and the test's image catalog (links, and v2 as hard links).
 	os.RemoveAll(testRoot)
 	return code
-}
-
-// setUpImages makes the test's image catalog: links to the built images,
-// and v2 as a hard-linked copy of v1 whose /etc/cocoonbox/image says v2.
-func setUpImages(base, deskImage string) error {
-	dir := filepath.Join(testRoot, "images")
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	link := func(target, name string) error {
-		p := filepath.Join(dir, name)
-		os.Remove(p)
-		return os.Symlink(target, p)
-	}
-	if err := link(base, "cbdesk-v1-base"); err != nil {
-		return err
-	}
-	stampData, err := os.ReadFile(filepath.Join(base, "etc/cocoonbox/image"))
-	if err != nil {
-		return fmt.Errorf("the base image has no stamp: %w", err)
-	}
-	baseStamp, _, _ = strings.Cut(string(stampData), "\n")
-	if deskImage != "" {
-		if err := link(deskImage, "cbdesk-v1-desk"); err != nil {
-			return err
-		}
-	}
-	v2dir := filepath.Join(dir, "cbdesk-v2-base")
-	if err := os.RemoveAll(v2dir); err != nil {
-		return err
-	}
-	if out, err := exec.Command("cp", "-al", base, v2dir).CombinedOutput(); err != nil {
-		return fmt.Errorf("copy the base image as v2: %v: %s", err, out)
-	}
-	stamp := filepath.Join(v2dir, "etc/cocoonbox/image")
-	os.Remove(stamp) // break the hard link before writing
-	return os.WriteFile(stamp, []byte("cbdesk:v2\ntier=base\nrevision=test\n"), 0o644)
 }
 
 // newID is a machine id no other test uses.

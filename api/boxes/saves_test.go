@@ -1,0 +1,116 @@
+package boxes
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// Must show: save, delete, restore: a file in /home/user comes back. A
+// user restores with Create{Restore: true} under the deleted box's name:
+// Delete keeps the box's newest save for it.
+func TestSaveDeleteThenCreateWithRestoreBringsAFileInHomeBack(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("saver", 1, 1)
+	ctx := context.Background()
+	b := e.create(u, "keeper")
+	sh(t, b.ID, `echo "written just before the save" >/home/user/notes.txt; chown user:user /home/user/notes.txt`)
+	_, op, err := e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := e.wait(u, op)
+	last := steps[len(steps)-1]
+	if last.TotalBytes <= 0 {
+		t.Fatalf("the save's total_bytes is %d", last.TotalBytes)
+	}
+	saved := e.box(u, b.ID)
+	if saved.SaveID == "" || saved.SaveSize != last.TotalBytes || saved.SavedAt.IsZero() {
+		t.Fatalf("the box's save: %q %d %v; the operation said %d bytes", saved.SaveID, saved.SaveSize, saved.SavedAt, last.TotalBytes)
+	}
+	_, op, err = e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if _, err := sup.Get(ctx, b.ID); err == nil {
+		t.Fatalf("machine %s is still there after the delete", b.ID)
+	}
+	if list, _ := e.s.List(ctx, u); len(list) != 0 {
+		t.Fatalf("boxes after the delete: %v", list)
+	}
+	// A name with no kept save has nothing to restore; the deleted box's
+	// name brings the file back.
+	if _, _, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: "other", Restore: true}); !strings.Contains(errString(err), `restore: no save of a deleted box named "other"`) {
+		t.Fatalf("a restore with no kept save: %v", err)
+	}
+	r, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: "keeper", Restore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if r.ID == b.ID {
+		t.Fatalf("the restored box has the deleted one's id %s", b.ID)
+	}
+	if got := sh(t, r.ID, "stat -c %U /home/user/notes.txt; cat /home/user/notes.txt"); got != "user\nwritten just before the save\n" {
+		t.Fatalf("after the restore /home/user/notes.txt: %q", got)
+	}
+	// The kept save was used up by the restore.
+	var kept int
+	if err := e.db.Pool.QueryRow(ctx, "SELECT count(*) FROM box_saves").Scan(&kept); err != nil || kept != 0 {
+		t.Fatalf("%d saves kept after the restore (%v)", kept, err)
+	}
+}
+
+// Must show: Upgrade onto a newer image keeps /home/user and /workspace
+// and changes /etc/cocoonbox/image; its phases are saving, restoring,
+// restoring_files, and the box has a new incarnation.
+func TestUpgradeKeepsHomeAndWorkspaceAndChangesTheImage(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("upgrader", 1, 1)
+	ctx := context.Background()
+	b := e.create(u, "upgrader")
+	if latest, avail, err := e.s.LatestFor(ctx, b); err != nil || latest != v2 || !avail {
+		t.Fatalf("latest for %s: %s %v %v, want %s available", b.Image, latest, avail, err, v2)
+	}
+	sh(t, b.ID, `mkdir -p /workspace && echo home >/home/user/kept && echo ws >/workspace/kept && echo etc >/etc/dropped`)
+	_, op, err := e.s.Upgrade(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name, Incarnation: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var phases []string
+	for _, s := range e.wait(u, op) {
+		if len(phases) == 0 || phases[len(phases)-1] != s.Phase.String() {
+			phases = append(phases, s.Phase.String())
+		}
+	}
+	if got := strings.Join(phases, ","); got != "PHASE_SAVING,PHASE_RESTORING,PHASE_RESTORING_FILES,PHASE_DONE" {
+		t.Fatalf("phases %s", got)
+	}
+	up := e.box(u, b.ID)
+	if up.Image != v2 || up.Incarnation != 2 || up.State != Running {
+		t.Fatalf("after the upgrade: image %s incarnation %d state %s", up.Image, up.Incarnation, up.State)
+	}
+	if got := sh(t, b.ID, "cat /home/user/kept /workspace/kept; head -1 /etc/cocoonbox/image; test -e /etc/dropped || echo dropped"); got != "home\nws\ncbdesk:v2\ndropped\n" {
+		t.Fatalf("after the upgrade: %q", got)
+	}
+	hostname(t, b.ID, b.Name)
+	// The next upgrade has nowhere to go.
+	if _, _, err := e.s.Upgrade(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name}); !strings.Contains(errString(err), "latest image") {
+		t.Fatalf("an upgrade on the latest image: %v", err)
+	}
+	if m, _ := sup.Get(ctx, b.ID); m.Image != v2 || m.State != sandbox.Running {
+		t.Fatalf("the machine: %+v", m)
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return "<nil>"
+	}
+	return err.Error()
+}
