@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 )
 
 // Finding is one preflight finding (Contract: Offload, Preflight).
@@ -229,8 +230,8 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 		return res, err
 	}
 	if !noRepo && isGitDir(res.Dir) {
-		res.Refs = refs(res.Dir)
-		res.Ignored = ignoredDirs(res.Dir)
+		res.Refs = gitcmd.Refs(res.Dir)
+		res.Ignored = gitcmd.IgnoredDirs(res.Dir)
 	}
 	p.Progress("begin: copy %s (%s) taken for offload %s", res.Dir, res.Copy, id)
 	return res, nil

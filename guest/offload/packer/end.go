@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 )
 
 // End ends the repo's CLI (Contract: Offload, end: /exit, /quit for
@@ -151,7 +152,7 @@ func (p *Packer) Post(key, kind, body string) (offloadID string, err error) {
 		return "", &Refusal{Msg: fmt.Sprintf("repo %s has no offload in flight to post back", key)}
 	}
 	dir := p.Paths.Copy(ent.Name)
-	sPrime, err := snapshotCommit(dir, "cocoonbox offload back "+c.OffloadID)
+	sPrime, err := gitcmd.Snapshot(dir, "cocoonbox offload back "+c.OffloadID, true)
 	if err != nil {
 		return "", &Failure{fmt.Errorf("make S′: %w", err)}
 	}
@@ -160,40 +161,4 @@ func (p *Packer) Post(key, kind, body string) (offloadID string, err error) {
 	}
 	p.Progress("post: S′ %s at %s", sPrime, BackRef(c.OffloadID))
 	return c.OffloadID, nil
-}
-
-// snapshotCommit commits the work tree as it is (through a temporary
-// index, so the copy's own index and HEAD stay) with HEAD as its parent;
-// a tree equal to HEAD's is HEAD itself.
-func snapshotCommit(dir, msg string) (string, error) {
-	tmp, err := os.CreateTemp("", "cocoonbox-offload-index-*")
-	if err != nil {
-		return "", err
-	}
-	tmp.Close()
-	defer os.Remove(tmp.Name())
-	if idx, err := os.ReadFile(filepath.Join(dir, ".git/index")); err == nil {
-		os.WriteFile(tmp.Name(), idx, 0o600)
-	} else {
-		os.Remove(tmp.Name())
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if _, err := git(dir, env, nil, "add", "-A"); err != nil {
-		return "", err
-	}
-	tree, err := git(dir, env, nil, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	head, herr := git(dir, nil, nil, "rev-parse", "--verify", "-q", "HEAD")
-	if herr == nil {
-		if ht, _ := git(dir, nil, nil, "rev-parse", "HEAD^{tree}"); ht == tree {
-			return head, nil
-		}
-	}
-	args := []string{"-c", "user.name=cocoonbox", "-c", "user.email=offload@cocoonbox.invalid", "commit-tree", tree, "-m", msg}
-	if herr == nil {
-		args = append(args, "-p", head)
-	}
-	return git(dir, nil, nil, args...)
 }

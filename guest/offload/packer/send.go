@@ -15,6 +15,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/envstep"
 	"github.com/cocoonbox/cocoonbox/guest/offload/stream"
+	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 )
 
 // BaseRef names S for offload id in the bundle and the copy: the commit
@@ -464,7 +465,7 @@ func (p *Packer) writeExcludes(name, dir string) error {
 			lines = append(lines, l)
 		}
 	}
-	for _, d := range ignoredDirs(dir) {
+	for _, d := range gitcmd.IgnoredDirs(dir) {
 		lines = append(lines, prefix+d)
 	}
 	sort.Strings(lines)

@@ -1,0 +1,142 @@
+// Package gitcmd runs git for both offload packers, the box's
+// (guest/offload/packer) and the host's (packer), so the two take the same
+// snapshot S and S′ of a work tree the same way (Contract: Offload, send
+// steps and Back, Mac side).
+package gitcmd
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// Run runs git in dir with extra environment (NAME=value entries) and
+// stdin, and returns its stdout with surrounding space trimmed. A failure
+// carries git's arguments and stderr; nothing git prints reaches the
+// caller's own stdout. It gives up after 10 minutes.
+func Run(dir string, env []string, stdin io.Reader, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdin = stdin
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+	}
+	return strings.TrimSpace(out.String()), nil
+}
+
+// Refs is the repository's refs as {"<ref>":"<oid>"} (begin's refs field).
+// A repository git cannot read has none.
+func Refs(dir string) map[string]string {
+	out := map[string]string{}
+	s, err := Run(dir, nil, nil, "for-each-ref", "--format=%(refname) %(objectname)")
+	if err != nil {
+		return out
+	}
+	for _, l := range strings.Split(s, "\n") {
+		if ref, oid, ok := strings.Cut(l, " "); ok {
+			out[ref] = oid
+		}
+	}
+	return out
+}
+
+// Ignored is `git ls-files -oi --exclude-standard --directory` in dir:
+// the git-ignored files and directories (a directory ends in /), relative
+// to dir.
+func Ignored(dir string) ([]string, error) {
+	s, err := Run(dir, nil, nil, "ls-files", "-z", "-oi", "--exclude-standard", "--directory")
+	if err != nil {
+		return nil, err
+	}
+	out := []string{}
+	for _, l := range strings.Split(s, "\x00") {
+		if l != "" {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}
+
+// IgnoredDirs is Ignored's directories only (begin's ignored, and the
+// state excludes).
+func IgnoredDirs(dir string) []string {
+	all, _ := Ignored(dir)
+	out := []string{}
+	for _, l := range all {
+		if strings.HasSuffix(l, "/") {
+			out = append(out, l)
+		}
+	}
+	return out
+}
+
+// SnapshotTree is the tree of the work tree as it is, staged, unstaged
+// and untracked (not ignored) alike, written through a temporary copy of
+// the index so the repository's own index stays as it was.
+func SnapshotTree(dir string) (string, error) {
+	index, err := Run(dir, nil, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
+	if err != nil {
+		return "", err
+	}
+	tmp, err := os.CreateTemp("", "cocoonbox-offload-index-*")
+	if err != nil {
+		return "", err
+	}
+	tmp.Close()
+	defer os.Remove(tmp.Name())
+	if idx, err := os.ReadFile(index); err == nil {
+		if err := os.WriteFile(tmp.Name(), idx, 0o600); err != nil {
+			return "", err
+		}
+	} else {
+		os.Remove(tmp.Name())
+	}
+	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
+	if _, err := Run(dir, env, nil, "-c", "core.fsmonitor=false", "add", "-A"); err != nil {
+		return "", err
+	}
+	return Run(dir, env, nil, "write-tree")
+}
+
+// Snapshot commits SnapshotTree with HEAD as its parent (none on an
+// unborn branch) and returns the commit. With reuseHead, a tree equal to
+// HEAD's is HEAD itself (the box's S′); without it there is always a new
+// commit (the host's S, whose parent must be HEAD).
+func Snapshot(dir, msg string, reuseHead bool) (string, error) {
+	tree, err := SnapshotTree(dir)
+	if err != nil {
+		return "", err
+	}
+	head, herr := Run(dir, nil, nil, "rev-parse", "--verify", "-q", "HEAD")
+	if herr == nil && reuseHead {
+		if ht, _ := Run(dir, nil, nil, "rev-parse", "HEAD^{tree}"); ht == tree {
+			return head, nil
+		}
+	}
+	args := []string{"-c", "user.name=cocoonbox", "-c", "user.email=offload@cocoonbox.invalid", "commit-tree", tree, "-m", msg}
+	if herr == nil {
+		args = append(args, "-p", head)
+	}
+	return Run(dir, nil, nil, args...)
+}
+
+// GitPath is `git rev-parse --git-path NAME` made absolute: where a linked
+// worktree keeps its own HEAD, index and index.lock.
+func GitPath(dir, name string) (string, error) {
+	p, err := Run(dir, nil, nil, "rev-parse", "--path-format=absolute", "--git-path", name)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Clean(p), nil
+}
