@@ -18,9 +18,17 @@ import (
 
 // Run runs git in dir with extra environment (NAME=value entries) and
 // stdin, and returns its stdout with surrounding space trimmed. A failure
-// carries git's arguments and stderr; nothing git prints reaches the
-// caller's own stdout. It gives up after 10 minutes.
+// carries git's arguments and stderr (and wraps its *exec.ExitError);
+// nothing git prints reaches the caller's own stdout. It gives up after
+// 10 minutes.
 func Run(dir string, env []string, stdin io.Reader, args ...string) (string, error) {
+	out, err := Raw(dir, env, stdin, args...)
+	return strings.TrimSpace(string(out)), err
+}
+
+// Raw is Run's stdout as git wrote it (a patch keeps its last blank
+// context line).
+func Raw(dir string, env []string, stdin io.Reader, args ...string) ([]byte, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "git", args...)
@@ -30,9 +38,9 @@ func Run(dir string, env []string, stdin io.Reader, args ...string) (string, err
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
+		return out.Bytes(), fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
-	return strings.TrimSpace(out.String()), nil
+	return out.Bytes(), nil
 }
 
 // Refs is the repository's refs as {"<ref>":"<oid>"} (begin's refs field).

@@ -5,7 +5,6 @@
 package offload
 
 import (
-	"archive/tar"
 	"bytes"
 	"encoding/json"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -129,20 +129,10 @@ func mustVerb(t *testing.T, b *box.Box, stdin []byte, args ...string) map[string
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// waitFor polls cond until it holds or 60 s pass, then fails with what it
-// saw last.
+// waitFor waits up to 60 s for cond (box.Eventually).
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var saw string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, saw = cond(); ok {
-			return
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("timed out waiting for %s; last saw: %s", what, saw)
+	box.Eventually(t, 60*time.Second, what, cond)
 }
 
 func status(t *testing.T, b *box.Box, key string) string {
@@ -156,40 +146,12 @@ func status(t *testing.T, b *box.Box, key string) string {
 	return s
 }
 
-func git(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func tarOf(t *testing.T, members ...[2]string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, m := range members {
-		if err := tw.WriteHeader(&tar.Header{Name: m[0], Mode: 0o600, Size: int64(len(m[1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
-			t.Fatal(err)
-		}
-		tw.Write([]byte(m[1]))
-	}
-	tw.Close()
-	return buf.Bytes()
-}
-
-var headings = []string{"## Goal and definition of done", "## User preferences and constraints", "## Current state",
-	"## Decisions made", "## Files touched", "## Next steps", "## Commands", "## Environment facts", "## Gotchas learned", "## Open questions"}
-
-func handover(task string) string {
-	s := "# Hand-over: " + task + "\n"
-	for _, h := range headings {
-		s += h + "\nnone\n"
-	}
-	return s
-}
+// The helpers the offload tests share (internal/offloadtest).
+var (
+	git      = offloadtest.Git
+	tarOf    = offloadtest.TarOf
+	handover = offloadtest.Handover
+)
 
 // macRepo makes a host repository with two commits and an uncommitted
 // change.

@@ -124,6 +124,17 @@ var fetchCommands = map[string]string{
 	"Gemfile.lock":      "bundle install",
 }
 
+// LockfileNames are the lockfiles the step fetches, sorted (the host
+// packer lists those a repository has in env.json).
+func LockfileNames() []string {
+	names := make([]string, 0, len(fetchCommands))
+	for n := range fetchCommands {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
 // Runner runs the step. Mise is the mise binary ("mise" on PATH unless
 // set); Log receives the commands' output (env.log); Save is called with
 // the report after every change, so a reader sees it grow.

@@ -1,7 +1,6 @@
 package inbox_test
 
 import (
-	"archive/tar"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -13,6 +12,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
@@ -221,35 +222,9 @@ func must(t testing.TB, err error) {
 	}
 }
 
-func git(t testing.TB, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@invalid", "-c", "init.defaultBranch=main"}, args...)...)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %v: %v: %s", args, err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-// tarOf builds a send stream of name → content, in the given order.
-func tarOf(t testing.TB, members ...[2]string) []byte {
-	var buf bytes.Buffer
-	tw := tar.NewWriter(&buf)
-	for _, m := range members {
-		must(t, tw.WriteHeader(&tar.Header{Name: m[0], Mode: 0o600, Size: int64(len(m[1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}))
-		tw.Write([]byte(m[1]))
-	}
-	must(t, tw.Close())
-	return buf.Bytes()
-}
-
-// Handover is a valid hand-over for a test task.
-func Handover(task string) string {
-	var b strings.Builder
-	b.WriteString("# Hand-over: " + task + "\n")
-	for _, h := range offload.HandoverHeadings {
-		b.WriteString(h + "\nnone\n")
-	}
-	return b.String()
-}
+// The helpers the offload tests share (internal/offloadtest).
+var (
+	git      = offloadtest.Git
+	tarOf    = offloadtest.TarOf
+	Handover = offloadtest.Handover
+)

@@ -15,11 +15,7 @@ import (
 )
 
 // Finding is one preflight finding (Contract: Offload, Preflight).
-type Finding struct {
-	Check   string `json:"check"`
-	Outcome string `json:"outcome"`
-	Detail  string `json:"detail"`
-}
+type Finding = offload.Finding
 
 // CLI is begin's cli field: the box CLI of the chosen kind.
 type CLI struct {
@@ -86,24 +82,24 @@ func (p *Packer) Preflight(key, kind string, sessions int) (CLI, []Finding) {
 		}
 	}
 	if len(missing) > 0 {
-		findings = append(findings, Finding{"Box tools missing", "block", "not on a login shell's PATH: " + strings.Join(missing, ", ")})
+		findings = append(findings, offload.Found("Box tools missing", "block", "not on a login shell's PATH: "+strings.Join(missing, ", ")))
 	}
 	cli := checkCLI(kind)
 	switch {
 	case cli.Version == "":
-		findings = append(findings, Finding{"Box CLI missing or signed out", "block",
-			fmt.Sprintf("%s is not installed in the box: Install in box (the vendor's official installer over rsh, into /home/user)", kind)})
+		findings = append(findings, offload.Found("Box CLI missing or signed out", "block",
+			fmt.Sprintf("%s is not installed in the box: Install in box (the vendor's official installer over rsh, into /home/user)", kind)))
 	case !cli.SignedIn:
-		findings = append(findings, Finding{"Box CLI missing or signed out", "block",
-			fmt.Sprintf("%s %s is installed but signed out: Sign in in the box", kind, cli.Version)})
+		findings = append(findings, offload.Found("Box CLI missing or signed out", "block",
+			fmt.Sprintf("%s %s is installed but signed out: Sign in in the box", kind, cli.Version)))
 	}
 	if state, err := p.Store.CopyState(key); err == nil && (state == "unreturned" || state == "busy") {
-		findings = append(findings, Finding{"Unreturned or busy copy", "block",
-			fmt.Sprintf("the copy is %s: bring the last offload back first", state)})
+		findings = append(findings, offload.Found("Unreturned or busy copy", "block",
+			fmt.Sprintf("the copy is %s: bring the last offload back first", state)))
 	}
 	if sessions >= 3 {
-		findings = append(findings, Finding{"Three box sessions running", "block",
-			fmt.Sprintf("%d box sessions are not stopped: end one first", sessions)})
+		findings = append(findings, offload.Found("Three box sessions running", "block",
+			fmt.Sprintf("%d box sessions are not stopped: end one first", sessions)))
 	}
 	return cli, findings
 }

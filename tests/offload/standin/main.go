@@ -10,7 +10,8 @@
 //   - reads the terminal raw with bracketed paste on, so a paste is one
 //     message and Enter submits it;
 //   - acts on "standin:" lines in each message: commit, progress,
-//     question, back, hold (stay working until $HOME/.standin/release
+//     question, back (also on the box packer's "BACK: " instruction line,
+//     once a message), hold (stay working until $HOME/.standin/release
 //     exists), die (exit without a hook);
 //   - answers "auth status" (claude) and "login status" (codex) signed in,
 //     or signed out when $HOME/.standin/signed-out exists;
@@ -200,11 +201,16 @@ func submit(m string) {
 	os.MkdirAll(filepath.Dir(transcript), 0o700)
 	appendFile(transcript, m)
 	hook("UserPromptSubmit", map[string]any{"prompt": m, "transcript_path": transcript})
+	backed := false // one back per message, by instruction or directive
 	for _, line := range strings.Split(m, "\n") {
 		d, ok := strings.CutPrefix(strings.TrimSpace(line), "standin: ")
-		if !ok {
+		if strings.HasPrefix(strings.TrimSpace(line), "BACK: ") {
+			d, ok = "back", true // the box packer's BACK instruction, as a real CLI follows it
+		}
+		if !ok || d == "back" && backed {
 			continue
 		}
+		backed = backed || d == "back"
 		directive(d)
 	}
 	hook("Stop", map[string]any{"stop_hook_active": false, "transcript_path": transcript})

@@ -1,0 +1,59 @@
+// Package offloadtest holds what the offload tests of both sides share
+// (guest/offload/inbox, tests/offload, packer): git in a test repository,
+// a send stream from members, a valid hand-over.
+// Only tests import it.
+package offloadtest
+
+import (
+	"archive/tar"
+	"bytes"
+	"os/exec"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/guest/offload"
+)
+
+// Git runs git in dir with a test identity and main as the default
+// branch, fails the test on an error, and returns the trimmed output.
+func Git(t testing.TB, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@invalid", "-c", "init.defaultBranch=main"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v: %s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// TarOf builds a send stream of name → content, in the given order.
+func TarOf(t testing.TB, members ...[2]string) []byte {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	for _, m := range members {
+		if err := tw.WriteHeader(&tar.Header{Name: m[0], Mode: 0o600, Size: int64(len(m[1])), Typeflag: tar.TypeReg, Format: tar.FormatPAX}); err != nil {
+			t.Fatal(err)
+		}
+		tw.Write([]byte(m[1]))
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+// Handover is a valid hand-over for a test task (Contract: Offload,
+// Hand-over), every section "none" and then the extra lines.
+func Handover(task string, extra ...string) string {
+	var b strings.Builder
+	b.WriteString("# Hand-over: " + task + "\n")
+	for _, h := range offload.HandoverHeadings {
+		b.WriteString(h + "\nnone\n")
+	}
+	for _, l := range extra {
+		b.WriteString(l + "\n")
+	}
+	return b.String()
+}

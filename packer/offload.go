@@ -1,0 +1,512 @@
+package packer
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
+)
+
+// Packer drives the offloads of one user's repositories to one box.
+type Packer struct {
+	Dirs      Dirs
+	Transport Transport
+	Box       BoxInfo
+	Progress  Progress
+	// Yes is the go-ahead given beforehand for every warning (--yes).
+	Yes bool
+	// Ask asks the person to go on past the findings shown; nil (no
+	// terminal, --json) is no.
+	Ask func(question string) bool
+	// BackWait bounds back's wait for the box's back, 600 s when zero.
+	BackWait time.Duration
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
+}
+
+func (p *Packer) now() time.Time {
+	if p.Now != nil {
+		return p.Now()
+	}
+	return time.Now()
+}
+
+// Repo is a repository as the packer names it.
+type Repo struct {
+	Top, Key string
+	// Linked is a linked worktree (.git is a file).
+	Linked bool
+}
+
+// FindRepo is the repository holding dir (git rev-parse --show-toplevel);
+// outside one it is the preflight's block "Not a git repository".
+func FindRepo(dir string) (Repo, error) {
+	top, err := gitcmd.Run(dir, nil, nil, "rev-parse", "--show-toplevel")
+	if err != nil || top == "" {
+		f := offload.Found("Not a git repository", Block, fmt.Sprintf("%s is not inside a git work tree (git rev-parse --show-toplevel)", dir))
+		return Repo{}, &Refusal{Msg: "Not a git repository: " + f.Detail, Findings: []Finding{f}}
+	}
+	fi, err := os.Lstat(filepath.Join(top, ".git"))
+	return Repo{Top: top, Key: RepoKey(top), Linked: err == nil && fi.Mode().IsRegular()}, nil
+}
+
+// OffloadOptions are `cocoonbox offload`'s choices.
+type OffloadOptions struct {
+	// Dir is where the command runs (inside the repository).
+	Dir string
+	// Kind is the box CLI, claude or codex; Name the copy's name
+	// (/workspace/<name>), the top's base name when empty.
+	Kind, Name string
+}
+
+// OffloadResult is what an offload did.
+type OffloadResult struct {
+	ID       string    `json:"id"`
+	Repo     string    `json:"repo"`
+	Name     string    `json:"name"`
+	Dir      string    `json:"dir"`
+	Base     string    `json:"base"`
+	Tmux     string    `json:"tmux"`
+	Accepted bool      `json:"accepted"`
+	Bundle   bool      `json:"bundle"`
+	Findings []Finding `json:"findings"`
+	// Timings are the host's steps, in milliseconds.
+	Timings map[string]int64 `json:"timings_ms"`
+	// BoxTimings are send's steps in the box, in milliseconds.
+	BoxTimings map[string]any `json:"box_timings_ms"`
+}
+
+// Offload moves the repository's task into the box (Contract: Offload,
+// "Offload, Mac side"): the hand-over check before anything else, the
+// host findings, begin (the box half), the size dry run, the user's yes
+// for warnings, then S at refs/cocoonbox/base/<id>, env.json, offload.json,
+// rsync, the bundle and send with the stream. Before begin a refusal
+// changes nothing; after it a failure removes S's ref, offload.json and
+// the bundle again and says that the box's copy may be partly synced
+// (it holds nothing unreturned; the next offload syncs it again).
+func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult, error) {
+	repo, err := FindRepo(o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if err := offload.CheckKind(o.Kind); err != nil {
+		return nil, &Refusal{Msg: err.Error()}
+	}
+	name := o.Name
+	if name == "" {
+		name = DefaultName(repo.Top)
+	}
+	if err := offload.CheckName(name); err != nil {
+		return nil, &Refusal{Msg: err.Error()}
+	}
+	handover, err := p.readHandover(repo.Key)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.clearStale(ctx, repo); err != nil {
+		return nil, err
+	}
+	res := &OffloadResult{Repo: repo.Key, Name: name, Timings: map[string]int64{}}
+	step := func(name string, t time.Time) { res.Timings[name] = time.Since(t).Milliseconds() }
+	t := time.Now()
+	repos, err := p.Dirs.LoadRepos()
+	if err != nil {
+		return nil, err
+	}
+	prefs := repos.Prefs(repo.Key)
+	findings, err := HostFindings(repo.Top, string(handover), prefs.Secrets)
+	if err != nil {
+		return nil, err
+	}
+	if f := ImageFinding(p.Box.Image); f != nil {
+		findings = append([]Finding{*f}, findings...)
+	}
+	step("preflight", t)
+	if blocked(findings) {
+		return nil, refusal(findings)
+	}
+	secrets, err := secretFiles(repo.Top, prefs.Secrets)
+	if err != nil {
+		return nil, &Refusal{Msg: err.Error() + " (cocoonbox offload secrets remove it, or put the file back)"}
+	}
+
+	res.ID = p.newID()
+	t = time.Now()
+	p.Progress.Printf("begin: the box half of the preflight for %s in box %s", repo.Top, p.Box.Name)
+	begin, err := p.verb(ctx, nil, "begin", "--repo", repo.Key, "--name", name, "--kind", o.Kind, "--id", res.ID)
+	if err != nil {
+		return nil, &Failure{Step: "begin", Err: err, Left: "nothing changed here; the box's copy is not taken"}
+	}
+	for _, f := range anyList(begin.resp["findings"]) {
+		m, _ := f.(map[string]any)
+		findings = append(findings, offload.Found(str(m, "check"), str(m, "outcome"), str(m, "detail")))
+	}
+	if cli, _ := begin.resp["cli"].(map[string]any); str(cli, "hooks_blocked") != "" {
+		findings = append(findings, offload.Found("Box CLI hooks", Warn, str(cli, "hooks_blocked")+" turns hooks off: the box cannot see when claude is idle"))
+	}
+	if err := begin.err("begin"); err != nil {
+		res.Findings = findings
+		if r, ok := err.(*Refusal); ok {
+			r.Findings = findings
+		}
+		return nil, err
+	}
+	res.Dir = begin.str("dir")
+	step("begin", t)
+
+	// From here on a failure rolls back what this host holds.
+	var bundle, excludes string
+	rollback := func(stepName string, err error) error {
+		os.Remove(bundle)
+		os.Remove(excludes)
+		p.Dirs.RemoveRecord(repo.Key)
+		gitcmd.Run(repo.Top, nil, nil, "update-ref", "-d", "refs/cocoonbox/base/"+res.ID)
+		var r *Refusal
+		if errors.As(err, &r) {
+			return err
+		}
+		return &Failure{Step: stepName, Err: err, Left: fmt.Sprintf("rolled back here (refs/cocoonbox/base/%s and offload.json removed); the box's copy %s may be partly synced: it holds nothing unreturned and the next offload syncs it again", res.ID, res.Dir)}
+	}
+	if excludes, err = p.writeExcludes(repo, begin); err != nil {
+		return nil, rollback("excludes", err)
+	}
+	t = time.Now()
+	size, err := p.rsync(ctx, repo, excludes, name, true)
+	if err != nil {
+		return nil, rollback("rsync --dry-run", err)
+	}
+	step("dry-run", t)
+	if f := SizeFinding(size, prefs.SizeYes); f != nil {
+		findings = append(findings, *f)
+	}
+	res.Findings = findings
+	if err := p.confirm(findings); err != nil {
+		return nil, rollback("confirm", err)
+	}
+	if f := SizeFinding(size, false); f != nil && !prefs.SizeYes {
+		prefs.SizeYes = true
+		if err := p.Dirs.SaveRepos(repos); err != nil {
+			return nil, rollback("repos.json", err)
+		}
+	}
+
+	t = time.Now()
+	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false); err != nil {
+		return nil, rollback("S", err)
+	}
+	if _, err := gitcmd.Run(repo.Top, nil, nil, "update-ref", "refs/cocoonbox/base/"+res.ID, res.Base); err != nil {
+		return nil, rollback("S", err)
+	}
+	env, err := DetectEnv(repo.Top)
+	if err != nil {
+		return nil, rollback("env.json", err)
+	}
+	if err := offload.WriteFile(filepath.Join(p.Dirs.Repo(repo.Key), "env.json"), env); err != nil {
+		return nil, rollback("env.json", err)
+	}
+	rec := &Record{ID: res.ID, Repo: repo.Key, Box: p.Box.ID, BoxName: p.Box.Name, Name: name, Dir: res.Dir,
+		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli()}
+	if err := p.Dirs.SaveRecord(rec); err != nil {
+		return nil, rollback("offload.json", err)
+	}
+	step("snapshot", t)
+
+	t = time.Now()
+	p.Progress.Printf("rsync: %s/ to the box's %s (%d bytes to send)", repo.Top, res.Dir, size)
+	if _, err := p.rsync(ctx, repo, excludes, name, false); err != nil {
+		return nil, rollback("rsync", err)
+	}
+	step("rsync", t)
+	t = time.Now()
+	bundle = filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle")
+	if res.Bundle, err = makeBundle(repo.Top, bundle, begin.resp["refs"]); err != nil {
+		return nil, rollback("bundle", err)
+	}
+	if !res.Bundle {
+		bundle = ""
+	}
+	step("bundle", t)
+	in := streamInput{handover: handover, env: env, bundle: bundle, secrets: secrets}
+	if repo.Linked {
+		if in.head, err = gitcmd.GitPath(repo.Top, "HEAD"); err == nil {
+			in.index, err = gitcmd.GitPath(repo.Top, "index")
+		}
+		if err != nil {
+			return nil, rollback("stream", err)
+		}
+	}
+	t = time.Now()
+	p.Progress.Printf("send: the stream (hand-over, env.json%s%s, %d secrets) to the box", map[bool]string{true: ", the bundle"}[res.Bundle], map[bool]string{true: ", HEAD and index"}[repo.Linked], len(secrets))
+	send, err := p.send(ctx, repo.Key, o.Kind, res.ID, in)
+	if err == nil {
+		err = send.err("send")
+	}
+	if bundle != "" {
+		os.Remove(bundle)
+	}
+	os.Remove(excludes)
+	if err != nil {
+		return nil, rollback("send", err)
+	}
+	step("send", t)
+	res.Tmux = send.str("tmux")
+	res.Accepted, _ = send.resp["accepted"].(bool)
+	res.BoxTimings, _ = send.resp["timings_ms"].(map[string]any)
+	if res.Accepted {
+		p.Progress.Printf("offloaded: %s works in %s; watch it with: cocoonbox rsh --box %s -- tmux attach -t %s; bring it back with: cocoonbox back", o.Kind, res.Dir, p.Box.Name, res.Tmux)
+	} else {
+		p.Progress.Printf("offloaded, but %s did not take the first prompt within 30 s: look with cocoonbox rsh --box %s -- tmux attach -t %s", o.Kind, p.Box.Name, res.Tmux)
+	}
+	return res, nil
+}
+
+func (p *Packer) newID() string {
+	b := make([]byte, 3)
+	rand.Read(b)
+	return "off-" + p.now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
+}
+
+// readHandover reads the repo's handover.md and checks it against the
+// template (Contract: Offload, Hand-over), before any other check.
+func (p *Packer) readHandover(key string) ([]byte, error) {
+	path := p.Dirs.Handover(key)
+	f, err := os.Open(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, &Refusal{Msg: fmt.Sprintf("no hand-over at %s: write it there first (cocoonbox offload handover-path prints the path; --handover-prompt the request for a CLI)", path)}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, offload.MaxHandover+1))
+	if err != nil {
+		return nil, err
+	}
+	if err := offload.CheckHandover(string(data)); err != nil {
+		return nil, &Refusal{Msg: fmt.Sprintf("%s: %v", path, err)}
+	}
+	return data, nil
+}
+
+// clearStale handles an offload.json left by an offload that stopped
+// before the box took it (killed, or a lost connection): when the box has
+// no session of that offload, the record and its S ref go and the new
+// offload starts over; otherwise the offload is in flight, a refusal.
+func (p *Packer) clearStale(ctx context.Context, repo Repo) error {
+	rec, err := p.Dirs.LoadRecord(repo.Key)
+	if err != nil || rec == nil {
+		return err
+	}
+	st, err := p.verb(ctx, nil, "status", "--repo", repo.Key)
+	if err != nil {
+		return err
+	}
+	if err := st.err("status"); err != nil {
+		return err
+	}
+	for _, s := range anyList(st.resp["sessions"]) {
+		if m, _ := s.(map[string]any); str(m, "offload_id") == rec.ID {
+			return &Refusal{Msg: fmt.Sprintf("offload %s of this repository is in flight in box %s (%s): bring it back first with cocoonbox back", rec.ID, rec.BoxName, rec.Dir)}
+		}
+	}
+	p.Progress.Printf("offload %s stopped before the box took it; starting over", rec.ID)
+	gitcmd.Run(repo.Top, nil, nil, "update-ref", "-d", "refs/cocoonbox/base/"+rec.ID)
+	os.Remove(filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle"))
+	return p.Dirs.RemoveRecord(repo.Key)
+}
+
+// writeExcludes is rsync's --exclude-from file: git's ignored paths here
+// and begin's ignored in the box, each anchored at the top (/<path>), so
+// the box's own ignored files stay (no --delete-excluded).
+func (p *Packer) writeExcludes(repo Repo, begin verbResult) (string, error) {
+	ign, err := gitcmd.Ignored(repo.Top)
+	if err != nil {
+		return "", err
+	}
+	for _, v := range anyList(begin.resp["ignored"]) {
+		if s, ok := v.(string); ok {
+			ign = append(ign, s)
+		}
+	}
+	var b strings.Builder
+	for _, l := range uniq(ign) {
+		if strings.ContainsAny(l, "\n\r") {
+			continue // git quotes no name with -z; rsync's file is one pattern a line
+		}
+		b.WriteString("/" + l + "\n")
+	}
+	path := filepath.Join(p.Dirs.Repo(repo.Key), "excludes")
+	return path, offload.WriteFile(path, []byte(b.String()))
+}
+
+var totalSizeRe = regexp.MustCompile(`Total transferred file size: ([0-9,]+) bytes`)
+
+// rsync runs the contract's rsync (a dry run first, for the size):
+// rsync -az --delete --exclude-from=<ignored> --exclude=/.git/objects/
+// -e "<rsh>" <top>/ box:/workspace/<name>/; a linked worktree also leaves
+// out its .git file. It returns the bytes rsync sends.
+func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dry bool) (int64, error) {
+	args := []string{"-az", "--delete", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
+	if repo.Linked {
+		args = append(args, "--exclude=/.git")
+	}
+	if dry {
+		args = append(args, "--dry-run", "--stats")
+	} else {
+		args = append(args, "--stats", "--info=progress2")
+	}
+	args = append(args, "-e", p.Transport.Shell(), repo.Top+"/", "box:/workspace/"+name+"/")
+	cmd := exec.CommandContext(ctx, "rsync", args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return 0, err
+	}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		return 0, err
+	}
+	var size int64
+	sc := bufio.NewScanner(stdout)
+	sc.Split(scanCRLF)
+	for sc.Scan() {
+		l := sc.Text()
+		if m := totalSizeRe.FindStringSubmatch(l); m != nil {
+			size, _ = strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
+		}
+		if !dry && strings.TrimSpace(l) != "" {
+			p.Progress.Printf("rsync: %s", strings.TrimSpace(l))
+		}
+	}
+	if err := cmd.Wait(); err != nil {
+		return 0, fmt.Errorf("rsync into the box: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return size, nil
+}
+
+// scanCRLF splits rsync's output at \n and at the \r its progress line
+// redraws with.
+func scanCRLF(data []byte, atEOF bool) (int, []byte, error) {
+	for i, c := range data {
+		if c == '\n' || c == '\r' {
+			return i + 1, data[:i], nil
+		}
+	}
+	if atEOF && len(data) > 0 {
+		return len(data), data, nil
+	}
+	return 0, nil, nil
+}
+
+// makeBundle is git bundle create <file> --all --not <every value of
+// begin's refs the host has>; false when git refuses it as empty.
+func makeBundle(top, file string, boxRefs any) (bool, error) {
+	refs, _ := boxRefs.(map[string]any)
+	var oids strings.Builder
+	for _, v := range refs {
+		if s, ok := v.(string); ok && oidRe.MatchString(s) {
+			oids.WriteString(s + "\n")
+		}
+	}
+	var not strings.Builder
+	if oids.Len() > 0 {
+		out, err := gitcmd.Run(top, nil, strings.NewReader(oids.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
+		if err != nil {
+			return false, err
+		}
+		for _, l := range strings.Split(out, "\n") {
+			if oid, typ, _ := strings.Cut(l, " "); typ != "missing" && oidRe.MatchString(oid) {
+				not.WriteString("^" + oid + "\n")
+			}
+		}
+	}
+	_, err := gitcmd.Run(top, nil, strings.NewReader(not.String()), "bundle", "create", "-q", file, "--all", "--stdin")
+	if err != nil && strings.Contains(err.Error(), "Refusing to create empty bundle") {
+		os.Remove(file)
+		return false, nil
+	}
+	return err == nil, err
+}
+
+var oidRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)
+
+// send runs the box's send with the stream on its stdin.
+func (p *Packer) send(ctx context.Context, key, kind, id string, in streamInput) (verbResult, error) {
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		err := writeStream(pw, in)
+		pw.CloseWithError(err)
+		done <- err
+	}()
+	res, err := p.verb(ctx, pr, "send", "--repo", key, "--kind", kind, "--id", id)
+	pr.Close()
+	if werr := <-done; werr != nil && err == nil && res.code == 0 {
+		err = fmt.Errorf("write the stream: %w", werr)
+	}
+	return res, err
+}
+
+// confirm asks for the go-ahead past warnings; a refusal when not given.
+func (p *Packer) confirm(findings []Finding) error {
+	var open []Finding
+	for _, f := range findings {
+		if f.Outcome == Warn || f.Outcome == Confirm {
+			open = append(open, f)
+		}
+	}
+	if len(open) == 0 || p.Yes {
+		return nil
+	}
+	if p.Ask != nil && p.Ask(FindingsTable(open)+"go on? [y/N] ") {
+		return nil
+	}
+	r := refusal(open)
+	r.Msg = "the preflight's warnings need a yes (--yes, or answer y): " + r.Msg
+	return r
+}
+
+func blocked(fs []Finding) bool {
+	for _, f := range fs {
+		if f.Outcome == Block {
+			return true
+		}
+	}
+	return false
+}
+
+func refusal(fs []Finding) *Refusal {
+	var parts []string
+	for _, f := range fs {
+		if f.Outcome == Block || !blocked(fs) {
+			parts = append(parts, f.Check+": "+f.Detail)
+		}
+	}
+	return &Refusal{Msg: strings.Join(parts, "; "), Findings: fs}
+}
+
+// FindingsTable is the findings as a person reads them, one a line.
+func FindingsTable(fs []Finding) string {
+	var b strings.Builder
+	for _, f := range fs {
+		fmt.Fprintf(&b, "  %-7s  %-30s  %s\n", f.Outcome, f.Check, f.Detail)
+	}
+	return b.String()
+}
+
+func anyList(v any) []any { l, _ := v.([]any); return l }
+
+func str(m map[string]any, k string) string { s, _ := m[k].(string); return s }
