@@ -112,7 +112,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err := offload.CheckName(name); err != nil {
 		return nil, &Refusal{Msg: err.Error()}
 	}
-	handover, err := p.readHandover(repo.Key)
+	handover, err := p.Dirs.ReadHandover(repo.Key)
 	if err != nil {
 		return nil, err
 	}
@@ -204,12 +204,6 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	}
 
 	t = time.Now()
-	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false); err != nil {
-		return nil, rollback("S", err)
-	}
-	if _, err := gitcmd.Run(repo.Top, nil, nil, "update-ref", "refs/cocoonbox/base/"+res.ID, res.Base); err != nil {
-		return nil, rollback("S", err)
-	}
 	env, err := DetectEnv(repo.Top)
 	if err != nil {
 		return nil, rollback("env.json", err)
@@ -217,10 +211,18 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err := offload.WriteFile(filepath.Join(p.Dirs.Repo(repo.Key), "env.json"), env); err != nil {
 		return nil, rollback("env.json", err)
 	}
+	// offload.json before S's ref: a packer killed after it leaves a
+	// record the next offload finds stale and clears, ref and all.
+	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false); err != nil {
+		return nil, rollback("S", err)
+	}
 	rec := &Record{ID: res.ID, Repo: repo.Key, Box: p.Box.ID, BoxName: p.Box.Name, Name: name, Dir: res.Dir,
 		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli()}
 	if err := p.Dirs.SaveRecord(rec); err != nil {
 		return nil, rollback("offload.json", err)
+	}
+	if _, err := gitcmd.Run(repo.Top, nil, nil, "update-ref", "refs/cocoonbox/base/"+res.ID, res.Base); err != nil {
+		return nil, rollback("S", err)
 	}
 	step("snapshot", t)
 
@@ -279,10 +281,12 @@ func (p *Packer) newID() string {
 	return "off-" + p.now().UTC().Format("20060102T150405Z") + "-" + hex.EncodeToString(b)
 }
 
-// readHandover reads the repo's handover.md and checks it against the
-// template (Contract: Offload, Hand-over), before any other check.
-func (p *Packer) readHandover(key string) ([]byte, error) {
-	path := p.Dirs.Handover(key)
+// ReadHandover reads the repo's handover.md and checks it against the
+// template (Contract: Offload, Hand-over: the first line "# Hand-over: ",
+// every heading once, at most 256 KiB), before any other check; a missing
+// or broken one is a *Refusal naming the path and the rule.
+func (d Dirs) ReadHandover(key string) ([]byte, error) {
+	path := d.Handover(key)
 	f, err := os.Open(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, &Refusal{Msg: fmt.Sprintf("no hand-over at %s: write it there first (cocoonbox offload handover-path prints the path; --handover-prompt the request for a CLI)", path)}

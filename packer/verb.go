@@ -70,3 +70,22 @@ func first1k(s string) string {
 	}
 	return s
 }
+
+// Status is the box's offload status of the repo key: its sessions
+// (Contract: Offload, Verbs, status).
+func (p *Packer) Status(ctx context.Context, key string) ([]map[string]any, error) {
+	r, err := p.verb(ctx, nil, "status", "--repo", key)
+	if err == nil {
+		err = r.err("status")
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := []map[string]any{}
+	for _, s := range anyList(r.resp["sessions"]) {
+		if m, ok := s.(map[string]any); ok {
+			out = append(out, m)
+		}
+	}
+	return out, nil
+}

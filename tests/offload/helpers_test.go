@@ -5,19 +5,16 @@
 package offload
 
 import (
-	"bytes"
-	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/tests/box"
+	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
 // CLIsEnv names the directory of the real CLIs' npm install (make setup
@@ -40,110 +37,23 @@ func clisDir(t *testing.T) string {
 	return d
 }
 
+// The helpers the offload box tests share (tests/offloadbox).
 var (
-	standinOnce sync.Once
-	standinPath string
-	standinErr  error
+	installStandin = offloadbox.InstallStandin
+	boot           = offloadbox.Boot
+	waitInbox      = offloadbox.WaitInbox
+	verb           = offloadbox.Verb
+	mustVerb       = offloadbox.MustVerb
+	status         = offloadbox.Status
+	messages       = offloadbox.Messages
 )
 
-// standin builds the stand-in CLI (static, for the box) once.
-func standin(t *testing.T) string {
-	t.Helper()
-	standinOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "cocoonbox-standin-")
-		if err != nil {
-			standinErr = err
-			return
-		}
-		standinPath = filepath.Join(dir, "standin")
-		cmd := exec.Command("go", "build", "-o", standinPath, "./standin")
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			standinErr = fmt.Errorf("go build ./standin: %v: %s", err, out)
-		}
-	})
-	if standinErr != nil {
-		t.Fatal(standinErr)
-	}
-	return standinPath
-}
-
-// installStandin puts the stand-in at ~user/.local/bin/claude and codex,
-// where a user's own install lands (on a login shell's PATH).
-func installStandin(t *testing.T, b *box.Box) {
-	t.Helper()
-	b.MustSh(t, "install -d -o user -g user /home/user/.local /home/user/.local/bin")
-	if err := b.CopyIn(standin(t), "/home/user/.local/bin/claude", 0o755, "user:user"); err != nil {
-		t.Fatal(err)
-	}
-	b.MustSh(t, "ln -f /home/user/.local/bin/claude /home/user/.local/bin/codex")
-}
-
-// boot boots a box and waits for user's inbox to serve its socket.
-func boot(t *testing.T, opts box.Options) *box.Box {
-	t.Helper()
-	b := box.Boot(t, opts)
-	waitInbox(t, b)
-	return b
-}
-
-func waitInbox(t *testing.T, b *box.Box) {
-	t.Helper()
-	waitFor(t, "the inbox's socket", func() (bool, string) {
-		out, err := b.Sh("test -S /run/cocoonbox/offload.sock && " + userSystemctl + " is-active cocoonbox-offload-inbox.service")
-		return err == nil, out
-	})
-}
-
-// userSystemctl reaches user's manager from root.
-const userSystemctl = "runuser -u user -- env XDG_RUNTIME_DIR=/run/user/1000 systemctl --user"
-
-// verb runs cocoonbox-agent offload VERB in user's login shell and parses
-// its one stdout line.
-func verb(t *testing.T, b *box.Box, stdin []byte, args ...string) (map[string]any, int, string) {
-	t.Helper()
-	line := "cocoonbox-agent offload"
-	for _, a := range args {
-		line += " " + shellQuote(a)
-	}
-	res, err := b.Exec(box.Cmd{User: "user", Login: true, Args: []string{line}, Stdin: bytes.NewReader(stdin), Timeout: 5 * time.Minute})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var resp map[string]any
-	lines := strings.Split(strings.TrimRight(res.Stdout, "\n"), "\n")
-	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &resp) != nil {
-		t.Fatalf("offload %v: stdout is not one JSON line: %q (stderr %s)", args, res.Stdout, res.Stderr)
-	}
-	return resp, res.ExitCode, res.Stderr
-}
-
-func mustVerb(t *testing.T, b *box.Box, stdin []byte, args ...string) map[string]any {
-	t.Helper()
-	resp, code, stderr := verb(t, b, stdin, args...)
-	if code != 0 {
-		t.Fatalf("offload %v exited %d: %v\nstderr: %s", args, code, resp, stderr)
-	}
-	return resp
-}
-
-func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
+const userSystemctl = offloadbox.UserSystemctl
 
 // waitFor waits up to 60 s for cond (box.Eventually).
 func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	t.Helper()
 	box.Eventually(t, 60*time.Second, what, cond)
-}
-
-func status(t *testing.T, b *box.Box, key string) string {
-	t.Helper()
-	resp := mustVerb(t, b, nil, "status", "--repo", key)
-	ss, _ := resp["sessions"].([]any)
-	if len(ss) != 1 {
-		return "none"
-	}
-	s, _ := ss[0].(map[string]any)["status"].(string)
-	return s
 }
 
 // The helpers the offload tests share (internal/offloadtest).
@@ -174,19 +84,14 @@ func macRepo(t *testing.T) string {
 func macSide(t *testing.T, b *box.Box, host, key, name, kind, id string, extra ...[2]string) (map[string]any, int) {
 	t.Helper()
 	mustVerb(t, b, nil, "begin", "--repo", key, "--name", name, "--kind", kind, "--id", id)
-	cmd := exec.Command("sh", "-c", `i=$(mktemp) && cp .git/index "$i" && GIT_INDEX_FILE="$i" git add -A && GIT_INDEX_FILE="$i" git write-tree; rm -f "$i"`)
-	cmd.Dir = host
-	tree, err := cmd.Output()
+	s, err := gitcmd.Snapshot(host, "S", false)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := git(t, host, "commit-tree", strings.TrimSpace(string(tree)), "-p", "HEAD", "-m", "S")
 	git(t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
-	// rsync over a remote shell into the box, as `cocoonbox rsh` is for the
-	// Mac: the receiving rsync runs in the box as user.
-	rsh := filepath.Join(t.TempDir(), "box-rsh")
-	os.WriteFile(rsh, []byte(fmt.Sprintf("#!/bin/sh\nshift\nexec nsenter -t %d -a -- runuser -u user -- \"$@\"\n", b.Leader())), 0o755)
-	out, err := exec.Command("rsync", "-az", "--delete", "--exclude=/.git/objects/", "-e", rsh,
+	// rsync over the stand-in remote shell, as the host does through
+	// cocoonbox rsh: the receiving rsync runs in the box as user.
+	out, err := exec.Command("rsync", "-az", "--delete", "--exclude=/.git/objects/", "-e", offloadbox.NewTransport(t, b).Shell(),
 		host+"/", "box:/workspace/"+name+"/").CombinedOutput()
 	if err != nil {
 		t.Fatalf("rsync into the box: %v: %s", err, out)
@@ -202,16 +107,4 @@ func macSide(t *testing.T, b *box.Box, host, key, name, kind, id string, extra .
 		t.Logf("send exited %d: %v\nstderr: %s", code, resp, stderr)
 	}
 	return resp, code
-}
-
-func messages(t *testing.T, b *box.Box, cli string) []string {
-	out, _ := b.Sh("cat /home/user/.standin/" + cli + "-messages.jsonl 2>/dev/null")
-	var ms []string
-	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
-		var m string
-		if json.Unmarshal([]byte(l), &m) == nil {
-			ms = append(ms, m)
-		}
-	}
-	return ms
 }

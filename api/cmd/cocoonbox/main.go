@@ -1,10 +1,13 @@
 // Command cocoonbox is the user's CLI: it signs in to the api through the
 // browser (RFC 8252 loopback, client cocoonbox-cli), keeps the token in
-// cli.json, and lists and revokes the user's devices.
+// cli.json, lists and revokes the user's devices, and offloads a
+// repository's task into a box and back (packer).
 //
-// Exit codes: 0 done, 1 the api or the browser said no, 2 bad usage.
+// Exit codes: 0 done, 1 the api or the browser said no (offload, back: a
+// step failed and was rolled back as said), 2 bad usage, 3 offload or back
+// refused with nothing changed.
 //
-// Contract: Browser sign-in and device tokens.
+// Contract: Browser sign-in and device tokens; Offload.
 package main
 
 import (
@@ -39,6 +42,13 @@ Agents:
   mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
                           endpoint with this CLI's token
+Offload (run in a git repository; cocoonbox offload --help tells more):
+  offload [--box B] [--kind claude|codex] [--name N] [--yes] [--json]
+                          move this task into the box for its coding CLI
+  offload handover-path | --handover-prompt | status | secrets add|remove|list
+  back [--interrupt] [--json]
+                          bring it back and merge it, never touching uncommitted work
+  setup claude            install /cocoonbox:offload and /cocoonbox:back for claude
 Other:
   version, --version      print the build's source revision
 
@@ -58,8 +68,11 @@ func main() {
 	defer stop()
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout)
 	var ue usageError
+	var code exitCode
 	switch {
 	case err == nil:
+	case errors.As(err, &code):
+		os.Exit(int(code))
 	case errors.Is(err, flag.ErrHelp):
 	case errors.As(err, &ue):
 		fmt.Fprintf(os.Stderr, "cocoonbox: %s\n\n%s", ue.msg, usage)
@@ -84,6 +97,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return devices(ctx, rest, stdout)
 	case "mcp":
 		return mcpSnippet(rest, stdout)
+	case "offload":
+		return offloadCmd(ctx, rest, stdin, stdout)
+	case "back":
+		return backCmd(ctx, rest, stdout)
+	case "setup":
+		return setupCmd(rest, stdout)
 	case "version", "--version":
 		fmt.Fprintln(stdout, "cocoonbox", Version)
 		return nil

@@ -1,0 +1,183 @@
+// Package offloadbox is what the booted-box tests of an offload share,
+// the box side's (tests/offload) and the host packer's (tests/packer): a
+// box with its inbox up, the stand-in CLI (tests/offload/standin)
+// installed as claude and codex, the box verbs run as user, and the
+// stand-in transport into the box that rsync and git take as their remote
+// shell (nsenter into the box, then user's login shell), which takes the
+// place of `cocoonbox rsh` where no api runs. Only tests import it.
+package offloadbox
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/packer"
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// UserSystemctl reaches user's manager from root.
+const UserSystemctl = "runuser -u user -- env XDG_RUNTIME_DIR=/run/user/1000 systemctl --user"
+
+var (
+	standinOnce sync.Once
+	standinPath string
+	standinErr  error
+)
+
+// Standin builds the stand-in CLI (static, for the box) once per test
+// binary and returns its path.
+func Standin(t testing.TB) string {
+	t.Helper()
+	standinOnce.Do(func() {
+		root, err := box.RepoRoot()
+		if err != nil {
+			standinErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "cocoonbox-standin-")
+		if err != nil {
+			standinErr = err
+			return
+		}
+		standinPath = filepath.Join(dir, "standin")
+		cmd := exec.Command("go", "build", "-o", standinPath, "./tests/offload/standin")
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			standinErr = fmt.Errorf("go build ./tests/offload/standin: %v: %s", err, out)
+		}
+	})
+	if standinErr != nil {
+		t.Fatal(standinErr)
+	}
+	return standinPath
+}
+
+// InstallStandin puts the stand-in at ~user/.local/bin/claude and codex,
+// where a user's own install lands (on a login shell's PATH).
+func InstallStandin(t testing.TB, b *box.Box) {
+	t.Helper()
+	b.MustSh(t, "install -d -o user -g user /home/user/.local /home/user/.local/bin")
+	if err := b.CopyIn(Standin(t), "/home/user/.local/bin/claude", 0o755, "user:user"); err != nil {
+		t.Fatal(err)
+	}
+	b.MustSh(t, "ln -f /home/user/.local/bin/claude /home/user/.local/bin/codex")
+}
+
+// Boot boots a box and waits for user's inbox to serve its socket.
+func Boot(t testing.TB, opts box.Options) *box.Box {
+	t.Helper()
+	b := box.Boot(t, opts)
+	WaitInbox(t, b)
+	return b
+}
+
+// WaitInbox waits up to 60 s for the inbox's socket and unit.
+func WaitInbox(t testing.TB, b *box.Box) {
+	t.Helper()
+	box.Eventually(t, 60*time.Second, "the inbox's socket", func() (bool, string) {
+		out, err := b.Sh("test -S /run/cocoonbox/offload.sock && " + UserSystemctl + " is-active cocoonbox-offload-inbox.service")
+		return err == nil, out
+	})
+}
+
+// Verb runs cocoonbox-agent offload ARGS in user's login shell and parses
+// its one stdout line; it returns the line, the exit status and stderr.
+func Verb(t testing.TB, b *box.Box, stdin []byte, args ...string) (map[string]any, int, string) {
+	t.Helper()
+	line := "cocoonbox-agent offload"
+	for _, a := range args {
+		line += " " + packer.ShellQuote(a)
+	}
+	res, err := b.Exec(box.Cmd{User: "user", Login: true, Args: []string{line}, Stdin: bytes.NewReader(stdin), Timeout: 5 * time.Minute})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp map[string]any
+	lines := strings.Split(strings.TrimRight(res.Stdout, "\n"), "\n")
+	if len(lines) != 1 || json.Unmarshal([]byte(lines[0]), &resp) != nil {
+		t.Fatalf("offload %v: stdout is not one JSON line: %q (stderr %s)", args, res.Stdout, res.Stderr)
+	}
+	return resp, res.ExitCode, res.Stderr
+}
+
+// MustVerb is Verb failing the test on a non-zero exit.
+func MustVerb(t testing.TB, b *box.Box, stdin []byte, args ...string) map[string]any {
+	t.Helper()
+	resp, code, stderr := Verb(t, b, stdin, args...)
+	if code != 0 {
+		t.Fatalf("offload %v exited %d: %v\nstderr: %s", args, code, resp, stderr)
+	}
+	return resp
+}
+
+// Status is the repo's one session's status, or "none".
+func Status(t testing.TB, b *box.Box, key string) string {
+	t.Helper()
+	resp := MustVerb(t, b, nil, "status", "--repo", key)
+	ss, _ := resp["sessions"].([]any)
+	if len(ss) != 1 {
+		return "none"
+	}
+	s, _ := ss[0].(map[string]any)["status"].(string)
+	return s
+}
+
+// Messages are the messages the stand-in of cli submitted, in order.
+func Messages(t testing.TB, b *box.Box, cli string) []string {
+	out, _ := b.Sh("cat /home/user/.standin/" + cli + "-messages.jsonl 2>/dev/null")
+	var ms []string
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		var m string
+		if json.Unmarshal([]byte(l), &m) == nil {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// Transport is the stand-in transport into b (a packer.Transport): a
+// remote-shell script taking ssh's convention (a host word, then words
+// joined into one shell line) that enters the box with nsenter and runs
+// the line in user's login shell, as `cocoonbox rsh` runs it through
+// Session.Exec.
+type Transport struct{ script string }
+
+// NewTransport writes the script for b into a test directory.
+func NewTransport(t testing.TB, b *box.Box) Transport {
+	t.Helper()
+	script := filepath.Join(t.TempDir(), "box-rsh")
+	body := fmt.Sprintf("#!/bin/sh\n# box-rsh HOST WORDS...: the words are one shell line, run as user in box %s\nshift\nexec nsenter -t %d -a -- runuser -l user -c \"$*\"\n", b.Name, b.Leader())
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return Transport{script: script}
+}
+
+// Command runs argv in the box as user (packer.Transport).
+func (tr Transport) Command(ctx context.Context, argv ...string) *exec.Cmd {
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = packer.ShellQuote(a)
+	}
+	return exec.CommandContext(ctx, tr.script, "box", strings.Join(words, " "))
+}
+
+// Shell is the script, for rsync -e and GIT_SSH_COMMAND (packer.Transport).
+func (tr Transport) Shell() string { return packer.ShellQuote(tr.script) }
+
+// Script is the transport's remote-shell script, for a child process to
+// take with TransportAt.
+func (tr Transport) Script() string { return tr.script }
+
+// TransportAt is the transport of a script NewTransport wrote.
+func TransportAt(script string) Transport { return Transport{script: script} }

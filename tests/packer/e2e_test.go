@@ -1,0 +1,237 @@
+package packer
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/packer"
+	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+)
+
+const dotenvSecret = "TOKEN=S3CR3T-host-packer-opted-in"
+
+// One box for every case: each has its own repository and repo key, and
+// each offload ends before the next, so the box's three-session limit is
+// never reached.
+func TestOffloadAndBack(t *testing.T) {
+	r := newRig(t)
+
+	// Contract: Offload, Back, Mac side, fast-forward: the work tree moves
+	// from S to S′ and the box's commits stay commits. And Secrets: an
+	// opted-in .env reaches the box's tmpfs and no log; a not opted-in one
+	// is never sent.
+	t.Run("FastForwardAndASecret", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, key := repo(t, p, "ff", "standin: commit")
+		repos, _ := p.Dirs.LoadRepos()
+		repos.Prefs(key).Secrets = []string{"file:.env"}
+		if err := p.Dirs.SaveRepos(repos); err != nil {
+			t.Fatal(err)
+		}
+		write(t, top, ".env", dotenvSecret+"\n")
+		headBefore := git(t, top, "rev-parse", "HEAD")
+		res := offload(t, p, top)
+		if rec, _ := p.Dirs.LoadRecord(key); rec == nil || rec.ID != res.ID || rec.Base != res.Base {
+			t.Fatalf("offload.json: %+v, want the offload %s in flight", rec, res.ID)
+		}
+		copyDir := "/workspace/" + res.Name
+		if got := r.b.MustSh(t, "cat "+copyDir+"/a.txt"); got != "two, uncommitted\n" {
+			t.Errorf("the box's a.txt = %q", got)
+		}
+		secretFile := "/run/cocoonbox-offload/secrets/" + key + "/file/.env"
+		if got := r.b.MustSh(t, "cat "+secretFile); got != dotenvSecret+"\n" {
+			t.Errorf("the opted-in .env on the tmpfs: %q", got)
+		}
+		if got := strings.TrimSpace(r.b.MustSh(t, "readlink "+copyDir+"/.env")); got != secretFile {
+			t.Errorf("the copy's .env links to %q, want the tmpfs", got)
+		}
+		offloadbox.MustVerb(t, r.b, nil, "status", "--repo", key)
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil {
+			t.Fatalf("back: %v\nprogress:\n%s", err, r.progress)
+		}
+		if back.Merge.Case != packer.CaseFastForward {
+			t.Fatalf("back: %+v, want a fast-forward", back.Merge)
+		}
+		if got := git(t, top, "log", "-1", "--format=%s"); got != "standin turn 1" {
+			t.Errorf("HEAD is %q, want the box's commit", got)
+		}
+		if got := git(t, top, "rev-parse", "HEAD~1"); got != headBefore {
+			t.Errorf("the box's commit's parent is %s, want the old HEAD %s", got, headBefore)
+		}
+		if got := read(t, top, "a.txt"); got != "two, uncommitted\n" || !strings.Contains(git(t, top, "status", "--porcelain"), "M a.txt") {
+			t.Errorf("a.txt (uncommitted before, and in S): %q", got)
+		}
+		if got := git(t, top, "rev-parse", back.Merge.PreBack); got != headBefore {
+			t.Errorf("pre-back names %s", got)
+		}
+		if rec, _ := p.Dirs.LoadRecord(key); rec != nil {
+			t.Errorf("offload.json still there after end: %+v", rec)
+		}
+		if _, err := os.Stat(back.BackMD); err != nil {
+			t.Errorf("back.md: %v", err)
+		}
+		if strings.Contains(r.progress.String(), "S3CR3T") {
+			t.Error("the secret is in the progress")
+		}
+		if out, _ := r.b.Sh("journalctl -m --no-pager -o verbose | grep -c 'S3CR3[T]'"); strings.TrimSpace(out) != "0" {
+			t.Errorf("the secret is in the box's journal (%s entries)", strings.TrimSpace(out))
+		}
+		if out, _ := r.b.Sh("ls /run/cocoonbox-offload/secrets/"); strings.TrimSpace(out) != "" {
+			t.Errorf("end left secrets: %q", out)
+		}
+	})
+
+	// Contract: Offload, Back, Mac side, clean merge: the user committed
+	// and changed other files meanwhile; the box's change comes in
+	// uncommitted and the user's staged, unstaged and untracked work is
+	// byte-identical after.
+	t.Run("CleanMergeKeepsLocalWork", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, _ := repo(t, p, "merge", "standin: commit")
+		offload(t, p, top)
+		write(t, top, "b.txt", "b committed by the user meanwhile\n")
+		git(t, top, "commit", "-q", "-m", "user: b", "b.txt")
+		write(t, top, "c.txt", "c staged by the user\n")
+		git(t, top, "add", "c.txt")
+		write(t, top, "d.txt", "d untracked\n")
+		userHead, staged := git(t, top, "rev-parse", "HEAD"), git(t, top, "diff", "--cached")
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil {
+			t.Fatalf("back: %v", err)
+		}
+		if back.Merge.Case != packer.CaseMerge || !contains(back.Merge.Applied, "work.txt") {
+			t.Fatalf("back: %+v, want a clean merge bringing work.txt", back.Merge)
+		}
+		if got := read(t, top, "work.txt"); got != "turn 1\n" {
+			t.Errorf("work.txt = %q", got)
+		}
+		for f, want := range map[string]string{"a.txt": "two, uncommitted\n", "c.txt": "c staged by the user\n", "d.txt": "d untracked\n", "b.txt": "b committed by the user meanwhile\n"} {
+			if got := read(t, top, f); got != want {
+				t.Errorf("%s = %q, want %q", f, got, want)
+			}
+		}
+		if got := git(t, top, "rev-parse", "HEAD"); got != userHead {
+			t.Errorf("HEAD moved to %s", got)
+		}
+		if got := git(t, top, "diff", "--cached"); got != staged {
+			t.Errorf("the staged diff changed: %s", got)
+		}
+	})
+
+	// Contract: Offload, Back, Mac side: a change to a path the user
+	// changed since HEAD takes the branch cocoonbox/back-<stamp> at S′ and
+	// leaves the tree untouched.
+	t.Run("PathTheUserChangedTakesTheBranch", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, _ := repo(t, p, "branch", "standin: commit")
+		offload(t, p, top)
+		write(t, top, "work.txt", "the user's own work.txt\n")
+		before := state(t, top)
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil {
+			t.Fatalf("back: %v", err)
+		}
+		if back.Merge.Case != packer.CaseBranch || !strings.HasPrefix(back.Merge.Branch, "cocoonbox/back-") {
+			t.Fatalf("back: %+v, want the branch", back.Merge)
+		}
+		if got, want := git(t, top, "rev-parse", back.Merge.Branch), back.SPrime; got != want {
+			t.Errorf("%s at %s, want S′ %s", back.Merge.Branch, got, want)
+		}
+		if after := state(t, top); after != before {
+			t.Errorf("the tree changed:\n%s\nwas\n%s", after, before)
+		}
+		if read(t, top, "work.txt") != "the user's own work.txt\n" {
+			t.Error("the user's work.txt changed")
+		}
+	})
+
+	// Contract: Offload, "Offload, Mac side": rsync has no
+	// --delete-excluded, so the box's own ignored target/ and node_modules/
+	// survive a second offload of the repository; the host's .env (not
+	// opted in) is never sent; the second time the bundle carries only what
+	// the box lacks.
+	t.Run("SecondOffloadKeepsTheBoxsIgnoredFiles", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, _ := repo(t, p, "again")
+		res := offload(t, p, top)
+		copyDir := "/workspace/" + res.Name
+		r.b.Must(t, "runuser", "-u", "user", "--", "sh", "-c", "mkdir -p "+copyDir+"/target "+copyDir+"/node_modules/m && echo built >"+copyDir+"/target/out && echo dep >"+copyDir+"/node_modules/m/index.js")
+		if _, err := p.Back(context.Background(), top, false); err != nil {
+			t.Fatalf("back: %v", err)
+		}
+		write(t, top, "c.txt", "c changed for the second offload\n")
+		res = offload(t, p, top)
+		for _, f := range []string{"target/out", "node_modules/m/index.js"} {
+			if _, err := r.b.Run("test", "-f", copyDir+"/"+f); err != nil {
+				t.Errorf("the box's ignored %s did not survive the second offload: %v", f, err)
+			}
+		}
+		if _, err := r.b.Run("test", "-e", copyDir+"/.env"); err == nil {
+			t.Error("the host's .env (not opted in) reached the box")
+		}
+		if !res.Bundle {
+			t.Error("the second offload sent no bundle (its S is new history)")
+		}
+		if _, err := p.Back(context.Background(), top, false); err != nil {
+			t.Fatalf("back: %v", err)
+		}
+	})
+
+	// Contract: Offload, Preflight: a box CLI that is signed out is begin's
+	// block with its remedy, and nothing changed here.
+	t.Run("SignedOutCLIBlocks", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, key := repo(t, p, "signedout")
+		r.b.Must(t, "runuser", "-u", "user", "--", "touch", "/home/user/.standin/signed-out")
+		defer r.b.Must(t, "rm", "-f", "/home/user/.standin/signed-out")
+		before := state(t, top)
+		_, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
+		var ref *packer.Refusal
+		if !errors.As(err, &ref) || !strings.Contains(ref.Msg, "Sign in in the box") || !hasFinding(ref.Findings, "Box CLI missing or signed out") {
+			t.Fatalf("offload with a signed-out CLI: %v", err)
+		}
+		if rec, _ := p.Dirs.LoadRecord(key); rec != nil || state(t, top) != before || git(t, top, "for-each-ref", "refs/cocoonbox") != "" {
+			t.Error("a refused offload changed something")
+		}
+	})
+
+	// Contract: Offload, Preflight: a box older than cbdesk:v22 is blocked
+	// before anything reaches the box.
+	t.Run("OldImageBlocks", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		p.Box.Image = "cbdesk:v21-base"
+		top, key := repo(t, p, "oldimage")
+		_, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
+		var ref *packer.Refusal
+		if !errors.As(err, &ref) || !strings.Contains(ref.Msg, "upgrade the box first") {
+			t.Fatalf("offload to cbdesk:v21: %v", err)
+		}
+		if out, _ := r.b.Sh("cat /home/user/.local/share/cocoonbox/offload/index.json"); strings.Contains(out, key) {
+			t.Errorf("begin ran for a blocked offload: %s", out)
+		}
+	})
+
+	t.Run("KilledAtEachStep", func(t *testing.T) { killedAtEachStep(t, r) })
+}
+
+func contains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+func hasFinding(fs []packer.Finding, check string) bool {
+	for _, f := range fs {
+		if f.Check == check {
+			return true
+		}
+	}
+	return false
+}

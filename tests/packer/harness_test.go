@@ -1,0 +1,137 @@
+// Package packer holds the booted-box tests of the host packer (issue 13;
+// Contract: Offload, "Offload, Mac side" and "Back, Mac side"): real
+// repositories on this host, one booted box shared by the subtests with
+// the stand-in CLI as claude, real git, rsync and tmux on both sides. The
+// box is reached through offloadbox.Transport, the stand-in for
+// `cocoonbox rsh` until the api's boxes and rsh are on main.
+package packer
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/packer"
+	"github.com/cocoonbox/cocoonbox/tests/box"
+	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+)
+
+var git = offloadtest.Git
+
+// rig is one booted box with the stand-in CLI and a packer into it.
+type rig struct {
+	b     *box.Box
+	tr    offloadbox.Transport
+	image string
+	// progress is read after each call returns, never while it writes.
+	progress *bytes.Buffer
+}
+
+func newRig(t testing.TB) *rig {
+	b := offloadbox.Boot(t, box.Options{})
+	offloadbox.InstallStandin(t, b)
+	return &rig{b: b, tr: offloadbox.NewTransport(t, b), image: "cbdesk:v" + imageVersion(t) + "-base", progress: &bytes.Buffer{}}
+}
+
+func imageVersion(t testing.TB) string {
+	root, err := box.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := os.ReadFile(filepath.Join(root, "image/VERSION"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(v))
+}
+
+// packer is a Packer for the rig's box with its own offload directory
+// (XDG_DATA_HOME of this test).
+func (r *rig) packer(t testing.TB, data string) *packer.Packer {
+	return &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(data, "cocoonbox/offload")}, Transport: r.tr,
+		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: r.b.Name, Image: r.image}, Progress: packer.Progress{W: r.progress},
+		Yes: true, BackWait: 90 * time.Second}
+}
+
+// repo is a host repository: two commits, an uncommitted change, a
+// git-ignored .env, target/ and node_modules/ ignored; its hand-over
+// (extra lines are the stand-in's directives) in the packer's place.
+func repo(t testing.TB, p *packer.Packer, name string, handoverExtra ...string) (top, key string) {
+	top = filepath.Join(t.TempDir(), name)
+	if err := os.MkdirAll(top, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	git(t, top, "init", "-q")
+	write(t, top, ".gitignore", "target/\nnode_modules/\n.env\n")
+	write(t, top, "a.txt", "one\n")
+	write(t, top, "b.txt", "b one\n")
+	write(t, top, "c.txt", "c one\n")
+	git(t, top, "add", ".")
+	git(t, top, "commit", "-q", "-m", "one")
+	write(t, top, "a.txt", "two\n")
+	git(t, top, "commit", "-q", "-am", "two")
+	write(t, top, "a.txt", "two, uncommitted\n")
+	write(t, top, ".env", "TOKEN=host-dotenv-never-sent\n")
+	key = packer.RepoKey(top)
+	if err := p.Dirs.Ensure(key); err != nil {
+		t.Fatal(err)
+	}
+	write(t, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("a task for the box", handoverExtra...))
+	return top, key
+}
+
+func write(t testing.TB, dir, name, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func read(t testing.TB, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+// offload runs an offload and fails the test on an error.
+func offload(t testing.TB, p *packer.Packer, top string) *packer.OffloadResult {
+	t.Helper()
+	res, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
+	if err != nil {
+		t.Fatalf("offload: %v", err)
+	}
+	if !res.Accepted {
+		t.Fatalf("the box CLI did not take the first prompt: %+v", res)
+	}
+	return res
+}
+
+// state is what an offload or a refused back must leave as it was: HEAD,
+// the branches (but back's cocoonbox/back-*), the index, the status with
+// ignored files and the diffs.
+func state(t testing.TB, top string) string {
+	var branches []string
+	for _, l := range strings.Split(git(t, top, "for-each-ref", "refs/heads"), "\n") {
+		if !strings.Contains(l, "refs/heads/cocoonbox/") {
+			branches = append(branches, l)
+		}
+	}
+	return strings.Join([]string{
+		git(t, top, "rev-parse", "HEAD"),
+		strings.Join(branches, "\n"),
+		git(t, top, "ls-files", "-s"),
+		git(t, top, "status", "--porcelain", "--untracked-files=all", "--ignored"),
+		git(t, top, "diff", "--cached"), git(t, top, "diff"),
+	}, "\n")
+}
