@@ -33,10 +33,9 @@ var (
 	standinErr  error
 )
 
-// Standin builds the stand-in CLI (static, for the box) once per test
-// binary and returns its path.
-func Standin(t testing.TB) string {
-	t.Helper()
+// BuildStandin builds the stand-in CLI (static, for the box) once per
+// process and returns its path.
+func BuildStandin() (string, error) {
 	standinOnce.Do(func() {
 		root, err := box.RepoRoot()
 		if err != nil {
@@ -56,21 +55,32 @@ func Standin(t testing.TB) string {
 			standinErr = fmt.Errorf("go build ./tests/offload/standin: %v: %s", err, out)
 		}
 	})
-	if standinErr != nil {
-		t.Fatal(standinErr)
-	}
-	return standinPath
+	return standinPath, standinErr
 }
 
-// InstallStandin puts the stand-in at ~user/.local/bin/claude and codex,
+// PutStandin puts the stand-in at ~user/.local/bin/claude and codex,
 // where a user's own install lands (on a login shell's PATH).
+func PutStandin(b *box.Box) error {
+	path, err := BuildStandin()
+	if err != nil {
+		return err
+	}
+	if _, err := b.Sh("install -d -o user -g user /home/user/.local /home/user/.local/bin"); err != nil {
+		return err
+	}
+	if err := b.CopyIn(path, "/home/user/.local/bin/claude", 0o755, "user:user"); err != nil {
+		return err
+	}
+	_, err = b.Sh("ln -f /home/user/.local/bin/claude /home/user/.local/bin/codex")
+	return err
+}
+
+// InstallStandin is PutStandin failing the test on an error.
 func InstallStandin(t testing.TB, b *box.Box) {
 	t.Helper()
-	b.MustSh(t, "install -d -o user -g user /home/user/.local /home/user/.local/bin")
-	if err := b.CopyIn(Standin(t), "/home/user/.local/bin/claude", 0o755, "user:user"); err != nil {
+	if err := PutStandin(b); err != nil {
 		t.Fatal(err)
 	}
-	b.MustSh(t, "ln -f /home/user/.local/bin/claude /home/user/.local/bin/codex")
 }
 
 // Boot boots a box and waits for user's inbox to serve its socket.
@@ -155,12 +165,18 @@ type Transport struct{ script string }
 // NewTransport writes the script for b into a test directory.
 func NewTransport(t testing.TB, b *box.Box) Transport {
 	t.Helper()
-	script := filepath.Join(t.TempDir(), "box-rsh")
-	body := fmt.Sprintf("#!/bin/sh\n# box-rsh HOST WORDS...: the words are one shell line, run as user in box %s\nshift\nexec nsenter -t %d -a -- runuser -l user -c \"$*\"\n", b.Name, b.Leader())
-	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+	tr, err := WriteTransport(t.TempDir(), b)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return Transport{script: script}
+	return tr
+}
+
+// WriteTransport writes the script for b into dir.
+func WriteTransport(dir string, b *box.Box) (Transport, error) {
+	script := filepath.Join(dir, "box-rsh")
+	body := fmt.Sprintf("#!/bin/sh\n# box-rsh HOST WORDS...: the words are one shell line, run as user in box %s\nshift\nexec nsenter -t %d -a -- runuser -l user -c \"$*\"\n", b.Name, b.Leader())
+	return Transport{script: script}, os.WriteFile(script, []byte(body), 0o755)
 }
 
 // Command runs argv in the box as user (packer.Transport).
