@@ -43,16 +43,36 @@ func Raw(dir string, env []string, stdin io.Reader, args ...string) ([]byte, err
 	return out.Bytes(), nil
 }
 
-// Refs is the repository's refs as {"<ref>":"<oid>"} (begin's refs field).
-// A repository git cannot read has none.
+// Refs is the repository's refs as {"<ref>":"<oid>"} (begin's refs field),
+// leaving out a ref whose object the repository lacks: a copy that rsync
+// filled before its bundle came (an offload killed mid-way) has the host's
+// refs without their objects, and a host that bundled --not those would
+// send a bundle the copy cannot take. A repository git cannot read has
+// none.
 func Refs(dir string) map[string]string {
 	out := map[string]string{}
-	s, err := Run(dir, nil, nil, "for-each-ref", "--format=%(refname) %(objectname)")
+	s, err := Run(dir, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil || s == "" {
+		return out
+	}
+	lines := strings.Split(s, "\n")
+	var oids strings.Builder
+	for _, l := range lines {
+		oid, _, _ := strings.Cut(l, " ")
+		oids.WriteString(oid + "\n")
+	}
+	have, err := Run(dir, nil, strings.NewReader(oids.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
 	if err != nil {
 		return out
 	}
-	for _, l := range strings.Split(s, "\n") {
-		if ref, oid, ok := strings.Cut(l, " "); ok {
+	present := map[string]bool{}
+	for _, l := range strings.Split(have, "\n") {
+		if oid, typ, _ := strings.Cut(l, " "); typ != "missing" && oid != "" {
+			present[oid] = true
+		}
+	}
+	for _, l := range lines {
+		if oid, ref, ok := strings.Cut(l, " "); ok && present[oid] {
 			out[ref] = oid
 		}
 	}

@@ -45,7 +45,7 @@ func child(spec string) int {
 // on to an offload that comes back.
 func killedAtEachStep(t *testing.T, r *rig) {
 	for _, step := range []string{"cocoonbox: begin:", "cocoonbox: rsync:", "cocoonbox: send:"} {
-		t.Run(strings.Fields(step)[1], func(t *testing.T) {
+		t.Run(strings.Trim(strings.Fields(step)[1], ":"), func(t *testing.T) {
 			data := t.TempDir()
 			p := r.packer(t, data)
 			top, _ := repo(t, p, "killed-"+strings.Trim(strings.Fields(step)[1], ":"))
