@@ -384,16 +384,21 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dr
 		return 0, err
 	}
 	var size int64
+	var shown time.Time
 	sc := bufio.NewScanner(stdout)
 	sc.Split(scanCRLF)
 	for sc.Scan() {
-		l := sc.Text()
+		l := strings.TrimSpace(sc.Text())
 		if m := totalSizeRe.FindStringSubmatch(l); m != nil {
 			size, _ = strconv.ParseInt(strings.ReplaceAll(m[1], ",", ""), 10, 64)
 		}
-		if !dry && strings.TrimSpace(l) != "" {
-			p.Progress.Printf("rsync: %s", strings.TrimSpace(l))
+		// progress2 redraws its line many times a second: one a second
+		// is enough for a person; the stats lines all show.
+		if dry || l == "" || strings.Contains(l, "to-chk=") && time.Since(shown) < time.Second {
+			continue
 		}
+		shown = time.Now()
+		p.Progress.Printf("rsync: %s", l)
 	}
 	if err := cmd.Wait(); err != nil {
 		return 0, fmt.Errorf("rsync into the box: %w: %s", err, strings.TrimSpace(errb.String()))
