@@ -38,6 +38,7 @@ type Config struct {
 	// (ratelimit.ClientKey): the reverse proxy in front of the api.
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	Console        Console  `yaml:"console"`
+	HTTP           HTTP     `yaml:"http"`
 }
 
 // Console configures the web console (api/console).
@@ -53,6 +54,16 @@ type SignIn struct {
 	PerUser    int           `yaml:"per_user"`
 	PerAddress int           `yaml:"per_address"`
 	Window     time.Duration `yaml:"window"`
+}
+
+// HTTP is the listener's clocks (see server.Timeouts). None ends an open
+// call: a Session.Exec stream stays while its command runs, however long
+// it prints nothing (Contract: Remote command (Session.Exec, cocoonbox rsh)).
+type HTTP struct {
+	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
+	IdleTimeout       time.Duration `yaml:"idle_timeout"`
+	PingAfter         time.Duration `yaml:"ping_after"`
+	PingTimeout       time.Duration `yaml:"ping_timeout"`
 }
 
 // Log says how the api logs (log/slog, on standard error).
@@ -78,6 +89,7 @@ func Default() Config {
 		// Caddy on this host, the deployment the contract describes.
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
+		HTTP:           HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second},
 	}
 }
 
@@ -242,6 +254,15 @@ func (c *Config) Validate() error {
 	if si.Window < time.Second || si.Window > 24*time.Hour {
 		return fmt.Errorf("console.sign_in.window: %s is not 1s..24h", si.Window)
 	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout},
+		{"http.ping_after", c.HTTP.PingAfter}, {"http.ping_timeout", c.HTTP.PingTimeout}} {
+		if d.v < MinTimeout || d.v > MaxTimeout {
+			return fmt.Errorf("%s: %s is not 100ms..24h", d.key, d.v)
+		}
+	}
 	return nil
 }
 
@@ -255,6 +276,14 @@ func (c *Config) TrustedPrefixes() []netip.Prefix {
 	}
 	return out
 }
+
+// MinTimeout and MaxTimeout bound every timeout of the http section
+// (100ms..24h): 0 would mean "none" to net/http for some, "at once" for
+// others.
+const (
+	MinTimeout = 100 * time.Millisecond
+	MaxTimeout = 24 * time.Hour
+)
 
 // Issuer is the api's public URL: public_url, else http://<listen>.
 func (c *Config) Issuer() string {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEmptyFileIsTheDefaults(t *testing.T) {
@@ -21,7 +22,7 @@ func TestEmptyFileIsTheDefaults(t *testing.T) {
 }
 
 func TestFileOverridesDefaultsKeyByKey(t *testing.T) {
-	c, err := Parse([]byte("listen: 0.0.0.0:9000\ndatabase:\n  url: postgres://u@db.example/cocoonbox\n  max_conns: 40\nlog: {format: json}\n"))
+	c, err := Parse([]byte("listen: 0.0.0.0:9000\ndatabase:\n  url: postgres://u@db.example/cocoonbox\n  max_conns: 40\nlog: {format: json}\nhttp: {ping_after: 500ms}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,6 +31,7 @@ func TestFileOverridesDefaultsKeyByKey(t *testing.T) {
 	want.Database.URL = "postgres://u@db.example/cocoonbox"
 	want.Database.MaxConns = 40
 	want.Log.Format = "json"
+	want.HTTP.PingAfter = 500 * time.Millisecond
 	if !reflect.DeepEqual(c, want) {
 		t.Fatalf("got %+v\nwant %+v", c, want)
 	}
@@ -77,6 +79,10 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"console:\n  sign_in:\n    window: 15\n":              `console.sign_in.window: "15" is not a duration with its unit`,
 		"console:\n  sign_in:\n    window: 48h\n":             "console.sign_in.window: 48h0m0s is not 1s..24h",
 		"console:\n  sign_in:\n    per_user: 3\n    pre: 1\n": `unknown key "console.sign_in.pre"`,
+		"http:\n  ping_after: soon\n":                         `http.ping_after: "soon" is not a duration`,
+		"http:\n  idle_timeout: 10\n":                         `http.idle_timeout: "10" is not a duration`,
+		"http:\n  ping_timeout: 0s\n":                         "http.ping_timeout: 0s is not 100ms..24h",
+		"http:\n  read_header_timeout: 25h\n":                 "http.read_header_timeout: 25h0m0s is not",
 	}
 	for text, want := range cases {
 		_, err := Parse([]byte(text))

@@ -20,19 +20,49 @@ const ShutdownGrace = 10 * time.Second
 
 // Server is the mux other packages mount their handlers on, and its listener's life.
 type Server struct {
-	mux    *http.ServeMux
-	log    *slog.Logger
-	health func(context.Context) error
-	wrap   []func(http.Handler) http.Handler
+	mux      *http.ServeMux
+	log      *slog.Logger
+	health   func(context.Context) error
+	wrap     []func(http.Handler) http.Handler
+	timeouts Timeouts
 }
+
+// Timeouts are the listener's clocks (api.yaml's http section). None of
+// them ends an open call: there is no read or write timeout, since a
+// stream (Session.Exec, a watch) lives as long as its call, however long
+// it is silent (Contract: Remote command (Session.Exec, cocoonbox rsh)).
+type Timeouts struct {
+	// ReadHeader bounds reading one request's headers.
+	ReadHeader time.Duration
+	// Idle closes a keep-alive connection that has no call open.
+	Idle time.Duration
+	// PingAfter: an HTTP/2 connection with no frame for this long is
+	// pinged; one that does not answer within PingTimeout is closed, and
+	// its calls end (a peer that went away without a word).
+	PingAfter, PingTimeout time.Duration
+}
+
+// DefaultTimeouts are the clocks without configuration.
+func DefaultTimeouts() Timeouts {
+	return Timeouts{ReadHeader: 10 * time.Second, Idle: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second}
+}
+
+// Window is the HTTP/2 receive window per stream and per connection: what
+// a client may send before the api reads it. Go's default (1 MiB) held a
+// full-duplex stream to a few tens of MiB/s; it also bounds what one
+// stream makes the api hold.
+const Window = 16 << 20
 
 // New makes a server logging to log. health answers /healthz: nil is 200
 // "ok", an error 503 with its text (the database's ping, say).
 func New(log *slog.Logger, health func(context.Context) error) *Server {
-	s := &Server{mux: http.NewServeMux(), log: log, health: health}
+	s := &Server{mux: http.NewServeMux(), log: log, health: health, timeouts: DefaultTimeouts()}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	return s
 }
+
+// SetTimeouts replaces DefaultTimeouts; call it before Serve.
+func (s *Server) SetTimeouts(t Timeouts) { s.timeouts = t }
 
 // Handle mounts h on pattern (net/http.ServeMux's patterns: "GET /cb/api/devices",
 // "/cocoonbox.control.v1.Account/"). Two packages mounting one pattern panic at start.
@@ -75,10 +105,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	srv := &http.Server{
 		Handler:           s.Handler(),
 		Protocols:         &protocols,
-		ReadHeaderTimeout: 10 * time.Second,
+		ReadHeaderTimeout: s.timeouts.ReadHeader,
 		// A keep-alive connection with no call open is closed after this;
 		// an open stream is a call, so it is never cut by it.
-		IdleTimeout: 2 * time.Minute,
+		IdleTimeout: s.timeouts.Idle,
+		HTTP2: &http.HTTP2Config{SendPingTimeout: s.timeouts.PingAfter, PingTimeout: s.timeouts.PingTimeout,
+			MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window},
 		BaseContext: func(net.Listener) context.Context { return calls },
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
