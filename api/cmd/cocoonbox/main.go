@@ -1,11 +1,12 @@
 // Command cocoonbox is the user's CLI: it signs in to the api through the
 // browser (RFC 8252 loopback, client cocoonbox-cli), keeps the token in
-// cli.json, lists and revokes the user's devices, and offloads a
-// repository's task into a box and back (packer).
+// cli.json, lists and revokes the user's devices, runs commands in a box
+// (rsh), and offloads a repository's task into a box and back (packer).
 //
 // Exit codes: 0 done, 1 the api or the browser said no (offload, back: a
 // step failed and was rolled back as said), 2 bad usage, 3 offload or back
-// refused with nothing changed.
+// refused with nothing changed; rsh ends with the remote command's status,
+// or its own (see usage).
 //
 // Contract: Browser sign-in and device tokens; Offload.
 package main
@@ -38,6 +39,18 @@ Sign in:
 Devices (your sign-ins):
   devices [--json]        list them; * marks this CLI's own
   devices revoke ID       revoke one (ID is dev_ and 16 hex)
+Boxes:
+  rsh [--box B] [--tty] [HOST] -- COMMAND...
+                          run COMMAND in a box as user, in a login shell, its
+                          stdin, stdout, stderr and exit status passed through;
+                          the box is --box, else HOST, else your first one. As
+                          ssh for rsync (-e "cocoonbox rsh --box B") and git
+                          (GIT_SSH_COMMAND="cocoonbox rsh --box B",
+                          GIT_SSH_VARIANT=simple), which put HOST first and no --.
+                          --tty: a terminal (raw mode here, resizes, $TERM).
+                          Exit: the command's status; rsh's own failures 2 usage,
+                          65 refused by a rule, 66 no such box, 69 box or api not
+                          running, 74 the stream broke, 1 other
 Agents:
   mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
@@ -54,7 +67,9 @@ Other:
 
 The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
 last login, else http://127.0.0.1:18200. $COCOONBOX_TOKEN, when set, is
-the token of devices (logout touches only cli.json). cli.json is
+the token of devices and rsh (logout touches only cli.json);
+$COCOONBOX_PING_AFTER (default 15s) is how long rsh's connection may be
+silent before it is pinged. cli.json is
 $XDG_CONFIG_HOME/cocoonbox/cli.json (~/.config/cocoonbox/cli.json).
 `
 
@@ -69,11 +84,15 @@ func main() {
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout)
 	var ue usageError
 	var code exitCode
+	var ee exitError
 	switch {
 	case err == nil:
 	case errors.As(err, &code):
 		os.Exit(int(code))
 	case errors.Is(err, flag.ErrHelp):
+	case errors.As(err, &ee):
+		fmt.Fprintf(os.Stderr, "cocoonbox: %s\n", ee.msg)
+		os.Exit(ee.code)
 	case errors.As(err, &ue):
 		fmt.Fprintf(os.Stderr, "cocoonbox: %s\n\n%s", ue.msg, usage)
 		os.Exit(2)
@@ -95,6 +114,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return logout(ctx, rest, stdout)
 	case "devices":
 		return devices(ctx, rest, stdout)
+	case "rsh":
+		return rsh(ctx, rest, stdin, stdout)
 	case "mcp":
 		return mcpSnippet(rest, stdout)
 	case "offload":

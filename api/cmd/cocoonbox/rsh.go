@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"connectrpc.com/connect"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/session"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/guest/cli"
+)
+
+// exitError is one of rsh's own failures: the CLI prints msg and ends
+// with code. (A remote command's status is an exitCode.)
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e exitError) Error() string { return e.msg }
+
+// rshArgs is rsh's command line: its flags, then [HOST] and the command,
+// either after -- or, as rsync and git give them (ssh's order), straight
+// after HOST.
+type rshArgs struct {
+	box, endpoint string
+	tty           bool
+	command       []string
+}
+
+// parseRsh stops at the first word that is not one of rsh's flags, so the
+// command's own flags (rsync --server ...) stay the command's.
+func parseRsh(args []string, stdout io.Writer) (rshArgs, error) {
+	var a rshArgs
+	fs := flag.NewFlagSet("cocoonbox rsh", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.StringVar(&a.box, "box", "", "")
+	fs.StringVar(&a.endpoint, "endpoint", "", "")
+	fs.BoolVar(&a.tty, "tty", false, "")
+	fs.BoolVar(&a.tty, "t", false, "")
+	login := fs.String("l", "user", "")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			fmt.Fprint(stdout, usage)
+			return a, err
+		}
+		return a, usageError{"rsh: " + err.Error()}
+	}
+	if *login != "user" {
+		return a, usageError{fmt.Sprintf("rsh: -l %s: commands in a box run as user only", *login)}
+	}
+	// flag.Parse takes rsh's own "--" (rsh [flags] -- COMMAND); a HOST
+	// before the command, with or without "--" after it, is ssh's order,
+	// in which rsync and git give it.
+	rest := fs.Args()
+	host, command := "", rest
+	switch {
+	case len(args) > len(rest) && args[len(args)-len(rest)-1] == "--":
+	case len(rest) >= 2 && rest[1] == "--":
+		host, command = rest[0], rest[2:]
+	case len(rest) >= 1:
+		host, command = rest[0], rest[1:]
+	}
+	if a.box == "" {
+		a.box = host
+	}
+	if len(command) == 0 || strings.TrimSpace(strings.Join(command, " ")) == "" {
+		return a, usageError{"rsh: no command given (cocoonbox rsh [--box B] [HOST] -- COMMAND...)"}
+	}
+	a.command = command
+	return a, nil
+}
+
+// rsh runs a command in a box through Session.Exec and ends with its exit
+// status. Contract: Remote command (Session.Exec, cocoonbox rsh).
+func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	a, err := parseRsh(args, stdout)
+	if err != nil {
+		return err
+	}
+	st, err := loadState(a.endpoint)
+	if err != nil {
+		return err
+	}
+	token, err := st.token()
+	if err != nil {
+		return exitError{cli.Failed, "rsh: " + err.Error()}
+	}
+	pingAfter := 15 * time.Second
+	if v := os.Getenv("COCOONBOX_PING_AFTER"); v != "" {
+		if pingAfter, err = time.ParseDuration(v); err != nil || pingAfter < 100*time.Millisecond {
+			return usageError{fmt.Sprintf("rsh: COCOONBOX_PING_AFTER=%q is not a duration of 100ms or more (15s, 1m)", v)}
+		}
+	}
+	client := controlv1connect.NewSessionClient(streamClient(st.endpoint, pingAfter), st.endpoint,
+		connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil), connect.WithInterceptors(tokens.Bearer(token)))
+	term := newTerminal(a.tty, stdin)
+	defer term.restore()
+	start := &controlv1.SessionExecStart{Box: a.box, Command: a.command}
+	if a.tty {
+		start.Tty, start.Term = term.size(), os.Getenv("TERM")
+		if session.CheckTerm(start.Term) != nil {
+			start.Term = "" // the api's default (xterm-256color) over a refusal
+		}
+	}
+	code, err := runRemote(ctx, client, start, term, stdin, stdout, os.Stderr)
+	if err != nil {
+		term.restore()
+		if ctx.Err() != nil {
+			return exitCode(130) // interrupted: the shell's code for SIGINT
+		}
+		return st.explainRsh(err)
+	}
+	term.restore()
+	if code != 0 {
+		return exitCode(code)
+	}
+	return nil
+}
+
+// runRemote runs start and pumps the streams until the exit status, which
+// it answers.
+func runRemote(ctx context.Context, client controlv1connect.SessionClient, start *controlv1.SessionExecStart,
+	term *terminal, stdin io.Reader, stdout, stderr io.Writer) (int, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := client.Exec(ctx)
+	var sendMu sync.Mutex
+	send := func(m *controlv1.SessionExecRequest) error {
+		sendMu.Lock()
+		defer sendMu.Unlock()
+		return s.Send(m)
+	}
+	if err := send(&controlv1.SessionExecRequest{Msg: &controlv1.SessionExecRequest_Start{Start: start}}); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	first, err := s.Receive()
+	if err != nil {
+		return 0, err
+	}
+	if !first.GetStarted() {
+		return 0, errors.New("the api's answer did not begin with started")
+	}
+	term.raw()
+	if start.Tty != nil {
+		go term.watchResize(ctx, func(size *controlv1.TerminalSize) error {
+			return send(&controlv1.SessionExecRequest{Msg: &controlv1.SessionExecRequest_Resize{Resize: size}})
+		})
+	}
+	go feedStdin(stdin, start.Tty != nil, send, s.CloseRequest)
+	for {
+		m, err := s.Receive()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = errors.New("the stream ended without the command's exit status")
+			}
+			return 0, err
+		}
+		switch msg := m.GetMsg().(type) {
+		case *controlv1.SessionExecResponse_Stdout:
+			if _, err := stdout.Write(msg.Stdout); err != nil {
+				return 0, fmt.Errorf("write the command's output: %w", err)
+			}
+		case *controlv1.SessionExecResponse_Stderr:
+			_, _ = stderr.Write(msg.Stderr)
+		case *controlv1.SessionExecResponse_Exit:
+			return int(msg.Exit.GetCode()), nil
+		}
+	}
+}
+
+// stdinChunk is what one stdin message carries at most (the api's
+// session.Chunk).
+const stdinChunk = session.Chunk
+
+// feedStdin sends stdin to its end, then stdin_eof. Without a tty nothing
+// more will be sent, so the request side closes too; with one, resizes
+// may still follow.
+func feedStdin(stdin io.Reader, tty bool, send func(*controlv1.SessionExecRequest) error, closeRequest func() error) {
+	buf := make([]byte, stdinChunk)
+	for {
+		n, err := stdin.Read(buf)
+		if n > 0 {
+			if send(&controlv1.SessionExecRequest{Msg: &controlv1.SessionExecRequest_Stdin{Stdin: append([]byte(nil), buf[:n]...)}}) != nil {
+				return // the call ended; its Receive says how
+			}
+		}
+		if err != nil {
+			_ = send(&controlv1.SessionExecRequest{Msg: &controlv1.SessionExecRequest_StdinEof{StdinEof: true}})
+			if !tty {
+				_ = closeRequest()
+			}
+			return
+		}
+	}
+}
+
+// explainRsh says what failed, with the exit code of the project's table
+// (README, "Exit codes"): 65 a rule the request broke, 66 no such box, 69
+// the box or the api is not running, 74 the stream broke, 1 otherwise.
+func (s *state) explainRsh(err error) error {
+	var ce *connect.Error
+	msg := err.Error()
+	if errors.As(err, &ce) {
+		msg = ce.Message()
+	}
+	switch connect.CodeOf(err) {
+	case connect.CodeInvalidArgument:
+		return exitError{cli.Invalid, "rsh: the api refused the command: " + msg}
+	case connect.CodeNotFound:
+		return exitError{cli.NoInput, "rsh: " + msg + " (cocoonbox boxes lists yours)"}
+	case connect.CodeFailedPrecondition:
+		return exitError{cli.Unavailable, "rsh: " + msg}
+	case connect.CodeUnauthenticated:
+		return exitError{cli.Failed, fmt.Sprintf("rsh: the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login", s.endpoint)}
+	case connect.CodeUnavailable:
+		return exitError{cli.Unavailable, fmt.Sprintf("rsh: cannot reach the api at %s (is it running? --endpoint picks another): %s", s.endpoint, msg)}
+	case connect.CodeUnknown, connect.CodeCanceled, connect.CodeAborted, connect.CodeDataLoss:
+		return exitError{cli.IO, "rsh: the stream to the box broke: " + msg}
+	}
+	return exitError{cli.Failed, "rsh: " + msg}
+}
