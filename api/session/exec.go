@@ -3,7 +3,6 @@ package session
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"strings"
 	"sync"
@@ -52,14 +51,10 @@ func (s *Service) Exec(ctx context.Context, st *stream) error {
 	if err != nil {
 		return s.status(ctx, "find the box", err)
 	}
-	if box.State != Running {
-		return connect.NewError(connect.CodeFailedPrecondition,
-			fmt.Errorf("box %s is %s, not running: wake it first (cocoonbox ensure)", box.Name, box.State))
-	}
 	began := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	p, err := box.Supervisor.Exec(ctx, box.MachineID, req)
+	p, err := box.Supervisor.Exec(ctx, box.BoxID, req)
 	if err != nil {
 		return s.status(ctx, "exec in box "+box.Name, err)
 	}
@@ -87,7 +82,7 @@ func (s *Service) Exec(ctx context.Context, st *stream) error {
 	if err != nil {
 		return s.status(ctx, "exec in box "+box.Name, err)
 	}
-	s.log.InfoContext(ctx, "exec", "box", box.ID, "machine", box.MachineID, "program", req.Args[0],
+	s.log.InfoContext(ctx, "exec", "box", box.BoxID, "host", box.Host, "program", req.Args[0],
 		"tty", req.TTY != nil, "code", status.Code, "duration", time.Since(began).Round(time.Millisecond))
 	return out.send(&controlv1.SessionExecResponse{Msg: &controlv1.SessionExecResponse_Exit{
 		Exit: &controlv1.SessionExitStatus{Code: int32(status.Code), Signal: status.Signal}}})

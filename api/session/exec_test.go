@@ -236,7 +236,7 @@ func TestBadInputIsRefusedNamingTheRule(t *testing.T) {
 		{"a TERM without a tty", aliceToken, &controlv1.SessionExecStart{Command: touch, Term: "xterm"}, connect.CodeInvalidArgument, "start.term: a TERM without a tty"},
 		{"another user's box", aliceToken, &controlv1.SessionExecStart{Box: "bobs", Command: touch}, connect.CodeNotFound, `box "bobs": no such box`},
 		{"another user's box by id", aliceToken, &controlv1.SessionExecStart{Box: "cb-bobs", Command: touch}, connect.CodeNotFound, "no such box"},
-		{"a box not running", aliceToken, &controlv1.SessionExecStart{Box: "sleepy", Command: touch}, connect.CodeFailedPrecondition, "box sleepy is hibernated, not running"},
+		{"a box not running", aliceToken, &controlv1.SessionExecStart{Box: "sleepy", Command: touch}, connect.CodeFailedPrecondition, "box sleepy is hibernated: box not running: wake it first (cocoonbox ensure)"},
 		{"no token", "", &controlv1.SessionExecStart{Command: touch}, connect.CodeUnauthenticated, "Bearer"},
 	} {
 		s := client(c.token).Exec(context.Background())

@@ -17,6 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
@@ -122,25 +123,35 @@ func setUp(image string) (stop func(), err error) {
 	return stop, nil
 }
 
-// boxes are the test's boxes: alice's dev (the booted machine) and sleepy
-// (hibernated), bob's bobs (on the same machine, but not alice's).
-func boxes() map[string][]session.Box {
-	return map[string][]session.Box{
+// located are the test's boxes, as boxes.Service.Locate answers them:
+// alice's dev (the booted machine) and sleepy (hibernated), bob's bobs (on
+// the same machine, but not alice's).
+func located() map[string][]boxes.Located {
+	return map[string][]boxes.Located{
 		"alice": {
-			{ID: "cb-dev", Name: "dev", MachineID: machine.ID, State: session.Running, Supervisor: sup},
-			{ID: "cb-sleepy", Name: "sleepy", MachineID: machine.ID, State: "hibernated", Supervisor: sup},
+			{BoxID: machine.ID, Name: "dev", State: boxes.Running, Supervisor: sup},
+			{BoxID: "cb-sleepy", Name: "sleepy", State: boxes.Hibernated, Supervisor: sup},
 		},
-		"bob": {{ID: "cb-bobs", Name: "bobs", MachineID: machine.ID, State: session.Running, Supervisor: sup}},
+		"bob": {{BoxID: "cb-bobs", Name: "bobs", State: boxes.Running, Supervisor: sup}},
 	}
 }
 
-func locate(_ context.Context, userID, box string) (session.Box, error) {
-	for _, b := range boxes()[userID] {
-		if box == "" || box == b.ID || box == b.Name {
+// locator is the test's boxes.Service: a box of another user is not found.
+type locator struct{}
+
+func (locator) Locate(_ context.Context, userID, box string) (boxes.Located, error) {
+	for _, b := range located()[userID] {
+		if box == "" || box == b.BoxID || box == b.Name {
+			if b.BoxID == "cb-bobs" {
+				b.BoxID = machine.ID // bob's box runs on the one machine too
+			}
+			if b.State != boxes.Running {
+				return b, fmt.Errorf("box %s is %s: %w", b.Name, b.State, boxes.ErrNotRunning)
+			}
 			return b, nil
 		}
 	}
-	return session.Box{}, fmt.Errorf("box %q: %w", box, session.ErrNotFound)
+	return boxes.Located{}, fmt.Errorf("box %q: %w", box, boxes.ErrNotFound)
 }
 
 type userKey struct{}
@@ -149,7 +160,7 @@ type userKey struct{}
 func serve(log *slog.Logger) (string, func(), error) {
 	srv := server.New(log, nil)
 	srv.SetTimeouts(server.Timeouts{ReadHeader: clock, Idle: clock, PingAfter: clock, PingTimeout: clock})
-	svc := session.New(session.LocatorFunc(locate), func(ctx context.Context) (string, bool) {
+	svc := session.New(locator{}, func(ctx context.Context) (string, bool) {
 		u, ok := ctx.Value(userKey{}).(string)
 		return u, ok
 	}, log)

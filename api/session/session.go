@@ -19,42 +19,18 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 )
 
-// Box is what Exec needs of the box a call names.
-type Box struct {
-	// ID is the box's id (cb-…), Name its name.
-	ID, Name string
-	// MachineID is its machine on Supervisor.
-	MachineID string
-	// State is the api's box state; only Running takes a command.
-	State string
-	// Supervisor holds the machine.
-	Supervisor sandbox.Supervisor
-}
-
-// Running is the one box state a command runs in.
-const Running = "running"
-
-// ErrNotFound is the Locator's answer for a box the user has not: no box
-// of that id or name, another user's, or no box at all for "".
-var ErrNotFound = errors.New("no such box")
-
-// Locator finds a user's box: box is its id, its name, or "" for the
-// user's first box. A box that is not the user's wraps ErrNotFound, so
-// another user's box is indistinguishable from none.
+// Locator finds a user's box and the supervisor holding it: box is its
+// id, its name, or "" for the user's first box. *boxes.Service is the
+// api's; a box that is not the user's wraps boxes.ErrNotFound (another
+// user's box is indistinguishable from none), one not running
+// boxes.ErrNotRunning, and the machine's id on the supervisor is BoxID.
 type Locator interface {
-	Locate(ctx context.Context, userID, box string) (Box, error)
-}
-
-// LocatorFunc is a Locator of a function.
-type LocatorFunc func(ctx context.Context, userID, box string) (Box, error)
-
-// Locate implements Locator.
-func (f LocatorFunc) Locate(ctx context.Context, userID, box string) (Box, error) {
-	return f(ctx, userID, box)
+	Locate(ctx context.Context, userID, box string) (boxes.Located, error)
 }
 
 // BoxUser is the box user every command runs as (Contract: Guest (image)
@@ -98,20 +74,24 @@ const Chunk = 256 << 10
 
 // status is an error as a connect code, at this one edge: a rule broken
 // is INVALID_ARGUMENT, a box not running FAILED_PRECONDITION, one that is
-// not the caller's NOT_FOUND; what the caller cannot fix is logged and
-// INTERNAL.
+// not the caller's NOT_FOUND, a supervisor out of reach UNAVAILABLE; what
+// the caller cannot fix is logged and INTERNAL.
 func (s *Service) status(ctx context.Context, what string, err error) error {
 	var ce *connect.Error
 	switch {
 	case errors.As(err, &ce):
 		return ce
-	case errors.Is(err, ErrNotFound):
+	case errors.Is(err, boxes.ErrNotFound):
 		return connect.NewError(connect.CodeNotFound, err)
 	case errors.Is(err, sandbox.ErrInvalid):
 		return connect.NewError(connect.CodeInvalidArgument, err)
+	case errors.Is(err, boxes.ErrNotRunning):
+		return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("%w: wake it first (cocoonbox ensure)", err))
 	case errors.Is(err, sandbox.ErrState), errors.Is(err, sandbox.ErrNotFound):
+		// The box's row says running, its machine does not (yet): the
+		// api's next look at it settles which.
 		return connect.NewError(connect.CodeFailedPrecondition, err)
-	case errors.Is(err, sandbox.ErrUnavailable):
+	case errors.Is(err, sandbox.ErrUnavailable), errors.Is(err, boxes.ErrUnavailable):
 		return connect.NewError(connect.CodeUnavailable, err)
 	case errors.Is(err, context.Canceled):
 		return connect.NewError(connect.CodeCanceled, err)
