@@ -67,7 +67,17 @@ type Session struct {
 	// restart gives the new session the same; secrets are not in it, they
 	// are read from the tmpfs again.
 	Env []string `json:"env,omitempty"`
+	// Events are the request ids of the last MaxSessionEvents hook reports
+	// applied, oldest first, saved with the status they set: a report the
+	// event verb sends again after a lost answer is answered, not applied
+	// twice, also by an inbox that restarted in between.
+	Events []string `json:"events,omitempty"`
 }
+
+// MaxSessionEvents is how many applied hook reports a session remembers:
+// more than the reports that can come between a report and its resend
+// (each hook waits for its own answer; the five claude hooks of one turn).
+const MaxSessionEvents = 16
 
 // The states of an inbox message. A paste is three steps (load the
 // message into a tmux buffer named after it, paste it, Enter), and the

@@ -24,7 +24,8 @@ const (
 
 // Request is one inbox request (Contract: Offload, Inbox). RequestID is
 // ours: a verb that retries after a lost answer sends the same id, and a
-// send or post already stored under it is answered, not stored twice.
+// send or post already stored under it is answered, not stored twice, an
+// event already applied under it not applied again.
 // Start on the env op is ours too: it starts the environment step.
 type Request struct {
 	Op        string          `json:"op"`

@@ -116,21 +116,15 @@ func eventVerb(ib packer.Inbox, args []string) (map[string]any, error) {
 	if len(payload) > 0 && !json.Valid(payload) {
 		return nil, usageErr("the %s payload is not JSON", *hook)
 	}
-	// A hook can fire while the inbox restarts (systemd brings it back in
-	// about a second): an idle report lost then left a session busy for
-	// ever and its queued message undelivered (seen by
-	// TestInboxKilledAndBoxRebootedLosesNothing), so a down inbox is
-	// tried again for a while. A report that arrives twice is harmless.
-	req := &offload.Request{Op: "event", Repo: *key, CLI: *cli, Hook: *hook, Payload: payload}
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		_, err := ib(req, 10*time.Second)
-		if err == nil {
-			return map[string]any{}, nil
-		}
-		if !errors.Is(err, offload.ErrInboxDown) || time.Now().After(deadline) {
-			return nil, err
-		}
-		time.Sleep(200 * time.Millisecond)
+	// A hook can fire while the inbox restarts: an idle report lost then
+	// left a session busy for ever and its queued message undelivered
+	// (seen by TestInboxKilledAndBoxRebootedLosesNothing), so it is sent
+	// again. Not twice applied: a second idle report would take the next
+	// queued message into a CLI the first one's message already keeps busy
+	// (TestHookReportDeliveredTwiceIsAppliedOnce), so it carries an id.
+	req := &offload.Request{Op: "event", Repo: *key, CLI: *cli, Hook: *hook, Payload: payload, RequestID: requestID()}
+	if _, err := callRetry(ib, req, 10*time.Second); err != nil {
+		return nil, err
 	}
+	return map[string]any{}, nil
 }

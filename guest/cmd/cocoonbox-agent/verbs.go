@@ -298,17 +298,20 @@ func checkAll(errs ...error) error {
 
 func anyList(v any) []any { l, _ := v.([]any); return l }
 
-// callRetry sends a request that carries a request id once more when the
-// first answer was lost: the inbox stores it once either way.
+// callRetry sends a request that carries a request id again, for up to
+// 10 s, while the inbox is down or its answer was lost (systemd brings a
+// killed inbox back in about a second): the inbox applies a request id
+// once, so a request it took before the answer was lost is answered
+// again, not done twice.
 func callRetry(ib packer.Inbox, req *offload.Request, timeout time.Duration) (map[string]any, error) {
-	resp, err := ib(req, timeout)
-	if errors.Is(err, offload.ErrInboxDown) {
-		for i := 0; i < 20 && errors.Is(err, offload.ErrInboxDown); i++ {
-			time.Sleep(250 * time.Millisecond) // a restarting inbox is back within a few seconds
-			resp, err = ib(req, timeout)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := ib(req, timeout)
+		if !errors.Is(err, offload.ErrInboxDown) || time.Now().After(deadline) {
+			return resp, err
 		}
+		time.Sleep(200 * time.Millisecond)
 	}
-	return resp, err
 }
 
 // serve runs the inbox until SIGTERM.

@@ -8,6 +8,9 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/offload"
 )
 
 // Contract: Offload, Box CLI in tmux: a CLI that dies without a
@@ -218,4 +221,49 @@ func TestStatusFields(t *testing.T) {
 			t.Errorf("status %s = %v, want a time", k, s[k])
 		}
 	}
+}
+
+// A hook's report that reaches the inbox twice (the event verb sends it
+// again when the answer is lost) is applied once: a second idle report
+// would paste the next queued message into a CLI that the first one's
+// message already keeps busy. A report with another id is applied (the
+// control case).
+func TestHookReportWithTheSameIDIsAppliedOnce(t *testing.T) {
+	e := newEnv(t)
+	if _, code := e.macSide(e.hostRepo("dup"), "kdup", "dup", "claude", "off1"); code != 0 {
+		t.Fatal("send failed")
+	}
+	e.waitFor("idle", func() (bool, string) { s := e.status("kdup"); return s == "idle", s })
+	e.mustVerb([]byte("standin: hold"), "send", "--repo", "kdup", "--message")
+	e.waitFor("working", func() (bool, string) { s := e.status("kdup"); return s == "working", s })
+	for _, m := range []string{"first queued", "second queued"} {
+		if r := e.mustVerb([]byte(m), "send", "--repo", "kdup", "--message"); r["delivery"] != "queued" {
+			t.Fatalf("%s: %v", m, r)
+		}
+	}
+	stop := func(id string) {
+		t.Helper()
+		if _, err := offload.Call(e.paths.Socket, &offload.Request{Op: "event", Repo: "kdup", CLI: "claude", Hook: "Stop", RequestID: id}, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	states := func() string {
+		msgs, err := (offload.Store{Paths: e.paths}).Messages("kdup")
+		must(t, err)
+		var out []string
+		for _, m := range msgs {
+			out = append(out, m.Body+"="+m.State)
+		}
+		return strings.Join(out, ", ")
+	}
+	stop("report-1")
+	stop("report-1")
+	if got := states(); !strings.Contains(got, "first queued=delivered") || !strings.Contains(got, "second queued=queued") {
+		t.Fatalf("after one report sent twice: %s; want the first message delivered, the second still queued", got)
+	}
+	stop("report-2")
+	if got := states(); !strings.Contains(got, "second queued=delivered") {
+		t.Fatalf("another report was not applied: %s", got)
+	}
+	must(t, os.WriteFile(filepath.Join(e.home, ".standin/release"), nil, 0o600))
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -249,7 +250,7 @@ func (s *Server) event(req *offload.Request) (map[string]any, error) {
 	if len(req.Payload) > 0 {
 		json.Unmarshal(req.Payload, &payload)
 	}
-	if se.Status == offload.StatusStopped {
+	if se.Status == offload.StatusStopped || (req.RequestID != "" && slices.Contains(se.Events, req.RequestID)) {
 		return map[string]any{}, nil
 	}
 	next := se.Status
@@ -270,6 +271,10 @@ func (s *Server) event(req *offload.Request) (map[string]any, error) {
 		return nil, offload.Errorf(offload.CodeInvalid, "unknown hook %q for %s", req.Hook, req.CLI)
 	}
 	se.HookAtMs = nowMs()
+	if req.RequestID != "" {
+		se.Events = append(se.Events, req.RequestID)
+		se.Events = se.Events[max(0, len(se.Events)-offload.MaxSessionEvents):]
+	}
 	if payload.TranscriptPath != "" && filepath.IsAbs(payload.TranscriptPath) {
 		se.Transcript = payload.TranscriptPath
 	}
