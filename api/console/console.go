@@ -89,7 +89,7 @@ type Console struct {
 	trusted             []netip.Prefix
 }
 
-// New is the console of d.
+// New is the console of d, with the personal token as its first section.
 func New(d Deps) *Console {
 	perUser, err := ratelimit.New(d.SignIn.PerUser, d.SignIn.Window, d.Now)
 	if err != nil {
@@ -107,7 +107,20 @@ func New(d Deps) *Console {
 // AddSection lists s on the home page.
 func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
 
-// Mount puts the console's pages and calls on mux.
+// Mount puts the console's pages and calls on mux:
+//
+//	GET    /cb/                the sign-in form without a session, else the sections
+//	GET    /cb/token           the personal token page (303 to the sign-in without a session)
+//	POST   /cb/api/session     {"user","password"}: 200 with the user and the cookie; 401
+//	                           invalid_credentials, 403 disabled, 429 too_many (Retry-After)
+//	DELETE /cb/api/session     204, the cookie cleared
+//	GET    /cb/api/me          200 the user
+//	GET    /cb/api/me/token    200 {exists, created_at, used_at}, never the token
+//	POST   /cb/api/me/token    200 {"token"} once; the old one ends at once
+//	DELETE /cb/api/me/token    204, also when there is none
+//
+// The /cb/api/me calls answer 401 signed_out without a session; every
+// JSON call takes Content-Type application/json only (415 otherwise).
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET /cb/{$}", http.HandlerFunc(c.home))
 	mux.Handle("GET /cb", http.RedirectHandler("/cb/", http.StatusMovedPermanently))

@@ -54,7 +54,8 @@ func (c *Console) cookie(value string, maxAge int) *http.Cookie {
 func (c *Console) ClearCookie(w http.ResponseWriter) { http.SetCookie(w, c.cookie("", -1)) }
 
 // Session answers the signed-in user of r's session cookie: a live
-// session of an enabled account.
+// session of an enabled account. A database error is logged and answered
+// as no session.
 func (c *Console) Session(r *http.Request) (users.User, bool) {
 	sum, ok := cookieSum(r)
 	if !ok {

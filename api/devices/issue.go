@@ -29,7 +29,8 @@ func newToken() (id, secret string, sum [32]byte) {
 type InTx struct{}
 
 // CreateDevice stores a new device token of userID for client, named label,
-// and answers its id and secret.
+// and answers its id (dev_ + 16 hex) and secret (cb_ + 64 hex; only its
+// SHA-256 is stored).
 func (InTx) CreateDevice(ctx context.Context, tx pgx.Tx, userID, client, label string) (string, string, error) {
 	id, secret, sum := newToken()
 	if _, err := tx.Exec(ctx, `INSERT INTO user_tokens (id, user_id, sha256, client, label) VALUES ($1, $2, $3, $4, $5)`,

@@ -25,10 +25,12 @@ var (
 	ErrUnavailable = errors.New("unavailable")
 )
 
-// InvalidError names the input and the rule it broke.
+// InvalidError names the input and the rule it broke; its Error is
+// "field: rule". Every Check and CheckX of this package returns one, and
+// errors.Is(err, ErrInvalid) holds for it.
 type InvalidError struct {
 	Field string // "spec.id", "file.path", "exec.args", ...
-	Rule  string
+	Rule  string // the rule, with the value that broke it quoted
 }
 
 func (e *InvalidError) Error() string { return e.Field + ": " + e.Rule }
@@ -36,7 +38,8 @@ func (e *InvalidError) Error() string { return e.Field + ": " + e.Rule }
 // Unwrap makes errors.Is(err, ErrInvalid) true.
 func (e *InvalidError) Unwrap() error { return ErrInvalid }
 
-// Invalid returns an *InvalidError.
+// Invalid returns an *InvalidError for field, its rule formatted as
+// fmt.Sprintf(format, args...); supervisors use it for their own checks.
 func Invalid(field, format string, args ...any) error {
 	return &InvalidError{Field: field, Rule: fmt.Sprintf(format, args...)}
 }
@@ -48,7 +51,8 @@ var (
 	saveRule   = regexp.MustCompile(`^save-[0-9a-f]{16}$`)
 )
 
-// CheckID checks a machine id (see Spec.ID).
+// CheckID checks a machine id (the rule of Spec.ID), naming field in the
+// *InvalidError it returns for a bad one.
 func CheckID(field, id string) error {
 	if !idRule.MatchString(id) {
 		return Invalid(field, "%q must be 1 to 63 of [a-z0-9-], start with a letter and not end with '-'", id)
@@ -56,7 +60,8 @@ func CheckID(field, id string) error {
 	return nil
 }
 
-// CheckSaveID checks a save id ("save-" and 16 hex digits).
+// CheckSaveID checks a save id ("save-" and 16 lowercase hex digits, as
+// Save makes them), naming field in the *InvalidError it returns.
 func CheckSaveID(field, id string) error {
 	if !saveRule.MatchString(id) {
 		return Invalid(field, "%q must be save- and 16 lowercase hex digits", id)
@@ -64,7 +69,8 @@ func CheckSaveID(field, id string) error {
 	return nil
 }
 
-// Check checks every field of a Spec.
+// Check checks every field of a Spec; the *InvalidError of the first bad
+// one names it (spec.id, spec.tenant, spec.image).
 func (s Spec) Check() error {
 	if err := CheckID("spec.id", s.ID); err != nil {
 		return err
@@ -80,7 +86,8 @@ func (s Spec) Check() error {
 	return nil
 }
 
-// ParseImageRef reads "cbdesk:vN-TIER".
+// ParseImageRef reads "cbdesk:vN-TIER" (N 1 to 999999, TIER a lowercase
+// word of at most 16); anything else is an *InvalidError of field image.
 func ParseImageRef(ref string) (Image, error) {
 	m := imageRule.FindStringSubmatch(ref)
 	if m == nil {
@@ -90,7 +97,8 @@ func ParseImageRef(ref string) (Image, error) {
 	return Image{Ref: ref, Version: n, Tier: m[2]}, nil
 }
 
-// Check checks a File's path, size, mode and owner.
+// Check checks a File's path, size (MaxFileSize), mode (permission bits
+// only) and owner; the *InvalidError names the field (file.path, ...).
 func (f File) Check() error {
 	if !path.IsAbs(f.Path) || path.Clean(f.Path) != f.Path || f.Path == "/" {
 		return Invalid("file.path", "%q must be an absolute, clean path of a file", f.Path)
@@ -109,7 +117,8 @@ func (f File) Check() error {
 
 var ownerRule = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}(:[a-z_][a-z0-9_-]{0,31})?$`)
 
-// Check checks an ExecRequest.
+// Check checks an ExecRequest (Args, Env entries as NAME=value, User, Dir,
+// TTY); the *InvalidError names the field (exec.args, ...).
 func (r ExecRequest) Check() error {
 	if len(r.Args) == 0 || r.Args[0] == "" {
 		return Invalid("exec.args", "the command is empty: give at least a program")
@@ -142,7 +151,8 @@ func (r ExecRequest) Check() error {
 	return nil
 }
 
-// Check refuses a size with zero rows or columns.
+// Check refuses a size with zero rows or columns (an *InvalidError of
+// field tty.size).
 func (w WindowSize) Check() error {
 	if w.Rows == 0 || w.Cols == 0 {
 		return Invalid("tty.size", "%dx%d: rows and columns must both be at least 1", w.Rows, w.Cols)
@@ -150,7 +160,8 @@ func (w WindowSize) Check() error {
 	return nil
 }
 
-// CheckPort checks a relayed TCP port (1 to 65535).
+// CheckPort checks a relayed TCP port (1 to 65535; an *InvalidError of
+// field port).
 func CheckPort(port int) error {
 	if port < 1 || port > 65535 {
 		return Invalid("port", "%d must be 1 to 65535", port)

@@ -132,6 +132,7 @@ type Spec struct {
 
 // Machine is what the supervisor says of one machine.
 type Machine struct {
+	// ID, Tenant and Image are its Spec's.
 	ID, Tenant, Image string
 	State             State
 	// Address is the machine's IPv4 address on the box network (empty
@@ -235,22 +236,26 @@ type ExitStatus struct {
 
 // SaveInfo is one save of a machine's disk.
 type SaveInfo struct {
+	// ID is "save-" and 16 hex digits (CheckSaveID).
 	ID string
 	// Machine, Tenant and Image are the saved machine's.
 	Machine, Tenant, Image string
 	// Size is the save's size on disk, in bytes.
-	Size    int64
+	Size int64
+	// Created is when Save made it (UTC).
 	Created time.Time
 }
 
 // Event is one state change.
 type Event struct {
 	// Seq increases by one per event of this supervisor.
-	Seq     uint64
+	Seq uint64
+	// Machine and Tenant name the machine; State is the one it entered.
 	Machine string
 	Tenant  string
 	State   State
-	Time    time.Time
+	// Time is when it did, by the supervisor's clock (UTC).
+	Time time.Time
 	// Detail says why, for a failure.
 	Detail string
 }

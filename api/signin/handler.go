@@ -9,7 +9,8 @@ import (
 	"net/url"
 )
 
-// Principal is the console's signed-in user.
+// Principal is the console's signed-in user: the users row's id and
+// name, as the consent page shows it.
 type Principal struct {
 	UserID, UserName string
 }

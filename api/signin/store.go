@@ -75,7 +75,9 @@ func (s *Store) IssueCode(ctx context.Context, userID string, r *AuthorizeReques
 	return code, nil
 }
 
-// Exchange is a token request's grant (RFC 6749 §4.1.3).
+// Exchange is a token request's grant (RFC 6749 §4.1.3): the form's
+// client_id, code (cbc_ + 26 base32), redirect_uri (exactly the one the
+// code was approved for) and code_verifier (RFC 7636 §4.5).
 type Exchange struct {
 	ClientID, Code, RedirectURI, Verifier string
 }

@@ -25,7 +25,9 @@ func NewStore(pool *pgxpool.Pool, index *Index) *Store { return &Store{pool: poo
 
 // Personal is what the console shows of a personal token (never the token).
 type Personal struct {
-	Exists    bool       `json:"exists"`
+	Exists bool `json:"exists"`
+	// CreatedAt is when it was made, nil without one; UsedAt its last use
+	// (written at most every UseInterval), nil when never used.
 	CreatedAt *time.Time `json:"created_at"`
 	UsedAt    *time.Time `json:"used_at"`
 }

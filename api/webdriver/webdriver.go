@@ -143,7 +143,8 @@ func (b *Browser) Text(ctx context.Context) (string, error) {
 	return text, err
 }
 
-// Type waits for the element that css selects and types text into it.
+// Type waits for the element that css selects, as Click does, and types
+// text into it (WebDriver's Element Send Keys: each character a key).
 func (b *Browser) Type(ctx context.Context, css, text string) error {
 	id, err := b.wait(ctx, css)
 	if err != nil {
@@ -152,7 +153,9 @@ func (b *Browser) Type(ctx context.Context, css, text string) error {
 	return b.call(ctx, "POST", "/element/"+id+"/value", map[string]string{"text": text}, nil)
 }
 
-// Click waits for the element that css selects and clicks it.
+// Click waits for the element that css selects (a CSS selector), until
+// ctx ends, and clicks it; the error of a wait that ran out names the
+// selector and the page's URL.
 func (b *Browser) Click(ctx context.Context, css string) error {
 	id, err := b.wait(ctx, css)
 	if err != nil {

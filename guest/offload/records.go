@@ -46,7 +46,9 @@ const (
 	StatusStopped        = "stopped"
 )
 
-// Session is the session record: one CLI session of a repo in tmux.
+// Session is the session record, session.json: one CLI session of a repo
+// in tmux (Tmux, cb-off-<repo key>-<kind>). Status is one of the Status*
+// values; the *Ms times are Unix milliseconds.
 type Session struct {
 	Repo        string `json:"repo"`
 	Name        string `json:"name"`
@@ -91,7 +93,10 @@ const (
 	MsgDropped   = "dropped"
 )
 
-// Message is one inbox message, inbox/<seq>.json.
+// Message is one inbox message, inbox/<seq>.json: Seq counts from 1 per
+// repo, State is one of the Msg* states, TimeMs when it was stored (Unix
+// milliseconds). Start marks a session's first prompt; Back and Interrupt
+// are the send's flags; RequestID is the sending verb's (Request).
 type Message struct {
 	Seq       int64  `json:"seq"`
 	RequestID string `json:"request_id,omitempty"`
@@ -104,7 +109,9 @@ type Message struct {
 	TimeMs    int64  `json:"time_ms"`
 }
 
-// Entry is one outbox entry as read returns it (Contract: Offload, read).
+// Entry is one outbox entry as read returns it (Contract: Offload, read):
+// Seq counts from 1 per repo, Kind is progress, question or back, TimeMs
+// when it was posted (Unix milliseconds), CLI the session's kind.
 type Entry struct {
 	Seq       int64  `json:"seq"`
 	Kind      string `json:"kind"`

@@ -38,8 +38,8 @@ type Request struct {
 	Back      bool            `json:"back,omitempty"`
 	Interrupt bool            `json:"interrupt,omitempty"`
 	Kind      string          `json:"kind,omitempty"`
-	Since     int64           `json:"since,omitempty"`
-	WaitMs    int64           `json:"wait_ms,omitempty"`
+	Since     int64           `json:"since,omitempty"`   // read: entries after this seq
+	WaitMs    int64           `json:"wait_ms,omitempty"` // read, env: the long-poll, in milliseconds
 	Hook      string          `json:"hook,omitempty"`
 	Payload   json.RawMessage `json:"payload,omitempty"`
 	RequestID string          `json:"request_id,omitempty"`
@@ -152,8 +152,11 @@ func ParseRequest(line []byte) (*Request, error) {
 var ErrInboxDown = errors.New("the inbox is not running")
 
 // Call sends one request to the inbox at socket and returns its answer
-// line parsed into a map. An {"ok":false} answer is returned as an *Error.
-// timeout bounds the whole call (the request's own wait included).
+// line parsed into a map. An {"ok":false} answer is returned as an *Error
+// (with the map); a socket it cannot connect to, write to or read a whole
+// line from wraps ErrInboxDown, which a request with a RequestID may be
+// sent again after. timeout bounds the whole call (the request's own wait
+// included).
 func Call(socket string, req *Request, timeout time.Duration) (map[string]any, error) {
 	conn, err := net.DialTimeout("unix", socket, 5*time.Second)
 	if err != nil {

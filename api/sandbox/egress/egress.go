@@ -21,7 +21,11 @@ import (
 	"time"
 )
 
-// Proxy is an http.Handler; serve it on the gateway.
+// Proxy is an http.Handler; serve it on the gateway. Its zero value
+// reaches every public host. It answers a request that is neither an
+// absolute http:// URL nor CONNECT with 400, a refused destination
+// (ErrRefused: not Public, or outside Hosts) with 403, and a destination
+// it cannot reach with 502, each with a text/plain line saying why.
 type Proxy struct {
 	// Hosts, when not empty, are the only destinations: a host name equal
 	// to one or below it ("debian.org" allows "deb.debian.org").

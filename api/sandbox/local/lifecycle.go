@@ -216,8 +216,10 @@ func (s *Supervisor) renderClaimEnv(ctx context.Context, m *machine) error {
 	return putFile(ctx, r.door, sandbox.File{Path: sandbox.ClaimEnvPath, Data: sandbox.RenderClaimEnv(entries), Mode: 0o600})
 }
 
-// HostClaims returns a machine's host-only claim env entries (for the
-// egress proxy's injection).
+// HostClaims returns a machine's host-only claim env entries (Guest
+// false), in SetClaimEnv's order, for the egress proxy's injection; nil
+// when it has none; sandbox.ErrInvalid or ErrNotFound for a bad or unknown
+// id.
 func (s *Supervisor) HostClaims(id string) ([]sandbox.ClaimEntry, error) {
 	m, err := s.find(id)
 	if err != nil {

@@ -72,7 +72,10 @@ var _ sandbox.Supervisor = (*Supervisor)(nil)
 
 // New starts a supervisor: it takes the bridge, clears a crashed
 // holder's leftovers, brings up the bridge and the egress proxy, and loads
-// the machines StateDir holds (all stopped). Close stops it.
+// the machines StateDir holds (all stopped). Close stops it. It fails
+// with sandbox.ErrUnavailable when not root, naming Config.Images when
+// that is unset, and with ctx's error when another holder keeps the bridge
+// past ctx.
 func New(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if os.Geteuid() != 0 {
 		return nil, fmt.Errorf("the local supervisor needs root (systemd-nspawn, netlink, cgroups): %w", sandbox.ErrUnavailable)
@@ -166,7 +169,8 @@ func (s *Supervisor) serveProxy() error {
 	return nil
 }
 
-// ProxyURL is the egress proxy as boxes name it.
+// ProxyURL is the egress proxy as boxes name it, http://<gateway>:3128
+// (http://10.203.0.1:3128 on DefaultNetwork).
 func (s *Supervisor) ProxyURL() string {
 	return fmt.Sprintf("http://%s:%d", s.cfg.Network.Gateway.Addr(), DefaultProxyPort)
 }

@@ -79,7 +79,10 @@ const (
 	Skipped = "skipped"
 )
 
-// Tool is one tool's line of the report.
+// Tool is one tool's line of the report: the tool, the version wanted and
+// where that came from ("env.json tools" or "env.json package_managers"), the version
+// installed ("" for none), and its outcome (ready, missing, failed) with
+// the reason of one not ready.
 type Tool struct {
 	Tool      string `json:"tool"`
 	Wanted    string `json:"wanted"`
@@ -89,7 +92,9 @@ type Tool struct {
 	Reason    string `json:"reason,omitempty"`
 }
 
-// Lockfile is one lockfile fetch.
+// Lockfile is one lockfile fetch: the lockfile (relative to the copy),
+// the command run for it, and its outcome (fetched, failed, skipped) with
+// the reason of a failed or skipped one.
 type Lockfile struct {
 	File    string `json:"file"`
 	Command string `json:"command"`
@@ -99,7 +104,8 @@ type Lockfile struct {
 
 // Report is the environment report (env-report.json in the repo's state
 // directory). Done is false while the step runs; a step cut short by an
-// inbox restart is done with Outcome failed.
+// inbox restart is done with Outcome failed. The times are Unix
+// milliseconds, EndedAtMs 0 until the step ends.
 type Report struct {
 	V           int        `json:"v"`
 	Done        bool       `json:"done"`

@@ -16,7 +16,9 @@ import (
 // (Contract: Offload, Preflight: three box sessions running).
 const MaxSessions = 3
 
-// BackInstruction is put first in the message of send --back.
+// BackInstruction is put first in the message of send --back (Contract:
+// Offload, Inbox: "back puts the BACK instruction first"): stop, commit,
+// write the hand-over to handoverPath and post --back.
 func BackInstruction(handoverPath string) string {
 	return "BACK: the user wants this task back now. Stop at a safe point, commit your work " +
 		"(never push), write your hand-over to " + handoverPath + " and run " +
@@ -188,7 +190,11 @@ func (s *Server) read(ctx context.Context, req *offload.Request) (map[string]any
 	}
 }
 
-// SessionStatus is one line of the status op and verb.
+// SessionStatus is one line of the status op and verb (Contract:
+// Offload, status): Copy is the copy state (absent, mirror, unreturned,
+// busy); the *Ms fields are Unix milliseconds, 0 for never; HooksSilent
+// says the transcript moved while no hook ever reported (a managed setting
+// turned them off); InboxSeq and OutboxSeq are the last seq of each.
 type SessionStatus struct {
 	Repo              string `json:"repo"`
 	Name              string `json:"name"`

@@ -94,8 +94,9 @@ func Listen(path string) (net.Listener, error) {
 }
 
 // Serve loads the records, finishes what a crash cut short (the restart
-// check), then answers requests on ln until ctx ends. ready, when not nil,
-// is called once the first request can be answered.
+// check), then answers requests on ln until ctx ends, and returns nil
+// then; a failed restart check, or a listener that fails, is its error.
+// ready, when not nil, is called once the first request can be answered.
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error {
 	s.init()
 	s.ctx = ctx
@@ -184,7 +185,9 @@ func errResp(err error) map[string]any {
 	return map[string]any{"ok": false, "code": e.Code, "error": e.Msg}
 }
 
-// Do answers one parsed request (every op but watch).
+// Do answers one parsed request (every op but watch) with its answer
+// line's object: "ok" true and the op's fields, or ok false with the code
+// (invalid, refused, failed) and error of an *offload.Error.
 func (s *Server) Do(ctx context.Context, req *offload.Request) map[string]any {
 	var resp map[string]any
 	var err error

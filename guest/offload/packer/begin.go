@@ -28,7 +28,8 @@ type CLI struct {
 	HooksBlocked string `json:"hooks_blocked,omitempty"`
 }
 
-// Begin is the verbs' shared state: the paths, the store and the inbox.
+// Packer is the verbs' shared state: the paths and the store (the inbox
+// is passed to each verb that needs it, as an Inbox).
 type Packer struct {
 	Paths offload.Paths
 	Store offload.Store
@@ -167,7 +168,9 @@ func hooksBlocked() string {
 	return ""
 }
 
-// BeginResult is begin's answer.
+// BeginResult is begin's answer (Contract: Offload, Verbs, begin): the
+// copy's directory, its state (absent or mirror), its refs (ref → oid),
+// the CLI, its git-ignored directories (ending in /) and the warnings.
 type BeginResult struct {
 	Dir      string            `json:"dir"`
 	Copy     string            `json:"copy"`

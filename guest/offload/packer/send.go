@@ -24,7 +24,8 @@ import (
 // this ref (the host packer, issue 13, writes it).
 func BaseRef(id string) string { return "refs/cocoonbox/base/" + id }
 
-// BackRef names S′, the box's state when it posts back.
+// BackRef names S′, the box's state when it posts back:
+// refs/cocoonbox/back/<offload id>.
 func BackRef(id string) string { return "refs/cocoonbox/back/" + id }
 
 // SendOptions are send's flags.

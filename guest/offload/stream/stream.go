@@ -41,7 +41,8 @@ var Limits = map[string]int64{
 const MaxSecrets = 16 << 20
 
 // Member is one member being read: Kind is one of the kinds above, Name
-// its name in the stream, Rel (for a secret) its path under secrets/.
+// its name in the stream, Rel (for a secret) its path under secrets/, Size
+// its length in bytes and Mode the tar header's permission bits.
 type Member struct {
 	Kind, Name, Rel string
 	Size            int64
@@ -62,7 +63,8 @@ func (e *MemberError) Error() string {
 	return fmt.Sprintf("send stream: member %q: %s", e.Member, e.Rule)
 }
 
-// Classify says which member a name is, or why it is none.
+// Classify says which member a name is (its kind, and for a secret its
+// path under secrets/), or why it is none: a *MemberError naming the rule.
 func Classify(name string) (kind, rel string, err error) {
 	if name == "" || strings.HasPrefix(name, "/") {
 		return "", "", &MemberError{name, "an absolute or empty path"}
