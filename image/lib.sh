@@ -36,3 +36,12 @@ tier_chain() {
 packages() {
 	sed -e 's/#.*//' -e 's/[[:space:]]//g' "$IMAGE_DIR/tiers/$1.packages" | grep -v '^$'
 }
+
+# diverts TIER: the files of cocoonbox-guest that TIER's package replaces
+# (image/debian/TIER.diverts). Its preinst diverts each (dpkg-divert keeps
+# the base file at PATH.cocoonbox-guest) and its postrm gives it back;
+# image/provision lays a root out the same way.
+diverts() {
+	[ ! -f "$IMAGE_DIR/debian/$1.diverts" ] ||
+		sed -e 's/#.*//' -e 's/[[:space:]]//g' -e '/^$/d' "$IMAGE_DIR/debian/$1.diverts"
+}
