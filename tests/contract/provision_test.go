@@ -18,9 +18,10 @@ import (
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
-// layerCopy copies the cached base layer (image/layer base: Debian 12 from
-// debootstrap, before provision) to a fresh directory, as image/build does.
-func layerCopy(t *testing.T) (repo, root string) {
+// layerCopy copies the cached package layer of a tier (image/layer TIER:
+// Debian 12 from debootstrap with the tier's packages, before provision) to
+// a fresh directory, as image/build does.
+func layerCopy(t *testing.T, tier string) (repo, root string) {
 	t.Helper()
 	testenv.RequireRoot(t, "provision (chown, chroot)")
 	repo, err := box.RepoRoot()
@@ -30,9 +31,9 @@ func layerCopy(t *testing.T) (repo, root string) {
 	if _, err := os.Stat(filepath.Join(repo, "out/bin")); err != nil {
 		t.Fatalf("no built helpers at out/bin (run `make build` or `make image`): %v", err)
 	}
-	out, err := exec.Command(filepath.Join(repo, "image/layer"), "base").Output()
+	out, err := exec.Command(filepath.Join(repo, "image/layer"), tier).Output()
 	if err != nil {
-		t.Fatalf("image/layer base: %v", err)
+		t.Fatalf("image/layer %s: %v", tier, err)
 	}
 	layer := strings.TrimSpace(string(out))
 	root = filepath.Join(t.TempDir(), "root")
@@ -42,11 +43,11 @@ func layerCopy(t *testing.T) (repo, root string) {
 	return repo, root
 }
 
-// provision runs image/provision on root and returns its exit code and
-// its output.
-func provision(t *testing.T, repo, root string) (int, string) {
+// provision runs image/provision --tier TIER on root and returns its exit
+// code and its output.
+func provision(t *testing.T, repo, root, tier string) (int, string) {
 	t.Helper()
-	cmd := exec.Command(filepath.Join(repo, "image/provision"), "--bin", filepath.Join(repo, "out/bin"), root)
+	cmd := exec.Command(filepath.Join(repo, "image/provision"), "--tier", tier, "--bin", filepath.Join(repo, "out/bin"), root)
 	out, err := cmd.CombinedOutput()
 	if err != nil && cmd.ProcessState == nil {
 		t.Fatalf("image/provision: %v", err)
@@ -102,18 +103,43 @@ func listing(t *testing.T, root string) map[string]string {
 }
 
 // Provision run twice on the same root changes nothing the second time:
-// no path, mode, owner, size, content or mtime differs.
+// no path, mode, owner, size, content or mtime differs. For the desk tier
+// too, whose session unit replaces the base stand-in as the package's
+// diversion does (the stand-in kept at PATH.cocoonbox-guest).
 func TestProvisionRunTwiceChangesNothingTheSecondTime(t *testing.T) {
 	t.Parallel()
-	repo, root := layerCopy(t)
-	if code, out := provision(t, repo, root); code != 0 {
+	for _, tier := range []string{"base", "desk"} {
+		t.Run(tier, func(t *testing.T) {
+			t.Parallel()
+			provisionTwice(t, tier)
+		})
+	}
+}
+
+func provisionTwice(t *testing.T, tier string) {
+	repo, root := layerCopy(t, tier)
+	if code, out := provision(t, repo, root, tier); code != 0 {
 		t.Fatalf("first provision: exit %d\n%s", code, out)
 	}
 	first := listing(t, root)
 	if _, ok := first["etc/polkit-1/rules.d/60-cocoonbox-cbagent.rules"]; !ok {
 		t.Fatal("the first provision did not install the polkit rule; the comparison would prove nothing")
 	}
-	if code, out := provision(t, repo, root); code != 0 {
+	if tier == "desk" {
+		for path, unit := range map[string]string{
+			"usr/lib/systemd/system/cocoonbox-session.service":                 "units/desk/system/cocoonbox-session.service",
+			"usr/lib/systemd/system/cocoonbox-session.service.cocoonbox-guest": "units/system/cocoonbox-session.service",
+		} {
+			want, err := os.ReadFile(filepath.Join(repo, unit))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := os.ReadFile(filepath.Join(root, path)); err != nil || string(got) != string(want) {
+				t.Errorf("provision --tier desk: /%s is not %s (%v)", path, unit, err)
+			}
+		}
+	}
+	if code, out := provision(t, repo, root, tier); code != 0 {
 		t.Fatalf("second provision: exit %d\n%s", code, out)
 	}
 	second := listing(t, root)
@@ -142,11 +168,11 @@ func TestProvisionRunTwiceChangesNothingTheSecondTime(t *testing.T) {
 // before it changes anything.
 func TestProvisionRefusesARootMissingARequiredPackage(t *testing.T) {
 	t.Parallel()
-	repo, root := layerCopy(t)
+	repo, root := layerCopy(t, "base")
 	if out, err := exec.Command("chroot", root, "dpkg", "--remove", "tmux").CombinedOutput(); err != nil {
 		t.Fatalf("dpkg --remove tmux in the copy: %v\n%s", err, out)
 	}
-	code, out := provision(t, repo, root)
+	code, out := provision(t, repo, root, "base")
 	if code == 0 {
 		t.Fatalf("provision of a root without tmux succeeded:\n%s", out)
 	}
