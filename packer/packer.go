@@ -39,9 +39,15 @@ type RSH struct {
 	Box string
 }
 
-// Command is `cocoonbox rsh --box B -- argv...`.
+// Command is `cocoonbox rsh --box B -- argv...`, each word quoted: the
+// api joins the words with spaces into one line for the login shell, as
+// ssh does.
 func (r RSH) Command(ctx context.Context, argv ...string) *exec.Cmd {
-	return exec.CommandContext(ctx, r.Program, append([]string{"rsh", "--box", r.Box, "--"}, argv...)...)
+	args := []string{"rsh", "--box", r.Box, "--"}
+	for _, a := range argv {
+		args = append(args, ShellQuote(a))
+	}
+	return exec.CommandContext(ctx, r.Program, args...)
 }
 
 // Shell is `cocoonbox rsh --box B`, quoted for the shell rsync and git

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
@@ -197,6 +199,13 @@ func TestOffloadAndBack(t *testing.T) {
 		if rec, _ := p.Dirs.LoadRecord(key); rec != nil || state(t, top) != before || git(t, top, "for-each-ref", "refs/cocoonbox") != "" {
 			t.Error("a refused offload changed something")
 		}
+		// And a box without the CLI: the block names the installer.
+		r.b.Must(t, "mv", "/home/user/.local/bin/claude", "/home/user/.local/bin/claude.away")
+		defer r.b.Must(t, "mv", "/home/user/.local/bin/claude.away", "/home/user/.local/bin/claude")
+		_, err = p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
+		if !errors.As(err, &ref) || !strings.Contains(ref.Msg, "Install in box") {
+			t.Fatalf("offload with no claude in the box: %v", err)
+		}
 	})
 
 	// Contract: Offload, Preflight: a box older than cbdesk:v22 is blocked
@@ -215,7 +224,53 @@ func TestOffloadAndBack(t *testing.T) {
 		}
 	})
 
+	// Contract: Offload, the send stream: a linked worktree (.git is a
+	// file) is sent without .git, its HEAD and index in the stream; the
+	// box copy is a plain repository built from the bundle, on the
+	// worktree's branch, and back merges into the worktree.
+	t.Run("LinkedWorktree", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		main, _ := repo(t, p, "linked-main")
+		top := filepath.Join(t.TempDir(), "linked")
+		git(t, main, "worktree", "add", "-q", "-b", "feature", top)
+		write(t, top, "b.txt", "b staged in the worktree\n")
+		git(t, top, "add", "b.txt")
+		write(t, top, "c.txt", "c unstaged in the worktree\n")
+		key := packer.RepoKey(top)
+		if err := p.Dirs.Ensure(key); err != nil {
+			t.Fatal(err)
+		}
+		write(t, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("a worktree task", "standin: commit"))
+		res := offload(t, p, top)
+		copyDir := "/workspace/" + res.Name
+		if got := strings.TrimSpace(r.b.MustSh(t, "runuser -u user -- git -C "+copyDir+" symbolic-ref HEAD")); got != "refs/heads/feature" {
+			t.Errorf("the copy's HEAD is %q, want the worktree's branch", got)
+		}
+		if _, err := r.b.Run("test", "-d", copyDir+"/.git"); err != nil {
+			t.Errorf("the copy's .git is not a directory: %v", err)
+		}
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil || back.Merge.Case != packer.CaseFastForward {
+			t.Fatalf("back: %v %+v", err, back)
+		}
+		if got := git(t, top, "log", "-1", "--format=%s"); got != "standin turn 1" {
+			t.Errorf("the worktree's HEAD is %q", got)
+		}
+		// The box's commit took what the worktree's index (sent in the
+		// stream) had staged, and only that.
+		if got := git(t, top, "show", "--name-only", "--format=", "HEAD"); got != "b.txt\nwork.txt" {
+			t.Errorf("the box's commit has %q, want b.txt (staged here) and work.txt", got)
+		}
+		if git(t, main, "rev-parse", "main") == git(t, top, "rev-parse", "HEAD") {
+			t.Error("the main worktree's branch moved")
+		}
+		if got := read(t, top, "c.txt"); got != "c unstaged in the worktree\n" {
+			t.Errorf("c.txt = %q", got)
+		}
+	})
+
 	t.Run("KilledAtEachStep", func(t *testing.T) { killedAtEachStep(t, r) })
+	t.Run("BackKilled", func(t *testing.T) { killedBack(t, r) })
 }
 
 func contains(s []string, v string) bool {

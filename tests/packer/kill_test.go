@@ -27,17 +27,49 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// child runs the offload of spec "DATA|SCRIPT|BOX|IMAGE|TOP", progress on
-// stderr.
+// child runs the offload or the back of spec
+// "offload|back DATA|SCRIPT|BOX|IMAGE|TOP", progress on stderr.
 func child(spec string) int {
 	f := strings.Split(spec, "|")
-	p := &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(f[0], "cocoonbox/offload")}, Transport: offloadbox.TransportAt(f[1]),
-		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: f[2], Image: f[3]}, Progress: packer.Progress{W: os.Stderr}, Yes: true}
-	if _, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: f[4], Kind: "claude"}); err != nil {
+	p := &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(f[1], "cocoonbox/offload")}, Transport: offloadbox.TransportAt(f[2]),
+		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: f[3], Image: f[4]}, Progress: packer.Progress{W: os.Stderr}, Yes: true}
+	var err error
+	if f[0] == "back" {
+		_, err = p.Back(context.Background(), f[5], false)
+	} else {
+		_, err = p.Offload(context.Background(), packer.OffloadOptions{Dir: f[5], Kind: "claude"})
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "child:", err)
 		return 1
 	}
 	return 0
+}
+
+// killAt runs a child packer (mode offload or back) and SIGKILLs it when
+// its progress shows a line starting with step.
+func killAt(t *testing.T, r *rig, mode, data, top, step string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"="+strings.Join([]string{mode, data, r.tr.Script(), r.b.Name, r.image, top}, "|"))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	sc := bufio.NewScanner(stderr)
+	var seen []string
+	for sc.Scan() {
+		seen = append(seen, sc.Text())
+		if strings.HasPrefix(sc.Text(), step) {
+			cmd.Process.Kill()
+			return
+		}
+	}
+	t.Fatalf("the child %s never reached %q:\n%s", mode, step, strings.Join(seen, "\n"))
 }
 
 // Contract: Offload, "Offload, Mac side" (issue 13, must show): a packer
@@ -50,30 +82,7 @@ func killedAtEachStep(t *testing.T, r *rig) {
 			p := r.packer(t, data)
 			top, _ := repo(t, p, "killed-"+strings.Trim(strings.Fields(step)[1], ":"))
 			before := state(t, top)
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), childEnv+"="+strings.Join([]string{data, r.tr.Script(), r.b.Name, r.image, top}, "|"))
-			stderr, err := cmd.StderrPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			killed := false
-			sc := bufio.NewScanner(stderr)
-			var seen []string
-			for sc.Scan() {
-				seen = append(seen, sc.Text())
-				if strings.HasPrefix(sc.Text(), step) {
-					cmd.Process.Kill()
-					killed = true
-					break
-				}
-			}
-			cmd.Wait()
-			if !killed {
-				t.Fatalf("the child never reached %q:\n%s", step, strings.Join(seen, "\n"))
-			}
+			killAt(t, r, "offload", data, top, step)
 			if after := state(t, top); after != before {
 				t.Errorf("killed at %q, the repository changed:\n%s\nwas\n%s", step, after, before)
 			}
@@ -99,6 +108,29 @@ func killedAtEachStep(t *testing.T, r *rig) {
 				if !strings.Contains(git(t, top, "for-each-ref", "refs/cocoonbox/back/"+id), id) {
 					t.Errorf("%s of a killed offload is left", ref)
 				}
+			}
+		})
+	}
+}
+
+// Contract: Offload, "Back, Mac side": a back killed while it waits or
+// at the fetch leaves the repository as it was; the next back sees the
+// outbox's back (or sends BACK again) and finishes.
+func killedBack(t *testing.T, r *rig) {
+	for name, step := range map[string]string{"wait": "cocoonbox: back: BACK", "fetch": "cocoonbox: fetch:"} {
+		t.Run(name, func(t *testing.T) {
+			data := t.TempDir()
+			p := r.packer(t, data)
+			top, _ := repo(t, p, "killed-back-"+name, "standin: commit")
+			offload(t, p, top)
+			before := state(t, top)
+			killAt(t, r, "back", data, top, step)
+			if after := state(t, top); after != before {
+				t.Errorf("back killed at %q changed the repository:\n%s\nwas\n%s", step, after, before)
+			}
+			back, err := p.Back(context.Background(), top, false)
+			if err != nil || back.Merge.Case != packer.CaseFastForward {
+				t.Fatalf("the back after a kill at %q: %v %+v", step, err, back)
 			}
 		})
 	}
