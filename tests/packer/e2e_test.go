@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
@@ -266,6 +267,31 @@ func TestOffloadAndBack(t *testing.T) {
 		}
 		if got := read(t, top, "c.txt"); got != "c unstaged in the worktree\n" {
 			t.Errorf("c.txt = %q", got)
+		}
+	})
+
+	// Contract: Offload, "Back, Mac side", step 2: no back within the
+	// wait is a failure with the session's status, the BACK staying
+	// queued for the CLI's next idle; the next back gets it.
+	t.Run("BackWaitRunsOut", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, _ := repo(t, p, "busy", "standin: hold")
+		offload(t, p, top)
+		before := state(t, top)
+		p.BackWait = 3 * time.Second
+		_, err := p.Back(context.Background(), top, false)
+		var f *packer.Failure
+		if !errors.As(err, &f) || !strings.Contains(f.Error(), `session status "working"`) || !strings.Contains(f.Error(), "BACK stays queued") {
+			t.Fatalf("back from a session that holds: %v", err)
+		}
+		if state(t, top) != before {
+			t.Error("a back that ran out changed the repository")
+		}
+		r.b.Must(t, "runuser", "-u", "user", "--", "touch", "/home/user/.standin/release")
+		p.BackWait = 90 * time.Second
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil || back.Merge.Case != packer.CaseFastForward {
+			t.Fatalf("the next back: %v %+v", err, back)
 		}
 	})
 
