@@ -15,6 +15,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
@@ -122,22 +123,6 @@ func (f *fixture) revokeDevice(t testing.TB, u users.User, id string) {
 	}
 }
 
-// eventually polls cond until it holds or 10 s pass, then fails saying what it saw.
-func eventually(t testing.TB, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		ok, saw := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 10 s; last saw %s", what, saw)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 // setup is the usual start: alice with one device token, and an api's index.
 func setup(t testing.TB) (*fixture, users.User, Secret, *Index) {
 	t.Helper()
@@ -185,7 +170,7 @@ func TestBadInputBearersAreRefused(t *testing.T) {
 	revoked := f.device(t, alice, "dev_00000000000000aa")
 	ix := f.index(t)
 	f.revokeDevice(t, alice, "dev_00000000000000aa")
-	eventually(t, "the revoked token refused", refused(ix, revoked))
+	wait.Eventually(t, 10*time.Second, "the revoked token refused", refused(ix, revoked))
 	hex64 := strings.Repeat("ab", 32)
 	cases := map[string]error{
 		"cbit_" + hex64:                 ErrInviteToken,
@@ -220,7 +205,7 @@ func TestCheckIssuesNoQuery(t *testing.T) {
 		ix.Check("cbit_" + strings.Repeat("0", 64))
 	}
 	// The one queued last-use write may or may not have gone out yet: wait for it.
-	eventually(t, "the last use written", func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the last use written", func() (bool, string) {
 		var used *time.Time
 		f.db.Pool.QueryRow(context.Background(), "SELECT used_at FROM user_tokens").Scan(&used)
 		return used != nil, "used_at null"
@@ -262,7 +247,7 @@ func TestLastUseWrittenAtMostOnceAMinute(t *testing.T) {
 	for range 100 {
 		check()
 	}
-	eventually(t, "the first use written", func() (bool, string) { return usedAt().Equal(t0), usedAt().String() })
+	wait.Eventually(t, 10*time.Second, "the first use written", func() (bool, string) { return usedAt().Equal(t0), usedAt().String() })
 	if n := updates(); n != 1 {
 		t.Fatalf("100 checks in the first instant: %d UPDATEs, want 1", n)
 	}
@@ -271,7 +256,7 @@ func TestLastUseWrittenAtMostOnceAMinute(t *testing.T) {
 	now.Store(t0.Add(61 * time.Second).UnixNano())
 	check()
 	check()
-	eventually(t, "the use a minute later written", func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the use a minute later written", func() (bool, string) {
 		return usedAt().Equal(t0.Add(61 * time.Second)), usedAt().String()
 	})
 	if n := updates(); n != 2 {
@@ -291,14 +276,14 @@ func TestRevokeReachesEveryReplicaAndEndsItsCalls(t *testing.T) {
 	dev := f.device(t, alice, "dev_0123456789abcdef")
 	bobs := f.device(t, bob, "dev_00000000000000bb")
 	var open *Principal
-	eventually(t, "the new token on the second api", func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the new token on the second api", func() (bool, string) {
 		p, err := b.Check(string(dev))
 		open = p
 		return err == nil, ErrUnknown.Error()
 	})
 	f.revokeDevice(t, alice, "dev_0123456789abcdef")
-	eventually(t, "revoked on the first api", refused(a, dev))
-	eventually(t, "revoked on the second api", refused(b, dev))
+	wait.Eventually(t, 10*time.Second, "revoked on the first api", refused(a, dev))
+	wait.Eventually(t, 10*time.Second, "revoked on the second api", refused(b, dev))
 	select {
 	case <-open.Done():
 	default:
@@ -316,18 +301,18 @@ func TestDisableDropsTokensAndEnableBringsThemBack(t *testing.T) {
 	if _, err := f.users.SetDisabled(ctx, "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "refused after the disable", refused(ix, dev))
+	wait.Eventually(t, 10*time.Second, "refused after the disable", refused(ix, dev))
 	if _, err := f.users.SetDisabled(ctx, "alice", false); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "accepted after the enable", func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "accepted after the enable", func() (bool, string) {
 		_, err := ix.Check(string(dev))
 		return err == nil, "refused"
 	})
 	if err := f.users.Delete(ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "refused after the delete", refused(ix, dev))
+	wait.Eventually(t, 10*time.Second, "refused after the delete", refused(ix, dev))
 }
 
 // A replica that loses its LISTEN connection reloads its whole index when it
@@ -349,7 +334,7 @@ func TestLostListenConnectionReloadsTheWholeIndex(t *testing.T) {
 	if err != nil || killed != 1 {
 		t.Fatalf("terminated %d LISTEN connections, %v", killed, err)
 	}
-	eventually(t, "refused after the reconnect's reload", refused(ix, dev))
+	wait.Eventually(t, 10*time.Second, "refused after the reconnect's reload", refused(ix, dev))
 }
 
 // A notification that names no user (another program's pg_notify) makes
@@ -367,7 +352,7 @@ func TestMalformedNotificationReloadsTheWholeIndex(t *testing.T) {
 	if _, err := f.db.Pool.Exec(ctx, "SELECT pg_notify($1, 'not-a-user-id')", users.Channel); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "refused after the full reload", refused(ix, dev))
+	wait.Eventually(t, 10*time.Second, "refused after the full reload", refused(ix, dev))
 }
 
 func TestPersonalTokenRegenerateAndRevoke(t *testing.T) {

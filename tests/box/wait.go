@@ -10,33 +10,15 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
-// Until waits for a condition, never for a time: it calls cond every 50 ms
-// until it returns true, or until timeout passes, then returns an error
-// naming what and what cond said last (cond's second result: what it saw).
-// The demo and the tests share it; tests call Eventually.
-func Until(timeout time.Duration, what string, cond func() (bool, string)) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		ok, seen := cond()
-		if ok {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("%s: not within %v; last seen: %s", what, timeout, seen)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-// Eventually is Until that fails the test on the timeout.
-func Eventually(t testing.TB, timeout time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	if err := Until(timeout, what, cond); err != nil {
-		t.Fatal(err)
-	}
-}
+// Until and Eventually are internal/wait's, under the names the box tests
+// and the demo have always called them by.
+var (
+	Until      = wait.Until
+	Eventually = wait.Eventually
+)
 
 // Entry is one journal entry: its fields (MESSAGE, MESSAGE_ID,
 // COCOONBOX_BOX_ID, ...) as journalctl -o json gives them.

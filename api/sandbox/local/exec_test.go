@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // Must show: a 100 MiB stream through stdin and back is byte-identical.
@@ -124,7 +125,7 @@ func TestExecTTYAndResize(t *testing.T) {
 	if err := p.Resize(ctx, sandbox.WindowSize{Rows: 0, Cols: 80}); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Errorf("resize to zero rows: %v", err)
 	}
-	waitFor(t, 10*time.Second, "the first stty", func() (bool, string) { return strings.Contains(out.String(), "24 80"), out.String() })
+	wait.Eventually(t, 10*time.Second, "the first stty", func() (bool, string) { return strings.Contains(out.String(), "24 80"), out.String() })
 	if err := p.Resize(ctx, sandbox.WindowSize{Rows: 40, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}

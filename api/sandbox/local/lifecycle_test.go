@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // Must show: hibernate then wake keeps a process running (memory kept);
@@ -180,7 +181,7 @@ func TestClaimEnvGuestEntriesLandInSilkdEnvHostEntriesStayOut(t *testing.T) {
 	if strings.Contains(env, "the-real-secret") || strings.Contains(mustSh(t, m.ID, "grep -rl the-real-secret /run /etc 2>/dev/null || true"), "/") {
 		t.Fatalf("a host-only entry reached the box: %q", env)
 	}
-	waitFor(t, 10*time.Second, "the vault to render the record", func() (bool, string) {
+	wait.Eventually(t, 10*time.Second, "the vault to render the record", func() (bool, string) {
 		out, _ := sh(t, m.ID, "cat /run/cocoonbox-vault/vault.sh")
 		return strings.Contains(out, "export OPENAI_API_KEY='sk-proj-cbv_"), out
 	})

@@ -150,20 +150,3 @@ func mustSh(t testing.TB, id, line string) string {
 	}
 	return out
 }
-
-// waitFor polls cond until it holds or d passes, then fails with what it
-// last saw.
-func waitFor(t testing.TB, d time.Duration, what string, cond func() (bool, string)) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for {
-		ok, seen := cond()
-		if ok {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v; last saw: %s", what, d, seen)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}

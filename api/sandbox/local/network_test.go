@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 	"golang.org/x/sys/unix"
 )
 
@@ -129,7 +130,7 @@ func TestPortRelayReachesEachBoxsOwnLoopback(t *testing.T) {
 	}
 	for _, m := range boxes {
 		var got string
-		waitFor(t, 10*time.Second, "the relay to "+m.ID+":7443", func() (bool, string) {
+		wait.Eventually(t, 10*time.Second, "the relay to "+m.ID+":7443", func() (bool, string) {
 			c, err := sup.Dial(ctx, m.ID, 7443)
 			if err != nil {
 				return false, err.Error()
@@ -171,7 +172,7 @@ func TestTwoDeskBoxesEachServeTheirOwnVNC(t *testing.T) {
 	ctx := context.Background()
 	boxes := []sandbox.Machine{boot(t, desk), boot(t, desk)}
 	for _, m := range boxes {
-		waitFor(t, 60*time.Second, "VNC in "+m.ID, func() (bool, string) {
+		wait.Eventually(t, 60*time.Second, "VNC in "+m.ID, func() (bool, string) {
 			c, err := sup.Dial(ctx, m.ID, 5900)
 			if err != nil {
 				return false, err.Error()

@@ -18,6 +18,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/inbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // The host-level round: the real inbox in this process, the real
@@ -188,20 +189,10 @@ func (e *env) messages(cli string) []string {
 	return out
 }
 
-// waitFor polls cond until it holds or 30 s pass; on timeout it fails
-// with what it saw.
+// waitFor waits up to 30 s for cond (wait.Eventually).
 func (e *env) waitFor(what string, cond func() (bool, string)) {
 	e.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	var saw string
-	for time.Now().Before(deadline) {
-		var ok bool
-		if ok, saw = cond(); ok {
-			return
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	e.t.Fatalf("timed out waiting for %s; last saw: %s", what, saw)
+	wait.Eventually(e.t, 30*time.Second, what, cond)
 }
 
 // status is the repo's session status from the status verb.
