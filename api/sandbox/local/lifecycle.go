@@ -151,12 +151,7 @@ func (s *Supervisor) PutFile(ctx context.Context, id string, f sandbox.File) err
 	if err := f.Check(); err != nil {
 		return err
 	}
-	m, err := s.find(id)
-	if err != nil {
-		return err
-	}
-	d, err := m.door()
-	m.op.Unlock()
+	d, err := s.doorOf(id)
 	if err != nil {
 		return err
 	}
@@ -242,12 +237,7 @@ func (s *Supervisor) Exec(ctx context.Context, id string, req sandbox.ExecReques
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	m, err := s.find(id)
-	if err != nil {
-		return nil, err
-	}
-	d, err := m.door()
-	m.op.Unlock()
+	d, err := s.doorOf(id)
 	if err != nil {
 		return nil, err
 	}
@@ -259,12 +249,7 @@ func (s *Supervisor) Dial(ctx context.Context, id string, port int) (net.Conn, e
 	if err := sandbox.CheckPort(port); err != nil {
 		return nil, err
 	}
-	m, err := s.find(id)
-	if err != nil {
-		return nil, err
-	}
-	d, err := m.door()
-	m.op.Unlock()
+	d, err := s.doorOf(id)
 	if err != nil {
 		return nil, err
 	}

@@ -83,6 +83,19 @@ func (m *machine) door() (Door, error) {
 	return m.run.door, nil
 }
 
+// doorOf returns the door of running machine id without holding its
+// operation lock past the lookup: what goes through a door (an exec, a
+// relay, a file) may run as long as it likes beside the machine's other
+// calls. Errors: sandbox.ErrInvalid, ErrNotFound, ErrState.
+func (s *Supervisor) doorOf(id string) (Door, error) {
+	m, err := s.find(id)
+	if err != nil {
+		return nil, err
+	}
+	defer m.op.Unlock()
+	return m.door()
+}
+
 func (s *Supervisor) loadMachines() error {
 	entries, err := os.ReadDir(filepath.Join(s.cfg.StateDir, "machines"))
 	if err != nil {
