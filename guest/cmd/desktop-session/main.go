@@ -134,11 +134,7 @@ func run(args []string) int {
 // mousepad starts Mousepad when the last save found it open and it is not
 // running yet.
 func mousepad(log *journal.Logger, fail func(error) int) int {
-	env, err := desktop.CurrentEnv()
-	if err != nil {
-		return fail(err)
-	}
-	state, err := desktop.LinkCache(env.Home)
+	env, state, err := sessionState()
 	if err != nil {
 		return fail(err)
 	}
@@ -160,11 +156,7 @@ func mousepad(log *journal.Logger, fail func(error) int) int {
 // newest save under the current host name; see LinkCache and Adopt. A
 // failure is logged through fail, whose code it returns.
 func prepare(log *journal.Logger, fail func(error) int) int {
-	env, err := desktop.CurrentEnv()
-	if err != nil {
-		return fail(err)
-	}
-	state, err := desktop.LinkCache(env.Home)
+	env, state, err := sessionState()
 	if err != nil {
 		return fail(err)
 	}
@@ -183,4 +175,16 @@ func prepare(log *journal.Logger, fail func(error) int) int {
 			"COCOONBOX_PATH", a.To)
 	}
 	return cli.OK
+}
+
+// sessionState is the calling user's environment and the xfce4-session
+// state directory, the session cache linked into it first: both steps
+// read the saves there, and a cache left a real directory would hide them.
+func sessionState() (desktop.Env, string, error) {
+	env, err := desktop.CurrentEnv()
+	if err != nil {
+		return desktop.Env{}, "", err
+	}
+	state, err := desktop.LinkCache(env.Home)
+	return env, state, err
 }
