@@ -451,3 +451,13 @@ func (l *Lease) Summary() string {
 	}
 	return fmt.Sprintf("%s binds %d %s source(s) read-only for %s", l.LeaseID, len(l.Materializations), l.Scope, l.Consumer)
 }
+
+// Lease returns the lease of id, or nil.
+func (a *Assignment) Lease(id string) *Lease {
+	for i := range a.Leases {
+		if a.Leases[i].LeaseID == id {
+			return &a.Leases[i]
+		}
+	}
+	return nil
+}

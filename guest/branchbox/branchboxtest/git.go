@@ -35,12 +35,24 @@ func Git(t testing.TB, dir string, args ...string) string {
 // commit) in a 0755 directory and returns its path and the commit id.
 func Repo(t testing.TB) (path, commit string) {
 	t.Helper()
+	return RepoFiles(t, nil)
+}
+
+// RepoFiles is Repo with more files (repository-relative name → body) in
+// the one commit.
+func RepoFiles(t testing.TB, files map[string]string) (path, commit string) {
+	t.Helper()
 	path = filepath.Join(Dir0755(t), "app")
 	must(t, os.Mkdir(path, 0o755))
 	Git(t, path, "init", "-q", "-b", "main")
-	must(t, os.WriteFile(filepath.Join(path, "README"), []byte("app\n"), 0o644))
-	must(t, os.Mkdir(filepath.Join(path, "src"), 0o755))
-	must(t, os.WriteFile(filepath.Join(path, "src", "main.go"), []byte("package main\n"), 0o644))
+	all := map[string]string{"README": "app\n", "src/main.go": "package main\n"}
+	for name, body := range files {
+		all[name] = body
+	}
+	for name, body := range all {
+		must(t, os.MkdirAll(filepath.Join(path, filepath.Dir(name)), 0o755))
+		must(t, os.WriteFile(filepath.Join(path, name), []byte(body), 0o644))
+	}
 	Git(t, path, "add", ".")
 	Git(t, path, "commit", "-q", "-m", "snapshot")
 	return path, Git(t, path, "rev-parse", "HEAD")
@@ -49,8 +61,13 @@ func Repo(t testing.TB) (path, commit string) {
 // WithRepo is a Lay edit: the assignment points at a fresh Repo and a
 // workspace in a new 0755 directory.
 func WithRepo(t testing.TB, edit func(m map[string]any)) func(m map[string]any) {
+	return WithRepoFiles(t, nil, edit)
+}
+
+// WithRepoFiles is WithRepo of a RepoFiles snapshot.
+func WithRepoFiles(t testing.TB, files map[string]string, edit func(m map[string]any)) func(m map[string]any) {
 	return func(m map[string]any) {
-		repo, commit := Repo(t)
+		repo, commit := RepoFiles(t, files)
 		m["repository"] = map[string]any{"path": repo, "base": commit}
 		m["workspace"].(map[string]any)["path"] = filepath.Join(Dir0755(t), "coding-demo")
 		if edit != nil {

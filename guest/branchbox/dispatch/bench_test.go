@@ -3,6 +3,7 @@ package dispatch
 import (
 	"context"
 	"fmt"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 	"slices"
 	"testing"
 	"time"
@@ -14,10 +15,10 @@ import (
 // a real Unix socket endpoint, the durable cached response and the
 // response file: every fsync included. One op is 100 requests.
 func BenchmarkDispatchRoundTrip(b *testing.B) {
-	e := newEndpoint(b, nil)
+	e := branchboxtest.NewEndpoint(b)
 	var ds []time.Duration
 	for i := 0; b.Loop(); i++ {
-		s := testSpool(b, e.path, "")
+		s := testSpool(b, e.Path, "")
 		for j := range 100 {
 			id := fmt.Sprintf("r%d-%d", i, j)
 			write(b, s, id, request(id, `{"n":1}`))

@@ -79,8 +79,13 @@ type Result struct {
 // capability, changed request, unsigned replay, framing, correlation) a
 // terminal *branchbox.RuleError; otherwise I/O. On any error nothing is
 // written to responses/.
+//
+// The wait window bounds the wait for the request and the retries of a
+// signed exact replay; each relay itself is bounded by s.RelayTimeout
+// alone, so a short window never cuts a relay that has started (without
+// the policy that would block the claim for good).
 func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, wait)
+	window, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	b := s.Binding
 	b.RequestID = id
@@ -89,14 +94,14 @@ func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Re
 		return nil, err
 	}
 	defer unlock()
-	req, rec, err := s.claim(ctx, b)
+	req, rec, err := s.claim(window, b)
 	if err != nil {
 		return nil, err
 	}
 	res := &Result{Status: "dispatched", RequestID: id, Response: s.Dir + "/" + spool.ResponsesDir + "/" + id + ".json"}
 	if rec.Response != nil {
 		res.Cached = true
-	} else if err := s.relay(ctx, req, rec); err != nil {
+	} else if err := s.relay(ctx, window, req, rec); err != nil {
 		return nil, err
 	}
 	if err := spool.Respond(s.Dir, id, rec.Response, s.ConsumerUID); err != nil {
@@ -164,9 +169,9 @@ func (s *Spool) fromRecord(rec *replay.Record) (*envelope.Request, *replay.Recor
 }
 
 // relay sends the request and caches the validated response in rec. A
-// transport failure is retried only under exact-digest-replay-v1, within
-// ctx; without the policy it blocks the claim for good.
-func (s *Spool) relay(ctx context.Context, req *envelope.Request, rec *replay.Record) error {
+// transport failure is retried only under exact-digest-replay-v1, while
+// window lasts; without the policy it blocks the claim for good.
+func (s *Spool) relay(ctx, window context.Context, req *envelope.Request, rec *replay.Record) error {
 	frame := req.Frame(s.Binding.Capability)
 	for {
 		s.trace(StepRelaying)
@@ -189,7 +194,7 @@ func (s *Spool) relay(ctx context.Context, req *envelope.Request, rec *replay.Re
 		}
 		// A short back-off before the retry: nothing to wait on but time.
 		select {
-		case <-ctx.Done():
+		case <-window.Done():
 			return fmt.Errorf("request %s: %w: %v", req.RequestID, ErrRetryLater, err)
 		case <-time.After(50 * time.Millisecond):
 		}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 )
 
@@ -19,14 +20,14 @@ import (
 // newline; the response comes back 0400 of consumer_uid; a second dispatch
 // of the id returns the cached response without contacting the endpoint.
 func TestDispatchRoundTrip(t *testing.T) {
-	e := newEndpoint(t, nil)
-	s := testSpool(t, e.path, "")
+	e := branchboxtest.NewEndpoint(t)
+	s := testSpool(t, e.Path, "")
 	write(t, s, "artifact-delivery", request("artifact-delivery", `{"it's": "$${x}"}`))
 	res, err := Dispatch(context.Background(), s, "artifact-delivery", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frame := <-e.got; string(frame) != string(request("artifact-delivery", `{"it's":"$${x}"}`))+"\n" {
+	if frame := <-e.Got; string(frame) != string(request("artifact-delivery", `{"it's":"$${x}"}`))+"\n" {
 		t.Fatalf("the endpoint saw %q", frame)
 	}
 	st, err := os.Lstat(res.Response)
@@ -41,8 +42,8 @@ func TestDispatchRoundTrip(t *testing.T) {
 		t.Fatalf("response %s", body)
 	}
 	again, err := Dispatch(context.Background(), s, "artifact-delivery", time.Second)
-	if err != nil || !again.Cached || e.count() != 1 {
-		t.Fatalf("second dispatch: %+v %v, endpoint saw %d", again, err, e.count())
+	if err != nil || !again.Cached || e.Count() != 1 {
+		t.Fatalf("second dispatch: %+v %v, endpoint saw %d", again, err, e.Count())
 	}
 	if rec, _ := os.ReadFile(filepath.Join(s.Ledger, "artifact-delivery.json")); strings.Contains(string(rec), capability) {
 		t.Fatalf("the replay record holds the capability: %s", rec)
@@ -50,13 +51,19 @@ func TestDispatchRoundTrip(t *testing.T) {
 }
 
 // TestDispatchWaitsForTheRequest: nothing pending within the window is
-// the retryable not-pending; a request finalized while the dispatcher
-// waits is dispatched (the wait is on inotify, not a timer).
+// the retryable not-pending; a pending request is dispatched even with a
+// zero window; a request finalized while the dispatcher waits is
+// dispatched (the wait is on inotify, not a timer).
 func TestDispatchWaitsForTheRequest(t *testing.T) {
-	e := newEndpoint(t, nil)
-	s := testSpool(t, e.path, "")
+	e := branchboxtest.NewEndpoint(t)
+	s := testSpool(t, e.Path, "")
 	if _, err := Dispatch(context.Background(), s, "later", 200*time.Millisecond); !errors.Is(err, spool.ErrNotPending) {
 		t.Fatalf("got %v, want not-pending", err)
+	}
+	// A zero window looks once, and a relay it starts is not cut short.
+	write(t, s, "now", request("now", `{}`))
+	if _, err := Dispatch(context.Background(), s, "now", 0); err != nil {
+		t.Fatalf("a pending request with a zero wait: %v", err)
 	}
 	done := make(chan error, 1)
 	go func() {
@@ -75,7 +82,7 @@ func TestDispatchBadInput(t *testing.T) {
 	reply := func(line string) func([]byte) []byte { return func([]byte) []byte { return []byte(line) } }
 	cases := []struct {
 		name   string
-		answer func(e *endpoint) func([]byte) []byte
+		answer func(e *branchboxtest.Endpoint) func([]byte) []byte
 		policy string
 		setup  func(t *testing.T, s *Spool)
 		rule   branchbox.Rule // "" with retry: ErrRetryLater
@@ -105,21 +112,21 @@ func TestDispatchBadInput(t *testing.T) {
 		{name: "wrong capability", setup: func(t *testing.T, s *Spool) {
 			write(t, s, "r", []byte(strings.Replace(string(request("r", `{}`)), capability, "guessed", 1)))
 		}, rule: branchbox.RuleRequestCapability},
-		{name: "response with another request id", answer: func(*endpoint) func([]byte) []byte {
+		{name: "response with another request id", answer: func(*branchboxtest.Endpoint) func([]byte) []byte {
 			return reply(`{"version":"1","run_id":"run-demo","lease_id":"delivery_requests","consumer":"coding-agent","request_id":"other","payload":{}}` + "\n")
 		}, rule: branchbox.RuleResponseCorrelation},
-		{name: "non-JSON frame", answer: func(*endpoint) func([]byte) []byte { return reply("ok, done\n") }, rule: branchbox.RuleRequestEnvelope},
-		{name: "frame without newline", answer: func(*endpoint) func([]byte) []byte { return reply(`{}`) }, rule: branchbox.RuleFraming},
-		{name: "endpoint never answers, no replay policy", answer: func(e *endpoint) func([]byte) []byte { return e.hold }, rule: branchbox.RuleReplay},
-		{name: "endpoint never answers, exact replay", answer: func(e *endpoint) func([]byte) []byte { return e.hold }, policy: branchbox.ReplayExactDigest, retry: true},
+		{name: "non-JSON frame", answer: func(*branchboxtest.Endpoint) func([]byte) []byte { return reply("ok, done\n") }, rule: branchbox.RuleRequestEnvelope},
+		{name: "frame without newline", answer: func(*branchboxtest.Endpoint) func([]byte) []byte { return reply(`{}`) }, rule: branchbox.RuleFraming},
+		{name: "endpoint never answers, no replay policy", answer: func(e *branchboxtest.Endpoint) func([]byte) []byte { return e.Hold }, rule: branchbox.RuleReplay},
+		{name: "endpoint never answers, exact replay", answer: func(e *branchboxtest.Endpoint) func([]byte) []byte { return e.Hold }, policy: branchbox.ReplayExactDigest, retry: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			e := newEndpoint(t, nil)
+			e := branchboxtest.NewEndpoint(t)
 			if c.answer != nil {
-				e.answer = c.answer(e)
+				e.SetAnswer(c.answer(e))
 			}
-			s := testSpool(t, e.path, c.policy)
+			s := testSpool(t, e.Path, c.policy)
 			s.RelayTimeout = 300 * time.Millisecond
 			if c.setup != nil {
 				c.setup(t, s)
@@ -143,8 +150,8 @@ func TestDispatchBadInput(t *testing.T) {
 // TestChangedRequestSameIDTerminal (Contract: "changed or malformed
 // same-ID requests remain terminal"), even under exact replay.
 func TestChangedRequestSameIDTerminal(t *testing.T) {
-	e := newEndpoint(t, nil)
-	s := testSpool(t, e.path, branchbox.ReplayExactDigest)
+	e := branchboxtest.NewEndpoint(t)
+	s := testSpool(t, e.Path, branchbox.ReplayExactDigest)
 	write(t, s, "r", request("r", `{"a":1}`))
 	if _, err := Dispatch(context.Background(), s, "r", 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -153,7 +160,7 @@ func TestChangedRequestSameIDTerminal(t *testing.T) {
 	if _, err := Dispatch(context.Background(), s, "r", 5*time.Second); branchbox.RuleOf(err) != branchbox.RuleReplay {
 		t.Fatalf("got %v, want rule %s", err, branchbox.RuleReplay)
 	}
-	if e.count() != 1 {
-		t.Fatalf("the endpoint saw %d frames", e.count())
+	if e.Count() != 1 {
+		t.Fatalf("the endpoint saw %d frames", e.Count())
 	}
 }

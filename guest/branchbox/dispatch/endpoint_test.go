@@ -1,12 +1,8 @@
 package dispatch
 
 import (
-	"encoding/json"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,83 +16,6 @@ const (
 	consumer   = 1000
 	capability = "endpoint-only-random-value"
 )
-
-// endpoint is a test tool endpoint on a real Unix socket: it reads each
-// frame to EOF, counts it, and answers as answer says (nil: a correlated
-// response echoing the payload).
-type endpoint struct {
-	path   string
-	mu     sync.Mutex
-	frames [][]byte
-	// got receives the first 64 frames as they arrive.
-	got    chan []byte
-	answer func(frame []byte) []byte
-	done   chan struct{}
-}
-
-// hold is an answer that never comes: the connection stays open until
-// the test ends.
-func (e *endpoint) hold([]byte) []byte { <-e.done; return nil }
-
-func newEndpoint(t testing.TB, answer func([]byte) []byte) *endpoint {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "bbe-") // a socket path fits in 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	e := &endpoint{path: filepath.Join(dir, "endpoint.sock"), got: make(chan []byte, 64), answer: answer, done: make(chan struct{})}
-	l, err := net.Listen("unix", e.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { close(e.done); l.Close(); os.RemoveAll(dir) })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go e.serve(c)
-		}
-	}()
-	return e
-}
-
-func (e *endpoint) serve(c net.Conn) {
-	defer c.Close()
-	frame, _ := io.ReadAll(c)
-	e.mu.Lock()
-	e.frames = append(e.frames, frame)
-	e.mu.Unlock()
-	select {
-	case e.got <- frame:
-	default: // a benchmark reads none
-	}
-	if e.answer != nil {
-		if out := e.answer(frame); out != nil {
-			c.Write(out)
-		}
-		return
-	}
-	c.Write(append(correlated(frame), '\n'))
-}
-
-// correlated is the endpoint's answer to frame: its ids, and its payload
-// back as {"echo": ...}.
-func correlated(frame []byte) []byte {
-	var req map[string]json.RawMessage
-	json.Unmarshal(frame, &req)
-	delete(req, "capability")
-	req["payload"] = json.RawMessage(`{"echo":` + string(req["payload"]) + `}`)
-	out, _ := json.Marshal(req)
-	return out
-}
-
-func (e *endpoint) count() int {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return len(e.frames)
-}
 
 // testSpool lays out an initialized spool (spool.Init) and its replay
 // ledger under fresh directories, for an endpoint at sock.

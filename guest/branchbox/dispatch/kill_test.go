@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 )
 
 // TestMain runs the test binary as a dispatcher when asked, so a test can
@@ -104,15 +105,15 @@ func TestDispatcherKilledAtEachStep(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("%s/policy=%q", c.step, c.policy), func(t *testing.T) {
 			held := make(chan struct{}, 1)
-			e := newEndpoint(t, nil)
-			e.answer = func(frame []byte) []byte {
-				if c.step == midRelay && e.count() == 1 {
+			e := branchboxtest.NewEndpoint(t)
+			e.SetAnswer(func(frame []byte) []byte {
+				if c.step == midRelay && e.Count() == 1 {
 					held <- struct{}{}
-					return e.hold(frame)
+					return e.Hold(frame)
 				}
-				return append(correlated(frame), '\n')
-			}
-			s := testSpool(t, e.path, c.policy)
+				return append(branchboxtest.Correlated(frame), '\n')
+			})
+			s := testSpool(t, e.Path, c.policy)
 			write(t, s, "r", request("r", `{"deliver":"artifact"}`))
 			if c.step == midRelay {
 				cmd := startChild(t, s, "r", "")
@@ -122,8 +123,8 @@ func TestDispatcherKilledAtEachStep(t *testing.T) {
 			} else {
 				killed(t, startChild(t, s, "r", c.step))
 			}
-			if e.count() != c.before {
-				t.Fatalf("before the kill the endpoint saw %d frames, want %d", e.count(), c.before)
+			if e.Count() != c.before {
+				t.Fatalf("before the kill the endpoint saw %d frames, want %d", e.Count(), c.before)
 			}
 			res, err := Dispatch(context.Background(), s, "r", 5*time.Second)
 			switch {
@@ -136,8 +137,8 @@ func TestDispatcherKilledAtEachStep(t *testing.T) {
 			case !c.blocked && res.Cached != (c.step == StepCached):
 				t.Fatalf("second run: %+v", res)
 			}
-			if e.count() != c.after {
-				t.Fatalf("in all the endpoint saw %d frames, want %d", e.count(), c.after)
+			if e.Count() != c.after {
+				t.Fatalf("in all the endpoint saw %d frames, want %d", e.Count(), c.after)
 			}
 		})
 	}

@@ -37,7 +37,7 @@ type Mounts struct {
 // identity", "final inspection rejects a missing or unconfined [seccomp]
 // profile"), through the Engine API: every mount of want exactly once (a
 // bind found by its source, read-only; a volume by its name, writable), no
-// other mount of any type, not privileged, no seccomp option in
+// other mount of any type (a HostConfig.Tmpfs entry too), not privileged, no seccomp option in
 // HostConfig.SecurityOpt (unconfined or a custom profile), and the
 // container's process in seccomp filter mode (/proc/<pid>/status
 // "Seccomp: 2", Docker's default profile in force). It returns the
@@ -58,6 +58,10 @@ func CheckContainer(ctx context.Context, c *client.Client, id string, want Mount
 	}
 	if ct.HostConfig == nil || ct.State == nil || !ct.State.Running {
 		return nil, refuse("is not running")
+	}
+	// Compose's tmpfs attribute is HostConfig.Tmpfs, not in Mounts.
+	for dst := range ct.HostConfig.Tmpfs {
+		return nil, refuse("has a tmpfs at %s, which no lease signs", dst)
 	}
 	if ct.HostConfig.Privileged {
 		return nil, refuse("is privileged; the primary container runs under Docker's default seccomp profile")

@@ -16,14 +16,14 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
 )
 
-// run starts a container of image running sleep, with mounts and
-// security options, as the user given; it is removed at cleanup.
-func run(t *testing.T, c *client.Client, image, user string, mounts []mount.Mount, secopt []string) string {
+// run starts a container of image running sleep with hc, as the user
+// given; it is removed at cleanup.
+func run(t *testing.T, c *client.Client, image, user string, hc container.HostConfig) string {
 	t.Helper()
 	ctx := context.Background()
 	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
 		Config:     &container.Config{Image: image, Cmd: []string{"sleep", "1000"}, User: user},
-		HostConfig: &container.HostConfig{Mounts: mounts, SecurityOpt: secopt},
+		HostConfig: &hc,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -58,30 +58,35 @@ func TestFinalInspection(t *testing.T) {
 		t.Fatal(err)
 	}
 	vol := fmt.Sprintf("bbtest-%d-spool", os.Getpid())
-	t.Cleanup(func() { c.VolumeRemove(context.Background(), vol, client.VolumeRemoveOptions{Force: true}) })
+	t.Cleanup(func() {
+		for _, v := range []string{vol, vol + "-other"} {
+			c.VolumeRemove(context.Background(), v, client.VolumeRemoveOptions{Force: true})
+		}
+	})
 	const target, spoolTarget = "/run/branchbox/leases/shared/exchange", "/run/branchbox/leases/tool-requests/delivery"
 	want := Mounts{Binds: []Bind{{src, target}}, Volumes: []Volume{{vol, spoolTarget}}}
 	bind := mount.Mount{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}
 	spool := mount.Mount{Type: mount.TypeVolume, Source: vol, Target: spoolTarget}
+	signed := []mount.Mount{bind, spool}
 	cases := []struct {
-		name   string
-		mounts []mount.Mount
-		secopt []string
-		why    string // "" passes
+		name string
+		hc   container.HostConfig
+		why  string // "" passes
 	}{
-		{"the signed mounts", []mount.Mount{bind, spool}, nil, ""},
-		{"a writable bind", []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target}, spool}, nil, "writable"},
-		{"a duplicate mount", []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: src, Target: "/run/branchbox/leases/shared/again", ReadOnly: true}}, nil, "not at its signed target"},
-		{"a missing lease mount", []mount.Mount{spool}, nil, "does not mount the lease source"},
-		{"a wrong volume name", []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol + "-other", Target: spoolTarget}}, nil, "not a signed volume name"},
-		{"a read-only request volume", []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol, Target: spoolTarget, ReadOnly: true}}, nil, "read-only"},
-		{"an unsigned bind", []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: "/tmp", Target: "/host-tmp", ReadOnly: true}}, nil, "no lease signs"},
-		{"a tmpfs", []mount.Mount{bind, spool, {Type: mount.TypeTmpfs, Target: "/run/branchbox/leases/x"}}, nil, "no lease signs"},
-		{"seccomp unconfined", []mount.Mount{bind, spool}, []string{"seccomp=unconfined"}, "seccomp=unconfined"},
+		{"the signed mounts", container.HostConfig{Mounts: signed}, ""},
+		{"a writable bind", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target}, spool}}, "writable"},
+		{"a duplicate mount", container.HostConfig{Mounts: []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: src, Target: "/run/branchbox/leases/shared/again", ReadOnly: true}}}, "not at its signed target"},
+		{"a missing lease mount", container.HostConfig{Mounts: []mount.Mount{spool}}, "does not mount the lease source"},
+		{"a wrong volume name", container.HostConfig{Mounts: []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol + "-other", Target: spoolTarget}}}, "not a signed volume name"},
+		{"a read-only request volume", container.HostConfig{Mounts: []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol, Target: spoolTarget, ReadOnly: true}}}, "read-only"},
+		{"an unsigned bind", container.HostConfig{Mounts: []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: "/tmp", Target: "/host-tmp", ReadOnly: true}}}, "no lease signs"},
+		{"a tmpfs", container.HostConfig{Mounts: []mount.Mount{bind, spool, {Type: mount.TypeTmpfs, Target: "/run/branchbox/leases/x"}}}, "no lease signs"},
+		{"seccomp unconfined", container.HostConfig{Mounts: signed, SecurityOpt: []string{"seccomp=unconfined"}}, "seccomp=unconfined"},
+		{"a HostConfig tmpfs", container.HostConfig{Mounts: signed, Tmpfs: map[string]string{"/scratch": ""}}, "tmpfs at /scratch"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			id := run(t, c, image, "", tc.mounts, tc.secopt)
+			id := run(t, c, image, "", tc.hc)
 			_, err := CheckContainer(context.Background(), c, id, want)
 			if tc.why == "" {
 				if err != nil {
@@ -102,7 +107,7 @@ func TestFinalInspection(t *testing.T) {
 func TestProviderUser(t *testing.T) {
 	image := enginetest.ShellImage(t)
 	c := connect(t)
-	id := run(t, c, image, "other", nil, nil)
+	id := run(t, c, image, "other", container.HostConfig{})
 	for _, tc := range []struct {
 		name, remote, container string
 		uids                    []uint32

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 )
 
@@ -214,4 +215,21 @@ func Write(f *Facade) error {
 		return fmt.Errorf("facade: %w", err)
 	}
 	return nil
+}
+
+// Expected is what the final inspection must find on the primary
+// container of a's launch with workspaceFolder ws: exactly the mounts
+// Generate gives it (engine.CheckContainer).
+func Expected(a *branchbox.Assignment, ws string) engine.Mounts {
+	want := engine.Mounts{Volumes: []engine.Volume{{Name: WorkspaceVolume(a.RunID), Target: ws}}}
+	for _, l := range a.Leases {
+		for _, m := range leaseMounts(a, &l) {
+			if m.Type == types.VolumeTypeBind {
+				want.Binds = append(want.Binds, engine.Bind{Source: m.Source, Target: m.Target})
+			} else {
+				want.Volumes = append(want.Volumes, engine.Volume{Name: VolumeName(a.RunID, l.LeaseID), Target: m.Target})
+			}
+		}
+	}
+	return want
 }

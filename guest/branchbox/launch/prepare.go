@@ -22,18 +22,18 @@ import (
 // engine.CheckLocalImages of every assigned image and the port proxy
 // image; facade.Generate and facade.Write. Nothing is written unless every
 // check passed, so a missing image fails the assignment with no file for
-// the CLI to read. Errors are *branchbox.RuleError, or I/O and engine
-// errors.
-func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, repo, dir string) (*facade.Facade, error) {
+// the CLI to read. It returns the input read and the facade written.
+// Errors are *branchbox.RuleError, or I/O and engine errors.
+func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, repo, dir string) (*devcontainer.Input, *facade.Facade, error) {
 	if err := branchbox.ManagedLaunchError(a); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	in, err := devcontainer.Load(ctx, repo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := devcontainer.CheckServiceImages(a.ServiceImages, in.Project); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	images := map[string]string{}
 	for name, ref := range a.ServiceImages {
@@ -43,14 +43,14 @@ func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, rep
 		images["port_proxy_image"] = a.PortProxyImage
 	}
 	if err := engine.CheckLocalImages(ctx, c, images); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	f, err := facade.Generate(a, in, dir)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := facade.Write(f); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return f, nil
+	return in, f, nil
 }

@@ -49,7 +49,7 @@ func TestPrepareMissingImageWritesNothing(t *testing.T) {
 	}
 	repo := repository(t)
 	dir := filepath.Join(t.TempDir(), "facade")
-	if _, err := Prepare(context.Background(), c, assignment(), repo, dir); err != nil {
+	if _, _, err := Prepare(context.Background(), c, assignment(), repo, dir); err != nil {
 		t.Fatalf("control case: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, facade.ComposeFile)); err != nil {
@@ -67,7 +67,7 @@ func TestPrepareMissingImageWritesNothing(t *testing.T) {
 			a := assignment()
 			edit(a)
 			dir := filepath.Join(t.TempDir(), "facade")
-			_, err := Prepare(context.Background(), c, a, repo, dir)
+			_, _, err := Prepare(context.Background(), c, a, repo, dir)
 			if branchbox.RuleOf(err) != branchbox.RuleLocalImage {
 				t.Fatalf("got %v, want rule %s", err, branchbox.RuleLocalImage)
 			}

@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
@@ -51,10 +52,15 @@ type Residue struct {
 // (Contract: "managed in-guest teardown requires --force"; no
 // dirty-worktree check is made: commit what you want to keep first).
 //
+// removeEngine, when not nil, removes the run's objects in the Docker
+// engine first (its containers hold binds of the run's sources): each is
+// named in the receipt as "docker container NAME" (network, volume),
+// removed or residue.
+//
 // Errors: a RuleForce refusal; fs.ErrNotExist when there is neither a
 // ledger nor a run directory; an error writing the receipt. Residue is
 // not an error: the receipt says it.
-func Run(opt branchbox.Options, runID string, feature string, force bool) (*Receipt, error) {
+func Run(opt branchbox.Options, runID string, feature string, force bool, removeEngine func() ([]engine.Removed, error)) (*Receipt, error) {
 	root := opt.Root
 	if root == "" {
 		root = branchbox.Root
@@ -79,6 +85,19 @@ func Run(opt branchbox.Options, runID string, feature string, force bool) (*Rece
 	}
 	if !force && rc.Version != "1" && rc.Version != "2" {
 		return nil, branchbox.Refuse(branchbox.RuleForce, runID, "a managed (version 3, or unreadable) run needs teardown --force: its consumer could edit the shared Git metadata; BranchBox makes no dirty-worktree check, so commit what you want to keep first")
+	}
+	if removeEngine != nil {
+		objects, err := removeEngine()
+		for _, o := range objects {
+			if o.Err != nil {
+				rc.left("docker "+o.Object, o.Err)
+			} else {
+				rc.Removed = append(rc.Removed, "docker "+o.Object)
+			}
+		}
+		if err != nil {
+			rc.left("docker run "+runID, err)
+		}
 	}
 	if l != nil && l.Workspace != nil {
 		rc.tree(l.Workspace.Path)

@@ -23,15 +23,25 @@ type options struct {
 	consumer   string
 	executable string
 	inherit    string
+	cli        string
+	lease      string
+	requestID  string
+	wait       int
 	argv       []string
 }
 
 var verbFlags = map[string][]string{
-	"check":       {"root", "run", "json"},
-	"materialize": {"root", "run", "json", "reuse"},
-	"exec":        {"root", "run", "json", "consumer", "executable", "inherit"},
-	"teardown":    {"root", "run", "json", "force"},
+	"check":         {"root", "run", "json"},
+	"materialize":   {"root", "run", "json", "reuse"},
+	"exec":          {"root", "run", "json", "consumer", "executable", "inherit"},
+	"teardown":      {"root", "run", "json", "force"},
+	"launch":        {"root", "run", "json", "devcontainer-cli"},
+	"dispatch-tool": {"root", "run", "json", "lease", "request-id", "wait-seconds"},
 }
+
+// runOptional are the verbs the contract shows without --run: the run is
+// the one materialized run of the feature NAME.
+var runOptional = map[string]bool{"launch": true, "dispatch-tool": true}
 
 // parseArgs returns the options, or exit true with the code to exit with
 // (after printing the help, the version or the usage error).
@@ -57,7 +67,7 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 	}
 	allowed, ok := verbFlags[o.verb]
 	if !ok {
-		return nil, cmd.UsageError("unknown verb %q (check, materialize, exec, teardown)", o.verb), true
+		return nil, cmd.UsageError("unknown verb %q (check, materialize, exec, teardown, launch, dispatch-tool)", o.verb), true
 	}
 	if len(rest) < 3 || strings.HasPrefix(rest[2], "-") {
 		if len(rest) >= 3 {
@@ -77,6 +87,10 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 	fs.StringVar(&o.consumer, "consumer", "", "")
 	fs.StringVar(&o.executable, "executable", "", "")
 	fs.StringVar(&o.inherit, "inherit", "", "")
+	fs.StringVar(&o.cli, "devcontainer-cli", "devcontainer", "")
+	fs.StringVar(&o.lease, "lease", "", "")
+	fs.StringVar(&o.requestID, "request-id", "", "")
+	fs.IntVar(&o.wait, "wait-seconds", 0, "")
 	if o.argv, code, exit = cmd.Parse(fs, rest[3:]); exit {
 		return nil, code, true
 	}
@@ -92,8 +106,12 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 	switch {
 	case len(bad) > 0:
 		return nil, cmd.UsageError("%s does not take %s", o.verb, strings.Join(bad, ", ")), true
-	case o.runID == "":
+	case o.runID == "" && !runOptional[o.verb]:
 		return nil, cmd.UsageError("%s: --run RUN_ID is required", o.verb), true
+	case o.verb == "dispatch-tool" && (o.lease == "" || o.requestID == ""):
+		return nil, cmd.UsageError("dispatch-tool: --lease and --request-id are required"), true
+	case o.wait < 0 || o.wait > 3600:
+		return nil, cmd.UsageError("--wait-seconds %d: a wait is 0 to 3600 seconds", o.wait), true
 	case o.verb == "exec" && (o.consumer == "" || o.executable == ""):
 		return nil, cmd.UsageError("exec: --consumer and --executable are required"), true
 	case o.verb != "exec" && len(o.argv) > 0:

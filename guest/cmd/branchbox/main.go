@@ -24,6 +24,8 @@ const usage = `usage: branchbox feature check       NAME --run RUN_ID [--root DI
        branchbox feature materialize NAME --run RUN_ID [--root DIR] [--json] [--reuse]
        branchbox feature exec        NAME --run RUN_ID --consumer C --executable E [--inherit A,B] [--root DIR] [--json] [-- ARGS...]
        branchbox feature teardown    NAME --run RUN_ID [--root DIR] [--json] [--force]
+       branchbox feature launch      NAME [--run RUN_ID] [--devcontainer-cli PATH] [--root DIR] [--json]
+       branchbox feature dispatch-tool NAME [--run RUN_ID] --lease L --request-id ID [--wait-seconds S] [--root DIR] [--json]
        branchbox --version | --help
 
 The assignment is DIR/managed/RUN_ID/assignment.json (DIR defaults to
@@ -56,12 +58,35 @@ teardown     remove the workspace, the run directory with every source
              could edit the shared Git metadata, and no dirty-worktree
              check is made (commit what you want to keep first).
 
+launch       (version 3, materialized) start the managed Dev Container:
+             the repository's devcontainer.json and Compose files checked,
+             the Compose facade written to DIR/state/RUN_ID/facade, every
+             assigned image inspected locally (nothing built or pulled),
+             the workspace copied into the volume branchbox-RUN_ID-workspace,
+             then the Dev Containers CLI's up (PATH, default devcontainer);
+             the final inspection of the primary container's mounts and
+             seccomp profile, its provider user's id -u against
+             consumer_uid, each request spool initialized, the port proxy
+             started. Any failure removes what was started. Without --run,
+             the one materialized run of NAME.
+dispatch-tool  handle one request of tool-request lease L: the provider
+             user checked again, then requests/ID.json claimed, recorded,
+             relayed to the linked endpoint and answered in responses/ID.json
+             (see the README). Exit 75 with {"status":"not-pending",
+             "retryable":true} when no request arrived within S seconds
+             (default 0: look once), or {"status":"transport-retry"} when a
+             signed exact replay could not reach the endpoint in time;
+             every refusal is terminal (65, 73, ...), never 75.
+
 --json prints one JSON object on stdout: check's report, or any verb's
 refusal ({"status":"refused"|"failed","rule":...,"where":...,"error":...,
 "exit_code":...,"retryable":...}), materialize's
 {"status":"materialized","workspace":...,"sources":...,"ledger":...},
 teardown's receipt {"removed":[...],"residue":[{"path","error"}],
-"residue_free":...,"receipt_path":...}.
+"residue_free":...,"receipt_path":...} (engine objects as "docker
+container NAME", network, volume), launch's {"status":"launched",
+"launch":{...}}, dispatch-tool's {"status":"dispatched","request_id",
+"response","cached"}.
 
 exit codes: 0 done; 1 a failure a retry will not fix; 2 usage; 65 the
 assignment breaks a rule (the error names it); 66 no such run; 73 an unsafe
@@ -90,6 +115,8 @@ const (
 	msgDone     = "8b2e5d71c9a34f06b8d1e6a2f3c79b45"
 	msgResidue  = "c41d8e2a7b5f4a93b06e1d9c2a8f7e30"
 	msgProvider = "5a9e3c17d2b64e08a7f1c5d3b9e2a640"
+	msgDispatch = "7d3a9c51e6b24f80a9c2d4e1b7f63a58"
+	msgStep     = "2e8b6f04c1d94a7bb3e5a9d1c6f27e13"
 )
 
 func main() {
@@ -109,11 +136,19 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if exit {
 		return code
 	}
+	var err error
 	e := &env{o: o, stdout: stdout, stderr: stderr, log: journal.New("branchbox"),
 		opt: branchbox.Options{Root: o.root}}
 	e.log.Stderr = io.Discard
+	if o.runID == "" {
+		if o.runID, err = findRun(o.root, o.name); err != nil {
+			return e.fail(err)
+		}
+	}
 	e.log.Set("BRANCHBOX_RUN_ID", o.runID)
-	if o.verb != "check" {
+	// dispatch-tool waits for minutes beside the provider and other
+	// dispatchers: each request id has its own lock (package replay).
+	if o.verb != "check" && o.verb != "dispatch-tool" {
 		unlock, err := e.lockRun()
 		if err != nil {
 			return e.fail(err)
@@ -129,6 +164,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return e.exec()
 	case "teardown":
 		return e.teardown()
+	case "launch":
+		return e.launch()
+	case "dispatch-tool":
+		return e.dispatch()
 	}
 	return exitUsage
 }

@@ -1,12 +1,18 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
 	"time"
 
+	"github.com/moby/moby/client"
+
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/teardown"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
@@ -54,7 +60,7 @@ func (e *env) materialize() int {
 
 // teardown removes the run and writes its receipt; residue exits 1.
 func (e *env) teardown() int {
-	rc, err := teardown.Run(e.opt, e.o.runID, e.o.name, e.o.force)
+	rc, err := teardown.Run(e.opt, e.o.runID, e.o.name, e.o.force, e.removeEngine())
 	if err != nil && rc == nil {
 		return e.fail(err)
 	}
@@ -81,4 +87,25 @@ func (e *env) teardown() int {
 	}
 	fmt.Fprintf(e.stdout, "receipt %s: residue-free %v\n", rc.Path, rc.ResidueFree)
 	return code
+}
+
+// removeEngine is teardown's engine side: the run's Compose project, port
+// proxy and volumes (all named from the signed run id). Without a launch
+// record an unreachable engine means nothing was launched; with one it is
+// residue.
+func (e *env) removeEngine() func() ([]engine.Removed, error) {
+	_, noRecord := launch.ReadRecord(e.o.root, e.o.runID)
+	return func() ([]engine.Removed, error) {
+		c, err := engine.Connect()
+		if err == nil {
+			defer c.Close()
+			if _, err = c.Ping(context.Background(), client.PingOptions{}); err == nil {
+				return engine.RemoveRun(context.Background(), c, e.o.runID, facade.ProjectName(e.o.runID))
+			}
+		}
+		if noRecord != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("the run was launched and the Docker engine cannot be reached: %w", err)
+	}
 }

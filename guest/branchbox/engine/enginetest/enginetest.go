@@ -53,6 +53,30 @@ func ImportImage(t testing.TB) string {
 // removed at cleanup. make setup installs busybox-static.
 func ShellImage(t testing.TB) string {
 	t.Helper()
+	return importTree(t, shellTree(t))
+}
+
+// ProxyScript is the test port proxy's entrypoint: for each argument
+// HOST:TARGET:RUNTIME (as engine.StartProxy passes them) busybox nc
+// listens on HOST and pipes each connection to TARGET:RUNTIME.
+const ProxyScript = `for spec; do
+	port=${spec%%:*}; rest=${spec#*:}
+	nc -ll -p "$port" -e nc "${rest%%:*}" "${rest#*:}" &
+done
+wait
+`
+
+// ProxyImage is ShellImage with ProxyScript as its entrypoint: a port
+// proxy image of the interface BranchBox starts one with.
+func ProxyImage(t testing.TB) string {
+	t.Helper()
+	es := append(shellTree(t), entry{name: "proxy", body: ProxyScript, mode: 0o755})
+	return importTree(t, es, `ENTRYPOINT ["/bin/sh", "/proxy"]`)
+}
+
+// shellTree is ShellImage's root tree.
+func shellTree(t testing.TB) []entry {
+	t.Helper()
 	bb, err := os.ReadFile("/usr/bin/busybox")
 	if err != nil {
 		t.Fatalf("busybox-static (make setup installs it): %v", err)
@@ -74,12 +98,12 @@ func ShellImage(t testing.TB) string {
 			es = append(es, entry{name: "bin/" + applet, link: "busybox"})
 		}
 	}
-	return importTree(t, es)
+	return es
 }
 
-// importTree imports the tree (after starting the engine) and returns the
-// image's Id, removed at cleanup.
-func importTree(t testing.TB, es []entry) string {
+// importTree imports the tree (after starting the engine) with the
+// Dockerfile changes given and returns the image's Id, removed at cleanup.
+func importTree(t testing.TB, es []entry, changes ...string) string {
 	t.Helper()
 	Start(t)
 	var buf bytes.Buffer
@@ -104,7 +128,11 @@ func importTree(t testing.TB, es []entry) string {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("docker", "import", "-")
+	args := []string{"import"}
+	for _, c := range changes {
+		args = append(args, "--change", c)
+	}
+	cmd := exec.Command("docker", append(args, "-")...)
 	cmd.Stdin = &buf
 	out, err := cmd.Output()
 	if err != nil {

@@ -1,0 +1,208 @@
+package launch
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
+)
+
+// UpTimeout bounds the Dev Containers CLI's up.
+const UpTimeout = 10 * time.Minute
+
+// Options are a launch's places.
+type Options struct {
+	// CLI is the Dev Containers CLI (@devcontainers/cli's devcontainer).
+	CLI string
+	// Facade is BranchBox's own directory for the generated files.
+	Facade string
+}
+
+// Result is a started managed launch.
+type Result struct {
+	Project   string `json:"project"`
+	Container string `json:"container"`
+	// User and UID are the provider user as resolved and checked.
+	User string `json:"user"`
+	UID  uint32 `json:"uid"`
+	// Volumes maps each BranchBox volume to its directory in the engine.
+	Volumes map[string]string `json:"volumes"`
+	// Proxy is the port proxy's container id ("" without published ports).
+	Proxy string `json:"port_proxy,omitempty"`
+}
+
+// Up launches run r's managed Dev Container from its checked-out
+// workspace ws, in this order, each step failing closed: Prepare (the
+// gate, the repository's files, the service binding, the local image
+// inspection, the facade); the run's volumes created (the workspace and
+// one per tool-request lease) and the workspace copied into its volume,
+// owned by the signed container consumer; `devcontainer up` of the
+// facade; the final inspection (engine.CheckContainer against
+// facade.Expected); the provider user (engine.ProviderUser against every
+// tool-request consumer_uid); each spool initialized (spool.Init, the
+// capability read again from its digest-checked materialization); the
+// port proxy when ports are published. Any failure once something exists
+// in the engine removes all of the run's there (engine.RemoveRun) before
+// Up returns the error. It returns the launch's record (for WriteRecord).
+func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Options) (*Record, error) {
+	a := r.Assignment
+	in, f, err := Prepare(ctx, c, a, ws, o.Facade)
+	if err != nil {
+		return nil, err
+	}
+	uid, err := containerConsumer(a)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{Result: Result{Project: facade.ProjectName(a.RunID), Volumes: map[string]string{}},
+		Service: in.Config.Service, RemoteUser: in.Config.RemoteUser, ContainerUser: in.Config.ContainerUser}
+	if err := rec.up(ctx, c, r, in, f, ws, uid, o); err != nil {
+		if _, rerr := engine.RemoveRun(context.WithoutCancel(ctx), c, a.RunID, rec.Project); rerr != nil {
+			err = fmt.Errorf("%w (and tearing the launch down: %v)", err, rerr)
+		}
+		return nil, err
+	}
+	return rec, nil
+}
+
+func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *devcontainer.Input, f *facade.Facade, ws string, uid uint32, o Options) error {
+	a := r.Assignment
+	wsVol := facade.WorkspaceVolume(a.RunID)
+	dir, err := engine.CreateVolume(ctx, c, wsVol, a.RunID)
+	if err != nil {
+		return err
+	}
+	res.Volumes[wsVol] = dir
+	if err := workspace.CopyTree(ws, dir, int(uid), int(uid)); err != nil {
+		return err
+	}
+	for _, l := range a.Leases {
+		if l.Scope == branchbox.ScopeToolRequest {
+			name := facade.VolumeName(a.RunID, l.LeaseID)
+			if res.Volumes[name], err = engine.CreateVolume(ctx, c, name, a.RunID); err != nil {
+				return err
+			}
+		}
+	}
+	if res.Container, err = devcontainerUp(ctx, o.CLI, ws, filepath.Join(f.Dir, facade.ConfigFile)); err != nil {
+		return err
+	}
+	ct, err := engine.CheckContainer(ctx, c, res.Container, facade.Expected(a, in.Config.WorkspaceFolder))
+	if err != nil {
+		return err
+	}
+	if ct.Config.Labels["com.docker.compose.project"] != res.Project || ct.Config.Labels["com.docker.compose.service"] != in.Config.Service {
+		return branchbox.Refuse(branchbox.RuleFinalInspection, "container "+res.Container, "is not service %s of project %s", in.Config.Service, res.Project)
+	}
+	if res.User, res.UID, err = engine.ProviderUser(ctx, c, res.Container, in.Config.RemoteUser, in.Config.ContainerUser, ct.Config.User, SpoolUIDs(a)); err != nil {
+		return err
+	}
+	for i := range a.Leases {
+		l := &a.Leases[i]
+		if l.Scope != branchbox.ScopeToolRequest {
+			continue
+		}
+		capability, err := r.Value(l, l.Materializations[0])
+		if err != nil {
+			return err
+		}
+		if err := spool.Init(res.Volumes[facade.VolumeName(a.RunID, l.LeaseID)], spool.BindingOf(a, l), capability); err != nil {
+			return err
+		}
+	}
+	if len(a.PublishedPorts) > 0 {
+		var ports []engine.Port
+		for _, p := range a.PublishedPorts {
+			ports = append(ports, engine.Port{Host: int(p.Host), Runtime: int(p.Runtime)})
+		}
+		if res.Proxy, err = engine.StartProxy(ctx, c, a.RunID, a.PortProxyImage, res.Project+"_default", in.Config.Service, ports); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SpoolUIDs are the consumer_uid of every tool-request lease of a.
+func SpoolUIDs(a *branchbox.Assignment) []uint32 {
+	var uids []uint32
+	for _, l := range a.Leases {
+		if l.Scope == branchbox.ScopeToolRequest {
+			uids = append(uids, *l.ConsumerUID)
+		}
+	}
+	return uids
+}
+
+// containerConsumer is the UID the workspace copy is given: the signed
+// consumer_uid of the tool-request leases (which must agree: one provider
+// user), else the version 3 workspace consumer. The provider user's id -u
+// is checked against it after up.
+func containerConsumer(a *branchbox.Assignment) (uint32, error) {
+	uids := SpoolUIDs(a)
+	for _, u := range uids {
+		if u != uids[0] {
+			return 0, branchbox.Refuse(branchbox.RuleProviderUser, "leases", "the tool-request leases sign consumer_uid %d and %d; one container has one provider user", uids[0], u)
+		}
+	}
+	if len(uids) > 0 {
+		return uids[0], nil
+	}
+	return *a.Workspace.ConsumerUID, nil
+}
+
+// upResult is the one JSON line `devcontainer up` prints on stdout.
+type upResult struct {
+	Outcome     string `json:"outcome"`
+	ContainerID string `json:"containerId"`
+	Message     string `json:"message"`
+	Description string `json:"description"`
+}
+
+// devcontainerUp runs the CLI's up of the facade config for workspace ws
+// and returns the primary container's id. The CLI gets a fixed
+// environment (no COMPOSE_* or DOCKER_* of the caller's but DOCKER_HOST):
+// its PATH, HOME for Docker's CLI plugins.
+func devcontainerUp(ctx context.Context, cli, ws, config string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, cli, "up", "--workspace-folder", ws, "--config", config)
+	cmd.Env = []string{"PATH=" + filepath.Dir(cli) + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + home()}
+	if h := os.Getenv("DOCKER_HOST"); h != "" {
+		cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
+	}
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	runErr := cmd.Run()
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	var res upResult
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.Outcome != "success" || res.ContainerID == "" {
+		tail := errb.String()
+		if len(tail) > 2000 {
+			tail = tail[len(tail)-2000:]
+		}
+		return "", fmt.Errorf("devcontainer up: %v: %s %s\n%s", runErr, res.Message, res.Description, tail)
+	}
+	return res.ContainerID, nil
+}
+
+func home() string {
+	if h, err := os.UserHomeDir(); err == nil {
+		return h
+	}
+	return "/root"
+}
