@@ -60,10 +60,9 @@ type Service struct {
 	log      *slog.Logger
 	every    time.Duration
 
-	ctx    context.Context // ends at Close: runners stop and leave their operation to recovery
-	stop   context.CancelFunc
-	wg     sync.WaitGroup
-	capsMu sync.Mutex
+	ctx  context.Context // ends at Close: runners stop and leave their operation to recovery
+	stop context.CancelFunc
+	wg   sync.WaitGroup
 }
 
 // New starts the service: it takes this api's instance lock, LISTENs on
