@@ -18,6 +18,7 @@ type Handler struct {
 	s    *Service
 	user func(context.Context) (string, bool)
 	log  *slog.Logger
+	down error // why there is no Service (every call UNAVAILABLE)
 }
 
 var _ controlv1connect.BoxesHandler = (*Handler)(nil)
@@ -27,7 +28,16 @@ func NewHandler(s *Service, user func(context.Context) (string, bool), log *slog
 	return &Handler{s: s, user: user, log: log}
 }
 
+// Unavailable is the Boxes service of an api whose supervisor did not
+// start: every call answers UNAVAILABLE with why.
+func Unavailable(why error) *Handler {
+	return &Handler{down: why}
+}
+
 func (h *Handler) who(ctx context.Context) (string, error) {
+	if h.down != nil {
+		return "", connect.NewError(connect.CodeUnavailable, h.down)
+	}
 	u, ok := h.user(ctx)
 	if !ok {
 		return "", connect.NewError(connect.CodeUnauthenticated, errors.New("send the personal token or a device token as Bearer"))

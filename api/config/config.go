@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,32 @@ type Config struct {
 	TrustedProxies []string `yaml:"trusted_proxies"`
 	Console        Console  `yaml:"console"`
 	HTTP           HTTP     `yaml:"http"`
+	Sandbox        Sandbox  `yaml:"sandbox"`
+}
+
+// Sandbox says where the boxes run (Contract: Boxes (api) ↔ sandboxd):
+// cocoonbox-sandboxd daemons by host name, or, when Hosts is empty, the
+// local supervisor inside the api (host "local").
+type Sandbox struct {
+	// Hosts maps a host name (1 to 63 of [a-z0-9-], a letter first) to its
+	// cocoonbox-sandboxd: unix:/PATH or http://HOST:PORT.
+	Hosts map[string]string `yaml:"hosts"`
+	// TokenFile's first line is the bearer token an http:// sandboxd needs.
+	TokenFile string `yaml:"token_file"`
+	Local     Local  `yaml:"local"`
+}
+
+// Local is the in-process supervisor's configuration (package
+// sandbox/local).
+type Local struct {
+	// Images is the directory of image roots cbdesk-vN-TIER (`make image`'s
+	// out/images; a relative path is from the api's working directory).
+	Images   string `yaml:"images"`
+	StateDir string `yaml:"state_dir"`
+	// Bridge and Gateway are the box network: the bridge's name and its
+	// address with the boxes' prefix.
+	Bridge  string `yaml:"bridge"`
+	Gateway string `yaml:"gateway"`
 }
 
 // Console configures the web console (api/console).
@@ -90,6 +117,8 @@ func Default() Config {
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
 		HTTP:           HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second},
+		Sandbox: Sandbox{Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
+			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16"}},
 	}
 }
 
@@ -133,6 +162,9 @@ func Parse(data []byte) (Config, error) {
 // decodeStrict decodes node into v, refusing keys v has no field for and
 // duplicated keys, and names the key path in every error.
 func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
+	if v.Kind() == reflect.Map {
+		return decodeMap(node, v, path)
+	}
 	if v.Kind() == reflect.Slice {
 		if node.Kind != yaml.SequenceNode {
 			return fmt.Errorf("line %d: %s: want a list ([a, b] or one \"- item\" a line)", node.Line, path)
@@ -193,6 +225,34 @@ func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
 		if err := decodeStrict(val, v.Field(idx), key); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// decodeMap decodes a mapping of names to single values, refusing a name
+// given twice. An empty mapping leaves the map nil, as in Default.
+func decodeMap(node *yaml.Node, v reflect.Value, path string) error {
+	if node.Tag == "!!null" {
+		return nil
+	}
+	if node.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: %s: want a mapping of names to values", node.Line, path)
+	}
+	seen := map[string]bool{}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		k, val := node.Content[i], node.Content[i+1]
+		if seen[k.Value] {
+			return fmt.Errorf("line %d: key %q given twice", k.Line, path+"."+k.Value)
+		}
+		seen[k.Value] = true
+		elem := reflect.New(v.Type().Elem()).Elem()
+		if err := decodeStrict(val, elem, path+"."+k.Value); err != nil {
+			return err
+		}
+		if v.IsNil() {
+			v.Set(reflect.MakeMap(v.Type()))
+		}
+		v.SetMapIndex(reflect.ValueOf(k.Value), elem)
 	}
 	return nil
 }
@@ -263,7 +323,55 @@ func (c *Config) Validate() error {
 			return fmt.Errorf("%s: %s is not 100ms..24h", d.key, d.v)
 		}
 	}
+	return c.Sandbox.validate()
+}
+
+var (
+	hostNameRule = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	bridgeRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,14}$`)
+)
+
+func (s *Sandbox) validate() error {
+	for name, u := range s.Hosts {
+		if !hostNameRule.MatchString(name) {
+			return fmt.Errorf("sandbox.hosts: %q is not a host name (1 to 63 of [a-z0-9-], a letter first, not '-' last)", name)
+		}
+		if _, _, err := SandboxdURL(u); err != nil {
+			return fmt.Errorf("sandbox.hosts.%s: %w", name, err)
+		}
+	}
+	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
+		return fmt.Errorf("sandbox.token_file: %q is not an absolute path", s.TokenFile)
+	}
+	if s.Local.Images == "" {
+		return errors.New("sandbox.local.images: empty (the directory of image roots, e.g. out/images)")
+	}
+	if !filepath.IsAbs(s.Local.StateDir) {
+		return fmt.Errorf("sandbox.local.state_dir: %q is not an absolute path", s.Local.StateDir)
+	}
+	if !bridgeRule.MatchString(s.Local.Bridge) {
+		return fmt.Errorf("sandbox.local.bridge: %q is not 1 to 15 of [a-z0-9-] from a letter (an interface name)", s.Local.Bridge)
+	}
+	if p, err := netip.ParsePrefix(s.Local.Gateway); err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
+		return fmt.Errorf("sandbox.local.gateway: %q is not an IPv4 address with a prefix of 8 to 24 bits (e.g. 10.203.0.1/16)", s.Local.Gateway)
+	}
 	return nil
+}
+
+// SandboxdURL reads a sandbox.hosts value: unix:/PATH (socket is the path,
+// base http://sandboxd) or http://HOST:PORT (socket empty).
+func SandboxdURL(v string) (base, socket string, err error) {
+	if path, ok := strings.CutPrefix(v, "unix:"); ok {
+		if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+			return "", "", fmt.Errorf("%q: a unix socket must be an absolute, clean path (unix:/run/cocoonbox-sandboxd.sock)", v)
+		}
+		return "http://sandboxd", path, nil
+	}
+	u, err := url.Parse(v)
+	if err != nil || u.Scheme != "http" || u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", "", fmt.Errorf("%q is neither unix:/PATH nor http://HOST:PORT", v)
+	}
+	return strings.TrimSuffix(v, "/"), "", nil
 }
 
 // TrustedPrefixes is TrustedProxies parsed; call it on a validated Config.

@@ -70,6 +70,18 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"a: 1\n---\nb: 2\n":                                   "unknown key",
 		"listen: 1:1\n---\nlog: {}\n":                         "second YAML document",
 		"listen: [\n":                                         "not YAML",
+		"sandbox:\n  hosts: {Bad: unix:/s}\n":                 `sandbox.hosts: "Bad" is not a host name`,
+		"sandbox:\n  hosts: {a: ftp://x}\n":                   `sandbox.hosts.a: "ftp://x" is neither unix:/PATH nor http://HOST:PORT`,
+		"sandbox:\n  hosts: {a: unix:rel}\n":                  "sandbox.hosts.a:",
+		"sandbox:\n  hosts: [a]\n":                            "sandbox.hosts: want a mapping",
+		"sandbox:\n  hosts: {a: unix:/s, a: unix:/t}\n":       `key "sandbox.hosts.a" given twice`,
+		"sandbox:\n  hosts: {a: [1]}\n":                       "sandbox.hosts.a: want a single value",
+		"sandbox:\n  local: {images: ''}\n":                   "sandbox.local.images: empty",
+		"sandbox:\n  local: {state_dir: x}\n":                 "sandbox.local.state_dir:",
+		"sandbox:\n  local: {bridge: way-too-long-name}\n":    "sandbox.local.bridge:",
+		"sandbox:\n  local: {gateway: 10.0.0.1}\n":            "sandbox.local.gateway:",
+		"sandbox:\n  local: {bridgee: x}\n":                   `unknown key "sandbox.local.bridgee"`,
+		"sandbox:\n  token_file: rel\n":                       "sandbox.token_file:",
 		"trusted_proxies: [10.0.0.1]\n":                       `trusted_proxies[0]: "10.0.0.1" is not a CIDR prefix`,
 		"trusted_proxies: 127.0.0.1/32\n":                     "trusted_proxies: want a list",
 		"trusted_proxies: [[a]]\n":                            "trusted_proxies[0]: want a single value",
@@ -88,6 +100,23 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		_, err := Parse([]byte(text))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want one containing %q", text, err, want)
+		}
+	}
+}
+
+func TestSandboxHostsAreReadByName(t *testing.T) {
+	c, err := Parse([]byte("sandbox:\n  hosts:\n    host-a: unix:/run/sandboxd.sock\n    host-b: http://10.0.0.2:18300\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"host-a": "unix:/run/sandboxd.sock", "host-b": "http://10.0.0.2:18300"}
+	if !reflect.DeepEqual(c.Sandbox.Hosts, want) {
+		t.Fatalf("hosts %v, want %v", c.Sandbox.Hosts, want)
+	}
+	for v, want := range map[string][2]string{"unix:/run/s.sock": {"http://sandboxd", "/run/s.sock"}, "http://h:1/": {"http://h:1", ""}} {
+		base, socket, err := SandboxdURL(v)
+		if err != nil || base != want[0] || socket != want[1] {
+			t.Errorf("%s: %q %q %v, want %v", v, base, socket, err, want)
 		}
 	}
 }

@@ -73,6 +73,9 @@ type API struct {
 type Options struct {
 	StateDir    string
 	DatabaseURL string
+	// Sandbox, when set, is api.yaml's sandbox mapping as YAML text
+	// ("sandbox:\n  hosts: {...}\n"); empty keeps the defaults.
+	Sandbox string
 }
 
 // Start runs `cocoonbox-api serve` on a free loopback port and waits until
@@ -90,6 +93,7 @@ func Start(ctx context.Context, bin string, o Options) (*API, error) {
 	if o.DatabaseURL != "" {
 		yaml += fmt.Sprintf("database:\n  url: %q\n", o.DatabaseURL)
 	}
+	yaml += o.Sandbox
 	a.Config = filepath.Join(o.StateDir, "api.yaml")
 	if err := os.WriteFile(a.Config, []byte(yaml), 0o644); err != nil {
 		return nil, err
@@ -145,6 +149,12 @@ func (a *API) Admin(ctx context.Context, stdin string, args ...string) (string, 
 func (a *API) AddUser(ctx context.Context, name, password string) error {
 	_, err := a.Admin(ctx, password+"\n", "users", "add", name)
 	return err
+}
+
+// Kill ends the api with SIGKILL, as a crash would, and waits for it.
+func (a *API) Kill() {
+	a.cmd.Process.Kill()
+	<-a.exited
 }
 
 // Stop sends SIGTERM and waits for the api to end (it stops its database).

@@ -101,6 +101,11 @@ func Account(endpoint, token string) controlv1connect.AccountClient {
 	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(tokens.Bearer(token)))
 }
 
+// Boxes is a Boxes client calling endpoint with token over gRPC (h2c).
+func Boxes(endpoint, token string) controlv1connect.BoxesClient {
+	return controlv1connect.NewBoxesClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(tokens.Bearer(token)))
+}
+
 // h2cClient speaks cleartext HTTP/2, as gRPC clients do on a plaintext port.
 var h2cClient = func() *http.Client {
 	var p http.Protocols

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -18,7 +19,7 @@ import (
 )
 
 // schemas are every package's migrations, in the order their tables refer to each other.
-var schemas = []database.Schema{users.Schema, console.Schema, signin.Schema}
+var schemas = []database.Schema{users.Schema, console.Schema, signin.Schema, boxes.Schema}
 
 // common are the flags every command but version takes.
 type common struct {

@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -51,6 +52,7 @@ var errUsage = errors.New("usage")
 
 type options struct {
 	listen, tokenFile, stateDir, images, egressHosts string
+	bridge, gateway                                  string
 	pingAfter, idle                                  time.Duration
 }
 
@@ -66,6 +68,8 @@ func run(args []string) error {
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/cocoonbox-sandboxd", "the machines' disks and the saves")
 	fs.StringVar(&o.images, "images", "/var/lib/cocoonbox-sandboxd/images", "the directory of image roots cbdesk-vN-TIER")
 	fs.StringVar(&o.egressHosts, "egress-hosts", "", "comma-separated hosts the egress proxy alone reaches (empty: every public host)")
+	fs.StringVar(&o.bridge, "bridge", local.DefaultNetwork().Bridge, "the box network's host bridge")
+	fs.StringVar(&o.gateway, "gateway", local.DefaultNetwork().Gateway.String(), "the bridge's address and the boxes' prefix")
 	fs.DurationVar(&o.pingAfter, "ping-after", 15*time.Second, "ping an HTTP/2 connection after this long without a frame")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection with no open call after this long")
 	if err := fs.Parse(args); err != nil {
@@ -97,7 +101,12 @@ func serve(ctx context.Context, o options) error {
 	if o.egressHosts != "" {
 		hosts = strings.Split(o.egressHosts, ",")
 	}
-	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, EgressHosts: hosts, Log: log})
+	network := local.DefaultNetwork()
+	network.Bridge = o.bridge
+	if network.Gateway, err = netip.ParsePrefix(o.gateway); err != nil || !network.Gateway.Addr().Is4() {
+		return fmt.Errorf("%w: --gateway %q is not an IPv4 address with its prefix (e.g. 10.203.0.1/16)", errUsage, o.gateway)
+	}
+	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, Log: log})
 	if err != nil {
 		return err
 	}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+// localHost is the host name of the in-process supervisor.
+const localHost = "local"
+
+// bridgeWait bounds the wait for the local supervisor's bridge: another
+// supervisor holding it (a second api on this host) leaves this api
+// without boxes rather than without a start.
+const bridgeWait = 5 * time.Second
+
+// mountBoxes starts the boxes (Contract: Boxes (api) ↔ sandboxd) on the
+// configured supervisors and mounts cocoonbox.control.v1.Boxes behind the
+// token check. An api whose supervisor does not start (not root, the
+// bridge held by another) serves the rest and answers every Boxes call
+// UNAVAILABLE with why. The returned func stops the service and the
+// local supervisor.
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, index *tokens.Index, log *slog.Logger) (*boxes.Handler, func()) {
+	h, stop, err := startBoxes(ctx, cfg, db, log)
+	if err != nil {
+		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
+		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
+	}
+	path, handler := controlv1connect.NewBoxesHandler(h, connect.WithInterceptors(index.Interceptor()))
+	srv.Handle(path, handler)
+	return h, stop
+}
+
+func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, log *slog.Logger) (*boxes.Handler, func(), error) {
+	hosts, closeHosts, err := supervisors(ctx, cfg.Sandbox, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, Log: log})
+	if err != nil {
+		closeHosts()
+		return nil, nil, err
+	}
+	user := func(ctx context.Context) (string, bool) {
+		p, ok := tokens.FromContext(ctx)
+		if !ok {
+			return "", false
+		}
+		return p.UserID, true
+	}
+	return boxes.NewHandler(svc, user, log), func() { svc.Close(); closeHosts() }, nil
+}
+
+// supervisors are sandbox.hosts' daemons, or the local supervisor.
+func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+	if len(c.Hosts) == 0 {
+		images, err := filepath.Abs(c.Local.Images)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := os.Stat(images); err != nil {
+			return nil, nil, fmt.Errorf("sandbox.local.images: %w (make image builds out/images)", err)
+		}
+		n := local.DefaultNetwork()
+		n.Bridge, n.Gateway = c.Local.Bridge, netip.MustParsePrefix(c.Local.Gateway)
+		wait, cancel := context.WithTimeout(ctx, bridgeWait)
+		defer cancel()
+		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, Log: log})
+		if err != nil {
+			return nil, nil, fmt.Errorf("local supervisor: %w", err)
+		}
+		log.Info("boxes: the local supervisor", "images", images, "state_dir", c.Local.StateDir, "bridge", n.Bridge, "proxy", sup.ProxyURL())
+		return map[string]sandbox.Supervisor{localHost: sup}, func() { sup.Close() }, nil
+	}
+	token := ""
+	if c.TokenFile != "" {
+		f, err := os.Open(c.TokenFile)
+		if err != nil {
+			return nil, nil, fmt.Errorf("sandbox.token_file: %w", err)
+		}
+		line, _ := bufio.NewReader(f).ReadString('\n')
+		f.Close()
+		token = strings.TrimSpace(line)
+	}
+	hosts := map[string]sandbox.Supervisor{}
+	for name, u := range c.Hosts {
+		base, socket, err := config.SandboxdURL(u)
+		if err != nil {
+			return nil, nil, err
+		}
+		hosts[name] = wire.NewClient(wire.H2CClient(socket, token, 0), base)
+	}
+	return hosts, func() {}, nil
+}
