@@ -1,0 +1,82 @@
+// Package boxese2e runs the boxes as a deployment does: real
+// `cocoonbox-api serve` processes on one PostgreSQL, driving one
+// cocoonbox-sandboxd over its unix socket, killed with SIGKILL and
+// started again. The test reads the daemon's machines with its own
+// wire client.
+package boxese2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+var (
+	bins     e2e.Binaries
+	root     = "/var/tmp/cocoonbox-boxese2e"
+	socket   = filepath.Join(root, "sandboxd.sock")
+	sandboxd *wire.Client
+	v1       = "cbdesk:v1-base"
+)
+
+func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+
+func runTests(m *testing.M) int {
+	if os.Geteuid() != 0 || os.Getenv("COCOONBOX_IMAGE") == "" {
+		fmt.Fprintln(os.Stderr, "api/boxes/boxese2e: needs root and COCOONBOX_IMAGE (a base image root; make test sets it)")
+		return 1
+	}
+	defer os.RemoveAll(root)
+	images := filepath.Join(root, "images")
+	if _, err := localtest.Catalog(images, os.Getenv("COCOONBOX_IMAGE"), ""); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := filepath.Join(root, "bin")
+	var err error
+	if bins, err = e2e.Build(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/cocoonbox/cocoonbox/api/cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build cocoonbox-sandboxd: %v\n%s", err, out)
+		return 1
+	}
+	// Its own box network, so it runs beside the supervisor's own tests.
+	daemon := exec.Command(filepath.Join(dir, "cocoonbox-sandboxd"), "--listen", "unix:"+socket,
+		"--state-dir", filepath.Join(root, "state"), "--images", images, "--bridge", "cbboxes1", "--gateway", "10.205.0.1/16")
+	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
+	if err := daemon.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer func() {
+		daemon.Process.Signal(os.Interrupt)
+		daemon.Wait()
+	}()
+	sandboxd = wire.NewClient(wire.H2CClient(socket, "", 0), "http://sandboxd")
+	if err := box.Until(time.Minute, "cocoonbox-sandboxd answers", func() (bool, string) {
+		_, err := sandboxd.Images(ctx)
+		return err == nil, fmt.Sprint(err)
+	}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	old, _ := sandboxd.List(ctx, "")
+	for _, mm := range old {
+		_ = sandboxd.Delete(ctx, mm.ID)
+	}
+	return dbtest.Run(m)
+}
