@@ -3,6 +3,9 @@ package session_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -108,4 +111,32 @@ func TestRshTTYRawModeResizeAndTerm(t *testing.T) {
 		t.Fatalf("^C: rsh exited %d (%v), want the remote od's 0; the terminal: %q", code, err, out.String())
 	}
 	seen(" 03", nil)
+}
+
+// The Exec terminfo upload (Contract: Offload, cbdesk v21): rsh --tty with
+// a TERM the box has no entry for gives the box the local one, so the
+// box's programs know the terminal; the entry is user's (~/.terminfo).
+func TestRshTTYUploadsAnUnknownTerminfo(t *testing.T) {
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src")
+	if err := os.WriteFile(src, []byte("cocoonbox-test|a terminal only this test knows,\n\tuse=xterm-256color,\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tic", "-x", "-o", dir, src).CombinedOutput(); err != nil {
+		t.Fatalf("tic here: %v: %s", err, out)
+	}
+	inBox(t, "rm -rf /home/user/.terminfo")
+	if out := inBox(t, "runuser -l user -c 'infocmp cocoonbox-test' 2>&1 || true"); !strings.Contains(out, "couldn't open terminfo file") && !strings.Contains(out, "not found") {
+		t.Fatalf("the box knows cocoonbox-test before the upload: %s", out)
+	}
+	cmd := rsh(context.Background(), []string{"TERM=cocoonbox-test", "TERMINFO=" + dir}, "--tty", "--",
+		`echo "$TERM"; infocmp -x cocoonbox-test | head -2 | tail -1; tput colors`)
+	out, err := cmd.CombinedOutput()
+	got := strings.ReplaceAll(string(out), "\r\n", "\n")
+	if err != nil || !strings.HasPrefix(got, "cocoonbox-test\ncocoonbox-test|a terminal only this test knows,\n256\n") {
+		t.Fatalf("rsh --tty with TERM=cocoonbox-test: %v: %q", err, got)
+	}
+	if owner := inBox(t, "stat -c %U /home/user/.terminfo"); owner != "user\n" {
+		t.Errorf("~/.terminfo is %q's", owner)
+	}
 }

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"strings"
 	"sync"
 	"time"
@@ -111,6 +113,8 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		start.Tty, start.Term = term.size(), os.Getenv("TERM")
 		if session.CheckTerm(start.Term) != nil {
 			start.Term = "" // the api's default (xterm-256color) over a refusal
+		} else {
+			uploadTerminfo(ctx, client, a.box, start.Term)
 		}
 	}
 	code, err := runRemote(ctx, client, start, term, stdin, stdout, os.Stderr)
@@ -126,6 +130,24 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return exitCode(code)
 	}
 	return nil
+}
+
+// uploadTerminfo gives the box this terminal's terminfo entry when it has
+// none of that name (a new terminal's, xterm-ghostty say), so programs in
+// the box can drive it: the local entry (infocmp -x) is compiled in the box
+// into ~user/.terminfo with tic, which ncurses reads first (Contract:
+// Offload, "the Exec terminfo upload", cbdesk v21: ncurses-term and tic).
+// It is one Exec before the command's, without a terminal; a terminal
+// unknown here too, or an upload that fails, leaves the box as it was and
+// the session goes on (the box's programs fall back as they would).
+func uploadTerminfo(ctx context.Context, client controlv1connect.SessionClient, box, term string) {
+	entry, err := exec.CommandContext(ctx, "infocmp", "-x", term).Output()
+	if err != nil {
+		return
+	}
+	start := &controlv1.SessionExecStart{Box: box, Command: []string{
+		"infocmp", term, ">/dev/null", "2>&1", "||", "tic", "-x", "-o", `"$HOME/.terminfo"`, "-", ">/dev/null", "2>&1"}}
+	_, _ = runRemote(ctx, client, start, newTerminal(false, nil), bytes.NewReader(entry), io.Discard, io.Discard)
 }
 
 // runRemote runs start and pumps the streams until the exit status, which
