@@ -12,7 +12,12 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 )
 
-var git = offloadtest.Git
+// The helpers the offload tests share (internal/offloadtest).
+var (
+	git   = offloadtest.Git
+	write = offloadtest.Write
+	read  = offloadtest.Read
+)
 
 // scene is a host repository offloaded at S into a box copy (a clone
 // set to S's state, as send leaves it: HEAD at S's parent, the work tree
@@ -21,26 +26,6 @@ type scene struct {
 	t         *testing.T
 	host, box string
 	id, s     string
-}
-
-func write(t *testing.T, dir, name, content string) {
-	t.Helper()
-	p := filepath.Join(dir, name)
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func read(t *testing.T, dir, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 func newScene(t *testing.T) *scene {

@@ -173,7 +173,7 @@ func (e *env) box(userID, ref string) *Box {
 // failure fails the test.
 func sh(t testing.TB, boxID, line string) string {
 	t.Helper()
-	out, err := execIn(context.Background(), sup, boxID, nil, "sh", "-c", line)
+	out, err := ExecIn(context.Background(), sup, boxID, nil, "sh", "-c", line)
 	if err != nil {
 		t.Fatalf("in %s: %q: %v", boxID, line, err)
 	}

@@ -64,7 +64,7 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 			return fmt.Errorf("claim env: %w", supervisorError(err))
 		}
 	}
-	out, err := execIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
+	out, err := ExecIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
 	if err != nil {
 		return fmt.Errorf("identity write: %w", err)
 	}
@@ -76,9 +76,12 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 	return r.state(ctx, Running)
 }
 
-// execIn runs a command in machine id as root with stdin, answering its
-// stdout; a non-zero exit is an error carrying its stderr.
-func execIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, args ...string) (string, error) {
+// ExecIn runs a command (args, not a shell line) in machine id of sup as
+// root with stdin, answering its stdout; a non-zero exit is an error
+// carrying its stderr, a supervisor's error is ErrUnavailable or
+// ErrNotFound as supervisorError maps it. Tests that drive boxes through
+// the api use it to look inside a box.
+func ExecIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, args ...string) (string, error) {
 	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args})
 	if err != nil {
 		return "", supervisorError(err)

@@ -7,7 +7,9 @@ package offloadtest
 import (
 	"archive/tar"
 	"bytes"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -56,4 +58,26 @@ func Handover(task string, extra ...string) string {
 		b.WriteString(l + "\n")
 	}
 	return b.String()
+}
+
+// Write writes content to dir/name (0644), making its directories.
+func Write(t testing.TB, dir, name, content string) {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Read is dir/name's content; a missing file fails the test.
+func Read(t testing.TB, dir, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
 }

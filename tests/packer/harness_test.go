@@ -21,7 +21,12 @@ import (
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
-var git = offloadtest.Git
+// The helpers the offload tests share (internal/offloadtest).
+var (
+	git   = offloadtest.Git
+	write = offloadtest.Write
+	read  = offloadtest.Read
+)
 
 // rig is one booted box with the stand-in CLI and a packer into it.
 type rig struct {
@@ -83,25 +88,6 @@ func repo(t testing.TB, p *packer.Packer, name string, handoverExtra ...string) 
 	}
 	write(t, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("a task for the box", handoverExtra...))
 	return top, key
-}
-
-func write(t testing.TB, dir, name, content string) {
-	t.Helper()
-	if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func read(t testing.TB, dir, name string) string {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join(dir, name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(data)
 }
 
 // offload runs an offload and fails the test on an error.
