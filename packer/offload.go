@@ -394,13 +394,21 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dr
 		}
 		// progress2 redraws its line many times a second: one a second
 		// is enough for a person; the stats lines all show.
-		if dry || l == "" || strings.Contains(l, "to-chk=") && time.Since(shown) < time.Second {
+		if dry || l == "" || strings.Contains(l, "-chk=") && time.Since(shown) < time.Second {
 			continue
 		}
 		shown = time.Now()
 		p.Progress.Printf("rsync: %s", l)
 	}
 	if err := cmd.Wait(); err != nil {
+		// 24 is source files that vanished while rsync ran: git's own
+		// transient files (gc.pid, *.lock of a background gc --auto) come
+		// and go in .git; the box checks the copy against S anyway.
+		var ee *exec.ExitError
+		if errors.As(err, &ee) && ee.ExitCode() == 24 {
+			p.Progress.Printf("rsync: some files vanished while they were sent (exit 24); the box checks the copy against S")
+			return size, nil
+		}
 		return 0, fmt.Errorf("rsync into the box: %w: %s", err, strings.TrimSpace(errb.String()))
 	}
 	return size, nil
