@@ -9,29 +9,19 @@ import (
 	"fmt"
 	"io"
 	"os/exec"
-	"sort"
 	"strconv"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
 
 // The benchmarks the issue asks for, reported as p50 and p99 in ms (and
 // MiB/s): boot to running, wake with its new identity and machine-id, an
 // exec's round trip and throughput, each beside a plain nsenter on the
 // same box where there is one.
-
-func report(b *testing.B, name string, ds []time.Duration) {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	if len(ds) == 0 {
-		return
-	}
-	p := func(q float64) float64 { return float64(ds[int(q*float64(len(ds)-1))].Microseconds()) / 1000 }
-	b.ReportMetric(p(0.5), name+"-p50-ms")
-	b.ReportMetric(p(0.99), name+"-p99-ms")
-}
 
 // BenchmarkBootToRunning: Create and Boot until systemd says running.
 func BenchmarkBootToRunning(b *testing.B) {
@@ -51,7 +41,7 @@ func BenchmarkBootToRunning(b *testing.B) {
 		_ = sup.Delete(ctx, m.ID)
 		b.StartTimer()
 	}
-	report(b, "boot", ds)
+	latency.Report(b, "boot", ds)
 }
 
 // BenchmarkWake: from hibernated to running with what the api does at a
@@ -86,8 +76,8 @@ func BenchmarkWake(b *testing.B) {
 		}
 		wake = append(wake, time.Since(start))
 	}
-	report(b, "thaw", thaw)
-	report(b, "wake+identity+machine-id", wake)
+	latency.Report(b, "thaw", thaw)
+	latency.Report(b, "wake+identity+machine-id", wake)
 }
 
 // BenchmarkExecRoundTrip: `true` through Exec, and through a plain
@@ -112,8 +102,8 @@ func BenchmarkExecRoundTrip(b *testing.B) {
 		}
 		plain = append(plain, time.Since(start))
 	}
-	report(b, "exec", ours)
-	report(b, "nsenter", plain)
+	latency.Report(b, "exec", ours)
+	latency.Report(b, "nsenter", plain)
 }
 
 // BenchmarkExecThroughput: 64 MiB through `cat` and back, by Exec and by a

@@ -12,14 +12,8 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
-
-func p50(ds []time.Duration) time.Duration {
-	sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-	return ds[len(ds)/2]
-}
-
-func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // BenchmarkReadWaitWakeup: how long a read long-poll takes to return after
 // a post lands, both through the inbox's socket (issue 12: p50, target
@@ -47,8 +41,7 @@ func BenchmarkReadWaitWakeup(b *testing.B) {
 		since = int64(resp["seq"].(float64))
 		ds = append(ds, (<-got).Sub(start))
 	}
-	b.ReportMetric(ms(p50(ds)), "p50-ms")
-	b.ReportMetric(ms(ds[len(ds)*99/100]), "p99-ms")
+	latency.Report(b, "read-wakeup", ds)
 }
 
 // BenchmarkMessageToPane: send --message to an idle session until the CLI
@@ -74,7 +67,7 @@ func BenchmarkMessageToPane(b *testing.B) {
 		ds = append(ds, time.Since(start))
 		e.waitFor("idle", func() (bool, string) { s := e.status("bm"); return s == "idle", s })
 	}
-	b.ReportMetric(ms(p50(ds)), "p50-ms")
+	latency.Report(b, "message-to-pane", ds)
 }
 
 // BenchmarkSendLargeRepository: send of a 10,000-file repository's stream
