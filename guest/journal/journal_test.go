@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 	sdjournal "github.com/coreos/go-systemd/v22/journal"
 )
 
@@ -42,17 +44,13 @@ func TestSendReachesJournalOrStderrWithFields(t *testing.T) {
 // readJournal waits for the entry matching match to be readable.
 func readJournal(t *testing.T, match string) string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		out, err := exec.Command("journalctl", "-o", "json", "--no-pager", match).Output()
-		if err == nil && len(bytes.TrimSpace(out)) > 0 {
-			return string(out)
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no journal entry with %s after 10 s (journalctl: %v)", match, err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	var out []byte
+	wait.Eventually(t, 10*time.Second, "a journal entry with "+match, func() (bool, string) {
+		var err error
+		out, err = exec.Command("journalctl", "-o", "json", "--no-pager", match).Output()
+		return err == nil && len(bytes.TrimSpace(out)) > 0, fmt.Sprintf("journalctl: %v", err)
+	})
+	return string(out)
 }
 
 // Without journald the entry goes to Stderr, never to Echo as well (an

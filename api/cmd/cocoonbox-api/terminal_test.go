@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // tmuxSession runs command in a real terminal (tmux) and reads its screen.
@@ -32,13 +34,10 @@ func (s *tmuxSession) screen() string {
 // waitFor polls the screen until it shows want (30 s at most).
 func (s *tmuxSession) waitFor(want string) {
 	s.t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(s.screen(), want) {
-		if time.Now().After(deadline) {
-			s.t.Fatalf("the terminal never showed %q; it shows:\n%s", want, s.screen())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(s.t, 30*time.Second, fmt.Sprintf("the terminal showing %q", want), func() (bool, string) {
+		screen := s.screen()
+		return strings.Contains(screen, want), screen
+	})
 }
 
 func (s *tmuxSession) typeLine(text string) {

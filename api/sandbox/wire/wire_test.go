@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // These tests run the real daemon (cocoonbox-sandboxd, built here) on a
@@ -77,19 +78,12 @@ func startDaemon(base string) error {
 	}
 	client = NewClient(H2CClient(sock, "", 500*time.Millisecond), "http://sandboxd")
 	// The daemon waits for the bridge while another supervisor holds it.
-	deadline := time.Now().Add(5 * time.Minute)
-	for {
+	return wait.Until(5*time.Minute, "the daemon answering Images", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
 		_, err := client.Images(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the daemon did not answer within 5 min: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return err == nil, fmt.Sprint(err)
+	})
 }
 
 func stopDaemon() error {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // The bug this names: with one run per change (a path unit starting a
@@ -58,17 +59,10 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	waitGen := func(gen int) {
 		t.Helper()
 		want := fmt.Sprintf("export GEN='g%d'\n", gen)
-		deadline := time.Now().Add(10 * time.Second)
-		for {
+		wait.Eventually(t, 10*time.Second, fmt.Sprintf("vault.sh holding %q", want), func() (bool, string) {
 			got, _ := os.ReadFile(filepath.Join(dir, "vault.sh"))
-			if strings.Contains(string(got), want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("vault.sh never held %q; it holds:\n%s", want, got)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
+			return strings.Contains(string(got), want), string(got)
+		})
 	}
 	for gen := 1; gen <= 100; gen++ {
 		write(gen, false)
@@ -93,13 +87,9 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	if err := os.Rename(env+".link", env); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(logged.String(), "is a symlink") {
-		if time.Now().After(deadline) {
-			t.Fatalf("the symlink was never refused; the log:\n%s", logged.String())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	wait.Eventually(t, 10*time.Second, "the symlink refused", func() (bool, string) {
+		return strings.Contains(logged.String(), "is a symlink"), logged.String()
+	})
 	if got, _ := os.ReadFile(filepath.Join(dir, "vault.sh")); !strings.Contains(string(got), "export GEN='g200'") {
 		t.Fatalf("after the symlink, vault.sh is not the last real render (was the link followed?):\n%s", got)
 	}
