@@ -50,7 +50,7 @@ const (
 // launchable lays out a materialized version 3 run of that repository
 // (extra: more YAML of the app service) with real local images and a free
 // published port; it returns the run and the port.
-func launchable(t *testing.T, extra string, edit func(m map[string]any)) (*branchboxtest.Run, int) {
+func launchable(t testing.TB, extra string, edit func(m map[string]any)) (*branchboxtest.Run, int) {
 	t.Helper()
 	if _, err := os.Stat(devcontainerCLI); err != nil {
 		t.Fatalf("the Dev Containers CLI (make setup installs it): %v", err)
