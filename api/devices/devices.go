@@ -73,14 +73,19 @@ func (s *Store) List(ctx context.Context, userID string) ([]Device, error) {
 // Revoke revokes userID's device id at once. ErrNotFound for a device of
 // another user or one already gone.
 func (s *Store) Revoke(ctx context.Context, userID, id string) error {
-	// Its own token may be among those it revokes: the commit reaches every
-	// api's index (this one's too, through its NOTIFY listener) and ends the
-	// calls on them, the caller's with them, maybe while the COMMIT's answer
-	// is still on its way. So the change runs to its end on a context that
-	// the calling call's end does not cancel.
+	return s.change(ctx, userID, func(ctx context.Context, tx pgx.Tx) error { return RevokeInTx(ctx, tx, userID, id) })
+}
+
+// change runs fn, a change of userID's sign-ins, in one transaction, then
+// does what follows its commit (after). The caller's own token may be
+// among those fn revokes: the commit reaches every api's index (this
+// one's too, through its NOTIFY listener) and ends the calls on them, the
+// caller's with them, maybe while the COMMIT's answer is still on its
+// way. So the change runs to its end on a context that the calling call's
+// end does not cancel. fn's error is returned as it is.
+func (s *Store) change(ctx context.Context, userID string, fn func(context.Context, pgx.Tx) error) error {
 	ctx = context.WithoutCancel(ctx)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return RevokeInTx(ctx, tx, userID, id) })
-	if err != nil {
+	if err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return fn(ctx, tx) }); err != nil {
 		return err
 	}
 	return s.after(ctx, userID)
@@ -115,13 +120,7 @@ func RevokeInTx(ctx context.Context, tx pgx.Tx, userID, id string) error {
 // console sessions, the personal token and every device token; once it
 // commits every api drops them and the calls open on them end.
 func (s *Store) SignOutEverywhere(ctx context.Context, userID string) error {
-	// Its own token may be among those it revokes: the commit reaches every
-	// api's index (this one's too, through its NOTIFY listener) and ends the
-	// calls on them, the caller's with them, maybe while the COMMIT's answer
-	// is still on its way. So the change runs to its end on a context that
-	// the calling call's end does not cancel.
-	ctx = context.WithoutCancel(ctx)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	err := s.change(ctx, userID, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.signIns.EndSessions(ctx, tx, userID); err != nil {
 			return fmt.Errorf("end the console sessions: %w", err)
 		}
@@ -136,26 +135,16 @@ func (s *Store) SignOutEverywhere(ctx context.Context, userID string) error {
 	if err != nil {
 		return fmt.Errorf("sign out everywhere: %w", err)
 	}
-	return s.after(ctx, userID)
+	return nil
 }
 
 // RevokePersonal revokes userID's personal token at once (done also when
 // there is none); the device tokens stay.
 func (s *Store) RevokePersonal(ctx context.Context, userID string) error {
-	// Its own token may be among those it revokes: the commit reaches every
-	// api's index (this one's too, through its NOTIFY listener) and ends the
-	// calls on them, the caller's with them, maybe while the COMMIT's answer
-	// is still on its way. So the change runs to its end on a context that
-	// the calling call's end does not cancel.
-	ctx = context.WithoutCancel(ctx)
-	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+	return s.change(ctx, userID, func(ctx context.Context, tx pgx.Tx) error {
 		if err := s.signIns.RevokePersonal(ctx, tx, userID); err != nil {
 			return fmt.Errorf("revoke the personal token: %w", err)
 		}
 		return users.Notify(ctx, tx, userID)
 	})
-	if err != nil {
-		return err
-	}
-	return s.after(ctx, userID)
 }
