@@ -3,10 +3,11 @@ package dispatch
 import (
 	"context"
 	"fmt"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
 
 // BenchmarkDispatchRoundTrip (issue 15: dispatch round trip p50 over 100
@@ -29,7 +30,5 @@ func BenchmarkDispatchRoundTrip(b *testing.B) {
 			ds = append(ds, time.Since(start))
 		}
 	}
-	slices.Sort(ds)
-	b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(ds[len(ds)*99/100].Microseconds())/1000, "p99-ms")
+	latency.Report(b, "dispatch", ds)
 }
