@@ -217,3 +217,34 @@ func TestLaunchFailedInspectionTearsDown(t *testing.T) {
 		t.Fatalf("networks left: %v %v", ns.Items, err)
 	}
 }
+
+// TestLaunchAndDispatchBadInput: usage errors exit 2; a lease that is not
+// a tool-request, a run never launched and a version 2 launch are refused
+// with their rule or as no input, nothing started.
+func TestLaunchAndDispatchBadInput(t *testing.T) {
+	r := branchboxtest.Lay(t, branchboxtest.WithRepo(t, func(m map[string]any) { m["version"] = "2" }))
+	if out, errs, code := runIn("feature", "materialize", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root); code != 0 {
+		t.Fatalf("materialize: exit %d: %s%s", code, out, errs)
+	}
+	base := []string{"feature", "dispatch-tool", "coding-demo", "--root", r.Root}
+	for _, c := range []struct {
+		args []string
+		code int
+		says string
+	}{
+		{append(base, "--request-id", "r"), exitUsage, "--lease and --request-id are required"},
+		{append(base, "--lease", "delivery_requests", "--request-id", "r", "--wait-seconds", "-1"), exitUsage, "a wait is 0 to 3600 seconds"},
+		{append(base, "--lease", "lease_model", "--request-id", "r", "--json"), exitInvalid, `"rule": "tool-request-link"`},
+		{append(base, "--lease", "delivery_requests", "--request-id", "r", "--json"), exitNoInput, "is not launched"},
+		{[]string{"feature", "launch", "coding-demo", "--root", r.Root, "--json"}, exitInvalid, `"rule": "managed-launch-version-3"`},
+		{[]string{"feature", "launch", "other-feature", "--root", r.Root}, exitNoInput, "has no materialized run"},
+	} {
+		out, errs, code := runIn(c.args...)
+		if code != c.code || !strings.Contains(out+errs, c.says) {
+			t.Errorf("%v: exit %d, want %d saying %q: %s%s", c.args[1:], code, c.code, c.says, out, errs)
+		}
+	}
+	if _, err := launch.ReadRecord(r.Root, branchboxtest.RunID); err == nil {
+		t.Fatal("a refused launch left a launch record")
+	}
+}
