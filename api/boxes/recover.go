@@ -132,8 +132,22 @@ func (s *Service) reconcile(ctx context.Context) {
 			r := &run{s: s, b: b, sup: sup}
 			if st := r.machineState(ctx); st != b.State {
 				s.log.Warn("boxes: reconcile: the machine is not what the row says", "box", b.ID, "row", b.State, "machine", st)
-				_ = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error { return r.writeBox(ctx, tx, st) })
+				if err := s.correct(ctx, b, st); err != nil {
+					s.log.Warn("boxes: reconcile: correct the row", "box", b.ID, "err", err)
+				}
 			}
 		}
 	}
+}
+
+// correct sets a box's state to what its machine says, only while no
+// operation has begun on it since it was read (another api may be at work).
+func (s *Service) correct(ctx context.Context, b *Box, st string) error {
+	return pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		tag, err := tx.Exec(ctx, "UPDATE boxes SET state = $3 WHERE id = $1 AND state = $2 AND operation_id IS NULL", b.ID, b.State, st)
+		if err != nil || tag.RowsAffected() == 0 {
+			return err
+		}
+		return addEvent(ctx, tx, b.UserID, b.ID, st, nil)
+	})
 }

@@ -1,0 +1,94 @@
+package boxese2e
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/e2e"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/tests/box"
+)
+
+// At start the api makes rows and machines agree: a machine of one of its
+// users that has no box row (what a crash between the two could leave) is
+// deleted.
+func TestAMachineWithNoRowIsDeletedAtStart(t *testing.T) {
+	e := newEnv(t)
+	a := e.start()
+	e.user(a, "orphan", 1)
+	var tenant string
+	if err := e.db.Pool.QueryRow(e.ctx, "SELECT id::text FROM users WHERE name = 'orphan'").Scan(&tenant); err != nil {
+		t.Fatal(err)
+	}
+	m, err := sandboxd.Create(e.ctx, sandbox.Spec{ID: "cb-0123456789abcdef", Tenant: tenant, Image: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sandboxd.Boot(e.ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	a.Kill()
+	e.start()
+	box.Eventually(t, time.Minute, "the machine without a row is deleted", func() (bool, string) {
+		m, err := sandboxd.Get(e.ctx, m.ID)
+		return err != nil, fmt.Sprintf("%+v %v", m, err)
+	})
+	e.agree()
+}
+
+// The api with its supervisor in process, killed: the boxes stop with it
+// (the next supervisor clears what the dead one left), so the restarted
+// api finds each box's machine stopped, marks the box failed, and Ensure
+// boots it again as a new incarnation.
+func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem(t *testing.T) {
+	e := newEnv(t)
+	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.206.0.1/16}\n",
+		filepath.Join(root, "images"), filepath.Join(root, "local-state"))
+	start := func() *e2e.API {
+		a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: e.db.URL, Sandbox: inProcess})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if t.Failed() {
+				t.Logf("api log:\n%s", a.Log())
+			}
+			a.Stop()
+		})
+		return a
+	}
+	a := start()
+	tok := e.user(a, "local", 1)
+	c := e2e.Boxes(a.URL, tok)
+	r, err := c.Create(e.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: rid(), Name: "inproc", Image: v1}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.done(c, r.Msg)
+	a.Kill()
+	a = start()
+	c = e2e.Boxes(a.URL, tok)
+	st, err := c.Status(e.ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: "inproc"}))
+	if err != nil || st.Msg.Box.State != controlv1.BoxState_BOX_STATE_FAILED {
+		t.Fatalf("after the kill: %v %v, want failed", st, err)
+	}
+	er, err := c.Ensure(e.ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: rid(), Box: "inproc", Incarnation: 1}))
+	if err != nil || er.Msg.Operation == nil {
+		t.Fatalf("ensure: %v %v", er, err)
+	}
+	e.done(c, er.Msg)
+	st, err = c.Status(e.ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: "inproc"}))
+	if err != nil || st.Msg.Box.State != controlv1.BoxState_BOX_STATE_RUNNING || st.Msg.Box.Incarnation != 2 {
+		t.Fatalf("after the ensure: %v %v, want running at incarnation 2", st, err)
+	}
+	dr, err := c.Delete(e.ctx, connect.NewRequest(&controlv1.ConfirmedBoxRequest{RequestId: rid(), Box: "inproc", Confirm: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.done(c, dr.Msg)
+}
