@@ -27,7 +27,7 @@ func BenchmarkRshTrueRoundTrip(b *testing.B) {
 		}
 		ours = append(ours, time.Since(start))
 		start = time.Now()
-		if err := exec.Command("nsenter", "-t", strconv.Itoa(machine.Leader), "-a", "true").Run(); err != nil {
+		if err := exec.Command("nsenter", "-t", strconv.Itoa(leader(b)), "-a", "true").Run(); err != nil {
 			b.Fatal(err)
 		}
 		plain = append(plain, time.Since(start))
@@ -49,7 +49,7 @@ func BenchmarkRshThroughput(b *testing.B) {
 			b.Fatal(out.n, err)
 		}
 		ours += time.Since(start)
-		cmd = exec.Command("nsenter", "-t", strconv.Itoa(machine.Leader), "-a", "cat")
+		cmd = exec.Command("nsenter", "-t", strconv.Itoa(leader(b)), "-a", "cat")
 		cmd.Stdin, cmd.Stdout = bytes.NewReader(data), io.Discard
 		start = time.Now()
 		if err := cmd.Run(); err != nil {

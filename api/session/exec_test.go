@@ -17,6 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
@@ -158,7 +159,7 @@ func TestRsyncOverRsh(t *testing.T) {
 	if err := os.Symlink("a.txt", filepath.Join(src, "link")); err != nil {
 		t.Fatal(err)
 	}
-	e := cliBin + " rsh --box dev"
+	e := bins.CLI + " rsh --box dev"
 	env := append(os.Environ(), "COCOONBOX_ENDPOINT="+endpoint, "COCOONBOX_TOKEN="+aliceToken, "XDG_CONFIG_HOME="+testRoot)
 	run := func(args ...string) {
 		t.Helper()
@@ -186,7 +187,7 @@ func TestGitCloneAndPushOverRsh(t *testing.T) {
 		git add README && git -c user.email=u@box -c user.name=u commit -qm first && git rev-parse HEAD'`))
 	dir := t.TempDir()
 	env := append(os.Environ(), "COCOONBOX_ENDPOINT="+endpoint, "COCOONBOX_TOKEN="+aliceToken, "XDG_CONFIG_HOME="+testRoot,
-		"GIT_SSH_COMMAND="+cliBin+" rsh --box dev", "GIT_SSH_VARIANT=simple")
+		"GIT_SSH_COMMAND="+bins.CLI+" rsh --box dev", "GIT_SSH_VARIANT=simple")
 	git := func(args ...string) string {
 		t.Helper()
 		cmd := exec.Command("git", args...)
@@ -217,10 +218,22 @@ func TestGitCloneAndPushOverRsh(t *testing.T) {
 	}
 }
 
-// Bad input: each a clear error naming the rule, nothing run.
+// Bad input: each a clear error naming the rule, nothing run; another
+// user's box is not found, a box not running refused; rsh's exit codes for
+// them.
 func TestBadInputIsRefusedNamingTheRule(t *testing.T) {
 	inBox(t, "rm -f /tmp/ran")
 	touch := []string{"touch /tmp/ran"}
+	refused := func(name, token string, st *controlv1.SessionExecStart, code connect.Code, want string) {
+		t.Helper()
+		s := client(token).Exec(context.Background())
+		_ = s.Send(start(st))
+		m, err := s.Receive()
+		if connect.CodeOf(err) != code || err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v %v, want %v naming %q", name, m, err, code, want)
+		}
+		_ = s.CloseRequest()
+	}
 	for _, c := range []struct {
 		name  string
 		token string
@@ -234,29 +247,41 @@ func TestBadInputIsRefusedNamingTheRule(t *testing.T) {
 		{"tty of zero cols", aliceToken, &controlv1.SessionExecStart{Command: touch, Tty: &controlv1.TerminalSize{Rows: 24}}, connect.CodeInvalidArgument, "start.tty:"},
 		{"a TERM that is no terminfo name", aliceToken, &controlv1.SessionExecStart{Command: touch, Tty: &controlv1.TerminalSize{Rows: 24, Cols: 80}, Term: "../x"}, connect.CodeInvalidArgument, "start.term:"},
 		{"a TERM without a tty", aliceToken, &controlv1.SessionExecStart{Command: touch, Term: "xterm"}, connect.CodeInvalidArgument, "start.term: a TERM without a tty"},
-		{"another user's box", aliceToken, &controlv1.SessionExecStart{Box: "bobs", Command: touch}, connect.CodeNotFound, `box "bobs": no such box`},
-		{"another user's box by id", aliceToken, &controlv1.SessionExecStart{Box: "cb-bobs", Command: touch}, connect.CodeNotFound, "no such box"},
-		{"a box not running", aliceToken, &controlv1.SessionExecStart{Box: "sleepy", Command: touch}, connect.CodeFailedPrecondition, "box sleepy is hibernated: box not running: wake it first (cocoonbox ensure)"},
+		{"another user's box by name", bobToken, &controlv1.SessionExecStart{Box: "dev", Command: touch}, connect.CodeNotFound, "no such box"},
+		{"another user's box by id", bobToken, &controlv1.SessionExecStart{Box: box, Command: touch}, connect.CodeNotFound, "no such box"},
+		{"no box at all", bobToken, &controlv1.SessionExecStart{Command: touch}, connect.CodeNotFound, "no such box"},
+		{"a box name of another grammar", aliceToken, &controlv1.SessionExecStart{Box: "Not A Name", Command: touch}, connect.CodeInvalidArgument, "box"},
 		{"no token", "", &controlv1.SessionExecStart{Command: touch}, connect.CodeUnauthenticated, "Bearer"},
 	} {
-		s := client(c.token).Exec(context.Background())
-		_ = s.Send(start(c.start))
-		m, err := s.Receive()
-		if connect.CodeOf(err) != c.code || err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: %v %v, want %v naming %q", c.name, m, err, c.code, c.want)
-		}
-		_ = s.CloseRequest()
+		refused(c.name, c.token, c.start, c.code, c.want)
+	}
+	env := []string{"COCOONBOX_TOKEN=" + bobToken}
+	if out, err := rsh(context.Background(), env, "--box", "dev", "--", "touch /tmp/ran").CombinedOutput(); exitCode(err) != 66 || !strings.Contains(string(out), "no such box") {
+		t.Errorf("rsh into another user's box: exit %d: %s, want 66 naming it", exitCode(err), out)
+	}
+	// A box not running: hibernated, then woken for the tests after.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	boxes := e2e.Boxes(endpoint, aliceToken)
+	if _, err := boxes.Hibernate(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "hibernate-dev", Box: "dev"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitState(ctx, controlv1.BoxState_BOX_STATE_HIBERNATED); err != nil {
+		t.Fatal(err)
+	}
+	refused("a box not running", aliceToken, &controlv1.SessionExecStart{Box: "dev", Command: touch}, connect.CodeFailedPrecondition, "box dev is hibernated")
+	if out, err := rsh(context.Background(), nil, "--", "touch /tmp/ran").CombinedOutput(); exitCode(err) != 69 || !strings.Contains(string(out), "wake it first") {
+		t.Errorf("rsh into a hibernated box: exit %d: %s, want 69 saying to wake it", exitCode(err), out)
+	}
+	if _, err := boxes.Ensure(ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: "ensure-dev", Box: "dev"})); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitState(ctx, controlv1.BoxState_BOX_STATE_RUNNING); err != nil {
+		t.Fatal(err)
 	}
 	if out := inBox(t, "ls /tmp/ran 2>&1 || true"); !strings.Contains(out, "No such file") {
 		t.Errorf("a refused start ran its command: %s", out)
 	}
-	// bob reaches his own box: the refusal above was alice's.
-	s := client(bobToken).Exec(context.Background())
-	_ = s.Send(start(&controlv1.SessionExecStart{Box: "bobs", Command: []string{"true"}}))
-	if m, err := s.Receive(); err != nil || !m.GetStarted() {
-		t.Errorf("bob's own box: %v %v", m, err)
-	}
-	_ = s.CloseRequest()
 	for _, c := range []struct {
 		name string
 		msgs []*controlv1.SessionExecRequest
@@ -278,7 +303,7 @@ func TestBadInputIsRefusedNamingTheRule(t *testing.T) {
 			t.Errorf("%s: %v, want INVALID_ARGUMENT naming %q", c.name, err, c.want)
 		}
 	}
-	s = client(aliceToken).Exec(context.Background())
+	s := client(aliceToken).Exec(context.Background())
 	_ = s.Send(start(&controlv1.SessionExecStart{Command: []string{"cat"}}))
 	_, _ = s.Receive()
 	_ = s.Send(&controlv1.SessionExecRequest{Msg: &controlv1.SessionExecRequest_Resize{Resize: &controlv1.TerminalSize{Rows: 30, Cols: 90}}})

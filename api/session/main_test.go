@@ -1,55 +1,52 @@
 package session_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/e2e"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
-	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/session"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
-// These tests boot one real cbdesk box (the local supervisor, on a bridge
-// of their own so they run beside the supervisor's tests), serve Session
-// on the api's own listener (package server) with every clock shortened to
-// half a second, and drive it with the real cocoonbox CLI built here and
-// with a connect client. The box is shared by every test.
-//
-// The token check here is a map of two test tokens (alice's, bob's): the
-// real one (package tokens) needs the database and is the e2e tests'.
+// These tests run the api as it runs: `cocoonbox-api serve` built from
+// this tree, on its embedded PostgreSQL, with its in-process supervisor on
+// a bridge of this package's own (so it runs beside the other packages'
+// boxes), every clock of api.yaml's http section at half a second; users
+// alice and bob signed in through the console with device tokens; alice's
+// box dev made with Boxes.Create and shared by every test; and the real
+// cocoonbox CLI built here, and a connect client, calling Session.Exec.
 
 var (
-	sup      *local.Supervisor
-	machine  sandbox.Machine
-	endpoint string
-	cliBin   string
+	api        *e2e.API
+	bins       e2e.Binaries
+	endpoint   string
+	aliceToken string
+	bobToken   string
+	// box is alice's box dev: its id, which is also its machine's.
+	box      string
 	testRoot = "/var/tmp/cocoonbox-session-test"
+	bridge   = "cbsession0"
 	// clock is every api and rsh clock of these tests: each silence test
 	// waits well past it.
 	clock = 500 * time.Millisecond
 )
 
-const (
-	aliceToken = "cb_a11ce00000000000000000000000000000000000000000000000000000000000"
-	bobToken   = "cb_b0b0000000000000000000000000000000000000000000000000000000000000"
-)
+const password = "correct horse battery"
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 
@@ -59,133 +56,97 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "api/session: needs root and COCOONBOX_IMAGE (a base image root; make box-test sets it)")
 		return 1
 	}
-	stop, err := setUp(image)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	err := setUp(ctx, image)
+	defer tearDown()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "api/session:", err)
-		if stop != nil {
-			stop()
+		if api != nil {
+			fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
 		}
 		return 1
 	}
 	code := m.Run()
-	stop()
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
+	}
 	return code
 }
 
-// setUp boots the box, serves the api and builds the CLI; stop undoes it.
-func setUp(image string) (stop func(), err error) {
+// setUp builds the binaries, starts the api, signs alice and bob in and
+// makes alice's box.
+func setUp(ctx context.Context, image string) error {
 	images := filepath.Join(testRoot, "images")
 	if err := os.MkdirAll(images, 0o755); err != nil {
-		return nil, err
+		return err
 	}
 	link := filepath.Join(images, "cbdesk-v1-base")
 	os.Remove(link)
 	if err := os.Symlink(image, link); err != nil {
-		return nil, err
+		return err
 	}
-	cliBin = filepath.Join(testRoot, "bin", "cocoonbox")
-	if out, err := exec.Command("go", "build", "-o", cliBin, "../cmd/cocoonbox").CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("build the CLI: %v: %s", err, out)
+	var err error
+	if bins, err = e2e.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	net := local.DefaultNetwork()
-	net.Bridge, net.Gateway = "cbsession0", netip.MustParsePrefix("10.204.0.1/16")
-	sup, err = local.New(ctx, local.Config{StateDir: filepath.Join(testRoot, "state"), Images: images,
-		Network: net, EgressHosts: []string{"debian.org"}, Log: log})
-	if err != nil {
-		return nil, err
+	yaml := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: %s\n    gateway: %[5]s\n"+
+		"http:\n  read_header_timeout: %[4]s\n  idle_timeout: %[4]s\n  ping_after: %[4]s\n  ping_timeout: %[4]s\n",
+		images, filepath.Join(testRoot, "machines"), bridge, clock, "10.204.0.1/16")
+	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml}); err != nil {
+		return err
 	}
-	stops := []func(){func() { sup.Close(); os.RemoveAll(testRoot) }}
-	stop = func() {
-		for i := len(stops) - 1; i >= 0; i-- {
-			stops[i]()
+	endpoint = api.URL
+	for _, u := range []struct {
+		name string
+		tok  *string
+	}{{"alice", &aliceToken}, {"bob", &bobToken}} {
+		if err := api.AddUser(ctx, u.name, password); err != nil {
+			return err
+		}
+		c, err := e2e.SignIn(ctx, api.URL, u.name, password)
+		if err != nil {
+			return err
+		}
+		if *u.tok, err = c.Device(ctx, "rsh"); err != nil {
+			return err
 		}
 	}
-	old, _ := sup.List(ctx, "")
-	for _, m := range old {
-		_ = sup.Delete(ctx, m.ID)
-	}
-	if machine, err = sup.Create(ctx, sandbox.Spec{ID: fmt.Sprintf("s-%d", os.Getpid()), Tenant: "alice", Image: "cbdesk:v1-base"}); err != nil {
-		return stop, err
-	}
-	stops = append(stops, func() { _ = sup.Delete(context.Background(), machine.ID) })
-	if machine, err = sup.Boot(ctx, machine.ID); err != nil {
-		return stop, err
-	}
-	url, stopAPI, err := serve(log)
+	r, err := e2e.Boxes(endpoint, aliceToken).Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: "create-dev", Name: "dev"}))
 	if err != nil {
-		return stop, err
+		return fmt.Errorf("create dev: %w", err)
 	}
-	endpoint = url
-	stops = append(stops, stopAPI)
-	return stop, nil
+	box = r.Msg.GetBox().GetBoxId()
+	return waitState(ctx, controlv1.BoxState_BOX_STATE_RUNNING)
 }
 
-// located are the test's boxes, as boxes.Service.Locate answers them:
-// alice's dev (the booted machine) and sleepy (hibernated), bob's bobs (on
-// the same machine, but not alice's).
-func located() map[string][]boxes.Located {
-	return map[string][]boxes.Located{
-		"alice": {
-			{BoxID: machine.ID, Name: "dev", State: boxes.Running, Supervisor: sup},
-			{BoxID: "cb-sleepy", Name: "sleepy", State: boxes.Hibernated, Supervisor: sup},
-		},
-		"bob": {{BoxID: "cb-bobs", Name: "bobs", State: boxes.Running, Supervisor: sup}},
-	}
-}
-
-// locator is the test's boxes.Service: a box of another user is not found.
-type locator struct{}
-
-func (locator) Locate(_ context.Context, userID, box string) (boxes.Located, error) {
-	for _, b := range located()[userID] {
-		if box == "" || box == b.BoxID || box == b.Name {
-			if b.BoxID == "cb-bobs" {
-				b.BoxID = machine.ID // bob's box runs on the one machine too
-			}
-			if b.State != boxes.Running {
-				return b, fmt.Errorf("box %s is %s: %w", b.Name, b.State, boxes.ErrNotRunning)
-			}
-			return b, nil
+// waitState waits until alice's box is in state.
+func waitState(ctx context.Context, state controlv1.BoxState) error {
+	c := e2e.Boxes(endpoint, aliceToken)
+	for {
+		r, err := c.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: "dev"}))
+		if err == nil && r.Msg.GetBox().GetState() == state && r.Msg.GetOperation() == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("box dev not %v: %v %v", state, r, err)
+		case <-time.After(20 * time.Millisecond):
 		}
 	}
-	return boxes.Located{}, fmt.Errorf("box %q: %w", box, boxes.ErrNotFound)
 }
 
-type userKey struct{}
-
-// serve runs Session on the api's listener with every clock at clock.
-func serve(log *slog.Logger) (string, func(), error) {
-	srv := server.New(log, nil)
-	srv.SetTimeouts(server.Timeouts{ReadHeader: clock, Idle: clock, PingAfter: clock, PingTimeout: clock})
-	svc := session.New(locator{}, func(ctx context.Context) (string, bool) {
-		u, ok := ctx.Value(userKey{}).(string)
-		return u, ok
-	}, log)
-	srv.Handle(svc.Handler(connect.WithInterceptors(testTokens{})))
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	return "http://" + ln.Addr().String(), func() { cancel(); <-served }, nil
-}
-
-// testTokens is the token check of these tests.
-type testTokens struct{ connect.Interceptor }
-
-func (testTokens) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
-	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		users := map[string]string{"Bearer " + aliceToken: "alice", "Bearer " + bobToken: "bob"}
-		if u, ok := users[conn.RequestHeader().Get("Authorization")]; ok {
-			ctx = context.WithValue(ctx, userKey{}, u)
+func tearDown() {
+	if api != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if box != "" {
+			_, _ = e2e.Boxes(endpoint, aliceToken).Delete(ctx, connect.NewRequest(&controlv1.ConfirmedBoxRequest{RequestId: "delete-dev", Box: "dev", Confirm: true}))
+			_ = waitState(ctx, controlv1.BoxState_BOX_STATE_ABSENT)
 		}
-		return next(ctx, conn)
+		_ = api.Stop()
 	}
+	os.RemoveAll(testRoot)
 }
 
 // client is a Session client with token ("" for none), over h2c.
@@ -195,29 +156,44 @@ func client(token string) controlv1connect.SessionClient {
 
 // rsh is `cocoonbox rsh ARGS...` as alice, with env added.
 func rsh(ctx context.Context, env []string, args ...string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, cliBin, append([]string{"rsh"}, args...)...)
+	cmd := exec.CommandContext(ctx, bins.CLI, append([]string{"rsh"}, args...)...)
 	cmd.Env = append(append(os.Environ(), "XDG_CONFIG_HOME="+testRoot, "COCOONBOX_ENDPOINT="+endpoint,
-		"COCOONBOX_TOKEN="+aliceToken, "COCOONBOX_PING_AFTER="+clock.String(), "PATH="+filepath.Dir(cliBin)+":"+os.Getenv("PATH")), env...)
+		"COCOONBOX_TOKEN="+aliceToken, "COCOONBOX_PING_AFTER="+clock.String()), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	return cmd
 }
 
-// inBox runs a shell line in the box as root (the supervisor, not rsh)
-// and answers its output; it fails the test when the line fails.
-func inBox(t testing.TB, line string) string {
+// leader is the host PID of the box's PID 1, from the supervisor's record
+// of the booted machine.
+func leader(t testing.TB) int {
 	t.Helper()
-	p, err := sup.Exec(context.Background(), machine.ID, sandbox.ExecRequest{Args: []string{"sh", "-c", line}})
+	data, err := os.ReadFile(filepath.Join("/run/cocoonbox-sandboxd", bridge, box+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.Stdin().Close()
-	errc := make(chan []byte, 1)
-	go func() { b, _ := io.ReadAll(p.Stderr()); errc <- b }()
-	out, _ := io.ReadAll(p.Stdout())
-	stderr := <-errc
-	st, err := p.Wait()
-	if err != nil || st.Code != 0 {
-		t.Fatalf("in the box: %q: %+v %v: %s%s", line, st, err, out, stderr)
+	var rec struct {
+		NSpawn int `json:"nspawn"`
+	}
+	if err := json.Unmarshal(data, &rec); err != nil {
+		t.Fatal(err)
+	}
+	pid := nspawn.Leader(rec.NSpawn)
+	if pid == 0 {
+		t.Fatalf("box %s has no leader (nspawn %d)", box, rec.NSpawn)
+	}
+	return pid
+}
+
+// inBox runs a shell line in the box as root (nsenter, not the api) and
+// answers its output; it fails the test when the line fails.
+func inBox(t testing.TB, line string) string {
+	t.Helper()
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(leader(t)), "-a", "sh", "-c", line)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("in the box: %q: %v: %s%s", line, err, out, stderr.String())
 	}
 	return string(out)
 }

@@ -20,6 +20,17 @@ func FromContext(ctx context.Context) (*Principal, bool) {
 	return p, ok
 }
 
+// UserID answers the id of the user whose token the call carries (the
+// principal the token check put in ctx): what the services' handlers are
+// given to know their caller.
+func UserID(ctx context.Context) (string, bool) {
+	p, ok := FromContext(ctx)
+	if !ok {
+		return "", false
+	}
+	return p.UserID, true
+}
+
 // bearer is the token of an Authorization header value.
 func bearer(h string) (string, error) {
 	if h == "" {

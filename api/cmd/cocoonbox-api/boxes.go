@@ -59,14 +59,7 @@ func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, log *sl
 		closeHosts()
 		return nil, nil, err
 	}
-	user := func(ctx context.Context) (string, bool) {
-		p, ok := tokens.FromContext(ctx)
-		if !ok {
-			return "", false
-		}
-		return p.UserID, true
-	}
-	return boxes.NewHandler(svc, user, log), func() { svc.Close(); closeHosts() }, nil
+	return boxes.NewHandler(svc, tokens.UserID, log), func() { svc.Close(); closeHosts() }, nil
 }
 
 // supervisors are sandbox.hosts' daemons, or the local supervisor.

@@ -55,8 +55,9 @@ func serve(args []string) error {
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, log)
-	_, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, log)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, log)
 	defer stopBoxes()
+	mountSession(srv, bh, index, log)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {
 		return err
