@@ -248,3 +248,26 @@ func TestLaunchAndDispatchBadInput(t *testing.T) {
 		t.Fatal("a refused launch left a launch record")
 	}
 }
+
+// TestTeardownOfALaunchWithoutTheEngineIsResidue: a launched run whose
+// engine cannot be reached is not torn down residue-free (its containers
+// and volumes may still be there); a run never launched needs no engine.
+func TestTeardownOfALaunchWithoutTheEngineIsResidue(t *testing.T) {
+	t.Setenv("DOCKER_HOST", "unix:///nonexistent/docker.sock")
+	for _, launched := range []bool{false, true} {
+		r := materialized(t)
+		if launched {
+			if err := launch.WriteRecord(r.Root, branchboxtest.RunID, &launch.Record{Service: "app"}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		out, errs, code := runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--force", "--json")
+		rc := receipt(t, out)
+		if launched && (code != exitFailed || rc.ResidueFree || !strings.Contains(out, "docker run run-demo")) {
+			t.Fatalf("launched: exit %d: %s%s", code, out, errs)
+		}
+		if !launched && (code != 0 || !rc.ResidueFree) {
+			t.Fatalf("never launched: exit %d: %s%s", code, out, errs)
+		}
+	}
+}
