@@ -141,12 +141,15 @@ func (s *Store) one(ctx context.Context, col, v string) (User, error) {
 // password are both ErrBadCredentials and cost the same hashing; a right
 // password of a disabled account is ErrDisabled.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (User, error) {
+	// The dummy is made by the first sign-in of any name: made by the first
+	// unknown one only, it would cost that one a hash more than a known
+	// name's.
+	s.dummyOnce.Do(func() { s.dummy = s.KDF.Hash("no such user") })
 	var hash string
 	var u User
 	err := s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
 		Scan(&hash, &u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) || len(password) > MaxPassword {
-		s.dummyOnce.Do(func() { s.dummy = s.KDF.Hash("no such user") })
 		Verify(s.dummy, password)
 		return User{}, ErrBadCredentials
 	}

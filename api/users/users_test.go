@@ -50,6 +50,28 @@ func TestAddListAuthenticate(t *testing.T) {
 	}
 }
 
+// The first unknown name cost a hash more than a known one (the dummy it
+// verifies against was made then): a sign-in of any name makes it, so
+// from the first one on an unknown name costs one verify, as a known one.
+// The control: a store no one signed in to has none yet.
+func TestFirstUnknownNameCostsNoExtraHash(t *testing.T) {
+	t.Parallel()
+	s, _ := newStore(t)
+	ctx := context.Background()
+	if _, err := s.Add(ctx, "alice", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	if s.dummy != "" {
+		t.Fatal("the dummy hash exists before any sign-in")
+	}
+	if _, err := s.Authenticate(ctx, "alice", "correct horse"); err != nil {
+		t.Fatal(err)
+	}
+	if s.dummy == "" {
+		t.Fatal("a known name's sign-in left the dummy hash to the first unknown one")
+	}
+}
+
 func TestPasswordIsStoredAsArgon2idOnly(t *testing.T) {
 	t.Parallel()
 	s, db := newStore(t)
