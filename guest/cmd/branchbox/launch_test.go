@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/moby/moby/client"
@@ -55,6 +57,9 @@ func launchable(t testing.TB, extra string, edit func(m map[string]any)) (*branc
 	if _, err := os.Stat(devcontainerCLI); err != nil {
 		t.Fatalf("the Dev Containers CLI (make setup installs it): %v", err)
 	}
+	if err := launchLock(); err != nil {
+		t.Fatal(err)
+	}
 	app, db, proxy := enginetest.ShellImage(t), enginetest.ShellImage(t), enginetest.ProxyImage(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -79,6 +84,22 @@ func launchable(t testing.TB, extra string, edit func(m map[string]any)) (*branc
 	}
 	return r, port
 }
+
+// launchLock takes, once for the whole test binary (the kernel drops it
+// when the binary ends), a flock that keeps launches of run-demo by test
+// binaries of other worktrees off the engine meanwhile: the Compose
+// project and volumes are named from the run.
+var launchLock = sync.OnceValue(func() error {
+	var err error
+	// Kept in a package variable: a collected *os.File closes its
+	// descriptor, and the lock with it.
+	if launchLockFile, err = os.OpenFile("/tmp/cocoonbox-branchbox-launch.lock", os.O_RDWR|os.O_CREATE, 0o600); err != nil {
+		return err
+	}
+	return syscall.Flock(int(launchLockFile.Fd()), syscall.LOCK_EX)
+})
+
+var launchLockFile *os.File
 
 // inContainer runs sh -c script in the container as user.
 func inContainer(t *testing.T, id, user, script string) (string, error) {
