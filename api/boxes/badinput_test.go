@@ -2,11 +2,14 @@ package boxes
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
 // snapshot is what a refused call must leave as it was: every row count
@@ -156,5 +159,23 @@ func TestARetriedRequestIDReturnsTheFirstOperation(t *testing.T) {
 	e.db.Pool.QueryRow(ctx, "SELECT count(*) FROM box_operations").Scan(&n)
 	if ms, _ := sup.List(ctx, u); n != 1 || len(ms) != 1 {
 		t.Fatalf("%d operations, %d machines; want one of each", n, len(ms))
+	}
+}
+
+// An api whose supervisor did not start answers every Boxes call
+// UNAVAILABLE with why, and has no Service to hand out.
+func TestWithoutASupervisorEveryCallIsUnavailable(t *testing.T) {
+	why := errors.New("sandbox.local.images: no such directory")
+	h := Unavailable(why)
+	_, err := h.List(context.Background(), connect.NewRequest(&controlv1.ListBoxesRequest{}))
+	if connect.CodeOf(err) != connect.CodeUnavailable || !strings.Contains(errString(err), why.Error()) {
+		t.Fatalf("list: %v", err)
+	}
+	_, err = h.Create(context.Background(), connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: "r", Name: "x"}))
+	if connect.CodeOf(err) != connect.CodeUnavailable {
+		t.Fatalf("create: %v", err)
+	}
+	if s, err := h.Service(); s != nil || !errors.Is(err, ErrUnavailable) {
+		t.Fatalf("service: %v %v", s, err)
 	}
 }

@@ -3,6 +3,7 @@ package boxes
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 
 	"connectrpc.com/connect"
@@ -32,6 +33,17 @@ func NewHandler(s *Service, user func(context.Context) (string, bool), log *slog
 // start: every call answers UNAVAILABLE with why.
 func Unavailable(why error) *Handler {
 	return &Handler{down: why}
+}
+
+// Service is the Service behind the handler, for what else of the api
+// acts on boxes (Session.Exec's Locate, the MCP's WaitOperation); the
+// error is why there is none (an api without a supervisor), wrapping
+// ErrUnavailable.
+func (h *Handler) Service() (*Service, error) {
+	if h.down != nil {
+		return nil, fmt.Errorf("%w: %w", ErrUnavailable, h.down)
+	}
+	return h.s, nil
 }
 
 func (h *Handler) who(ctx context.Context) (string, error) {

@@ -108,9 +108,6 @@ func (s *Service) Close() {
 	s.lockConn.Close(context.Background())
 }
 
-// Instance is this api's runner id, as box_operations.runner names it.
-func (s *Service) Instance() string { return s.instance }
-
 // supervisor is the supervisor of a host the database names.
 func (s *Service) supervisor(host string) (sandbox.Supervisor, error) {
 	sup, ok := s.hosts[host]

@@ -36,8 +36,9 @@ const bridgeWait = 5 * time.Second
 // configured supervisors and mounts cocoonbox.control.v1.Boxes behind the
 // token check. An api whose supervisor does not start (not root, the
 // bridge held by another) serves the rest and answers every Boxes call
-// UNAVAILABLE with why. The returned func stops the service and the
-// local supervisor.
+// UNAVAILABLE with why. The handler is what the rest of the api calls in
+// process (its Service for Locate and WaitOperation); the returned func
+// stops the service and the local supervisor.
 func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, index *tokens.Index, log *slog.Logger) (*boxes.Handler, func()) {
 	h, stop, err := startBoxes(ctx, cfg, db, log)
 	if err != nil {

@@ -63,6 +63,16 @@ func run(args []string) error {
 	}
 	var o options
 	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
+	fs.Usage = func() {
+		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
+		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...]")
+		fs.PrintDefaults()
+	}
+	for _, a := range args {
+		if a == "-h" || a == "--help" || a == "-help" {
+			fs.SetOutput(os.Stdout)
+		}
+	}
 	fs.StringVar(&o.listen, "listen", "unix:"+defaultSocket, "unix:PATH (root only) or HOST:PORT (needs --token-file)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file whose first line is the bearer token every call must carry")
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/cocoonbox-sandboxd", "the machines' disks and the saves")

@@ -2,6 +2,8 @@ package main
 
 import (
 	"errors"
+	"flag"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -40,5 +42,22 @@ func TestRequireTokenRefusesAMissingOrWrongToken(t *testing.T) {
 		if w.Code != want || refused != (want == http.StatusOK) {
 			t.Errorf("Authorization %q: %d, grpc-status %q", header, w.Code, w.Header().Get("Grpc-Status"))
 		}
+	}
+}
+
+// --help prints the usage on stdout (the team's rule for every command).
+func TestHelpPrintsUsageOnStdout(t *testing.T) {
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout := os.Stdout
+	os.Stdout = w
+	err = run([]string{"--help"})
+	os.Stdout = stdout
+	w.Close()
+	out, _ := io.ReadAll(r)
+	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(string(out), "usage: cocoonbox-sandboxd") {
+		t.Fatalf("--help: %v, stdout %q", err, out)
 	}
 }
