@@ -49,6 +49,10 @@ func TestCreateRunsWithTheIdentityTheHostnameAndTheJournal(t *testing.T) {
 			t.Fatalf("%s: the identity in the box is %+v; the api's box is %s %s wake %s", b.Name, rec, b.ID, b.Name, b.WakeID)
 		}
 		hostname(t, b.ID, b.Name)
+		// The claim env entries (guest/vault's sources) are in /run/silkd.env.
+		if env := sh(t, b.ID, "cat /run/silkd.env"); !strings.Contains(env, "COCOONBOX_VAULT=") || !strings.Contains(env, "COCOONBOX_CONNECT=") {
+			t.Fatalf("%s: /run/silkd.env holds %q", b.Name, env)
+		}
 		if mid := strings.TrimSpace(sh(t, b.ID, "cat /etc/machine-id")); mid != b.MachineID {
 			t.Fatalf("%s: /etc/machine-id %q, the api recorded %q", b.Name, mid, b.MachineID)
 		}
