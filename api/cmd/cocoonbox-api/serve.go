@@ -58,6 +58,7 @@ func serve(args []string) error {
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
+	mountControlMCP(srv, bh, index, cfg.Issuer(), log)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {
 		return err
