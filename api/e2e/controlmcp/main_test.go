@@ -1,0 +1,138 @@
+// Package controlmcp tests the control MCP of the real api: the
+// cocoonbox-api and cocoonbox binaries built from this tree, an api
+// process booting real boxes (the local supervisor under systemd-nspawn,
+// root and the base image `make image` builds in $COCOONBOX_IMAGE), real
+// PostgreSQL, device tokens from the browser sign-in's approve call, and
+// the go-sdk's own client; the snippet `cocoonbox mcp` prints is read by
+// the real claude and codex CLIs.
+//
+// Contract: Control MCP (box lifecycle for native agents, M4.7).
+package controlmcp
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/mcp"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
+)
+
+// bins are the binaries of this tree, built once for the package;
+// images is the image catalog (the base image as v1 and v2, so an
+// upgrade has somewhere to go).
+var (
+	bins   e2e.Binaries
+	images string
+)
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 || os.Getenv("COCOONBOX_IMAGE") == "" {
+		fmt.Fprintln(os.Stderr, "api/e2e/controlmcp: the tests boot boxes: run as root with COCOONBOX_IMAGE naming a base image root (make box-test sets it)")
+		return 1
+	}
+	// Beside the image roots' file system: the catalog hard-links its v2.
+	dir, err := os.MkdirTemp("/var/tmp", "cocoonbox-controlmcp-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	images = filepath.Join(dir, "images")
+	if _, err := localtest.Catalog(images, os.Getenv("COCOONBOX_IMAGE"), ""); err != nil {
+		fmt.Fprintln(os.Stderr, "api/e2e/controlmcp:", err)
+		return 1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	bins, err = e2e.Build(ctx, dir)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return dbtest.Run(m)
+}
+
+const password = "correct horse battery"
+
+// harness is one api process on a fresh database with users alice and
+// bob, each with a device token.
+type harness struct {
+	api        *e2e.API
+	mcpURL     string
+	alice, bob string
+}
+
+func start(t testing.TB) *harness {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	db := dbtest.New(t)
+	// The in-process supervisor on a bridge of this package's own, so it
+	// runs beside the other packages' boxes; one api at a time holds it.
+	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: %s\n    gateway: %s\n",
+		images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
+	a, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		a.Stop()
+		if t.Failed() {
+			t.Logf("api %s log:\n%s", a.URL, a.Log())
+		}
+	})
+	h := &harness{api: a, mcpURL: a.URL + mcp.Path}
+	for _, u := range []struct {
+		name string
+		tok  *string
+	}{{"alice", &h.alice}, {"bob", &h.bob}} {
+		if err := a.AddUser(ctx, u.name, password); err != nil {
+			t.Fatal(err)
+		}
+		c, err := e2e.SignIn(ctx, a.URL, u.name, password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if *u.tok, err = c.Device(ctx, "agent"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return h
+}
+
+// steps are operation opID's steps, in order, to its end, from alice's
+// event log (Boxes.Events over gRPC).
+func (h *harness) steps(t testing.TB, opID string) []*controlv1.Operation {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	stream, err := e2e.Boxes(h.api.URL, h.alice).Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	var out []*controlv1.Operation
+	for stream.Receive() {
+		op := stream.Msg().GetOperation()
+		if op.GetOperationId() != opID {
+			continue
+		}
+		out = append(out, op)
+		if op.Phase == controlv1.Phase_PHASE_DONE || op.Phase == controlv1.Phase_PHASE_FAILED {
+			return out
+		}
+	}
+	t.Fatalf("the event log ended before operation %s did (%d steps): %v", opID, len(out), stream.Err())
+	return nil
+}
