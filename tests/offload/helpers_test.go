@@ -17,26 +17,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
-// CLIsEnv names the directory of the real CLIs' npm install (make setup
-// puts it in the cache); a missing one fails the tests that need it.
-const CLIsEnv = "COCOONBOX_OFFLOAD_CLIS"
-
-func clisDir(t *testing.T) string {
-	t.Helper()
-	d := os.Getenv(CLIsEnv)
-	if d == "" {
-		cache := os.Getenv("COCOONBOX_CACHE")
-		if cache == "" {
-			cache = "/var/cache/cocoonbox"
-		}
-		d = filepath.Join(cache, "npm/clis-2.1.197-0.171.0")
-	}
-	if _, err := os.Stat(filepath.Join(d, "node_modules/.bin/claude")); err != nil {
-		t.Fatalf("the real claude and codex CLIs are not at %s (make setup installs them): %v", d, err)
-	}
-	return d
-}
-
 // The helpers the offload box tests share (tests/offloadbox).
 var (
 	installStandin = offloadbox.InstallStandin

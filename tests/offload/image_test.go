@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/clis"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -75,7 +76,7 @@ func TestImageCarriesTheOffloadTools(t *testing.T) {
 // the contract's JSON (code refused, findings, cli) and exit 3.
 func TestPreflightRealCLIs(t *testing.T) {
 	t.Parallel()
-	b := boot(t, box.Options{Args: []string{"--bind-ro=" + clisDir(t) + ":/opt/offload-clis"}})
+	b := boot(t, box.Options{Args: []string{"--bind-ro=" + clis.Dir(t) + ":/opt/offload-clis"}})
 	for _, kind := range []string{"claude", "codex"} {
 		resp, code, _ := verb(t, b, nil, "begin", "--repo", "pre-"+kind, "--name", "pre-"+kind, "--kind", kind, "--id", "o1")
 		if code != 3 || resp["code"] != "refused" || !strings.Contains(resp["error"].(string), "Install in box") {

@@ -10,10 +10,8 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/internal/clis"
 )
-
-// clis is where tests/setup-host caches the real claude and codex CLIs.
-const clis = "/var/cache/cocoonbox/npm/clis-2.1.197-0.171.0/node_modules/.bin"
 
 // The snippet `cocoonbox mcp` prints works in the real CLIs: claude runs
 // its `claude mcp add` line and reaches the api's control MCP with the
@@ -29,11 +27,12 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
 	}
+	bin := filepath.Join(clis.Dir(t), "node_modules/.bin")
 	home := t.TempDir()
 	// sh runs a command line with the CLIs first on PATH and a HOME of its own.
 	sh := func(cmdline string) (string, error) {
 		cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
-		cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+clis+":"+os.Getenv("PATH"))
+		cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+bin+":"+os.Getenv("PATH"))
 		b, err := cmd.CombinedOutput()
 		return string(b), err
 	}
