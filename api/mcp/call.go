@@ -77,11 +77,11 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 	if err := t.check.Validate(args); err != nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("%s: arguments do not match the input schema: %v", t.name, err)}
 	}
-	p, ok := tokens.FromContext(ctx)
+	user, ok := tokens.UserID(ctx)
 	if !ok {
 		return t.failure(ctx, errors.New("no caller in the context"))
 	}
-	out, err := t.run(&call{ctx: ctx, user: p.UserID, req: req, args: args})
+	out, err := t.run(&call{ctx: ctx, user: user, req: req, args: args})
 	if err != nil {
 		return t.failure(ctx, err)
 	}
