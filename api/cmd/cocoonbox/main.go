@@ -1,14 +1,17 @@
 // Command cocoonbox is the user's CLI: it signs in to the api through the
 // browser (RFC 8252 loopback, client cocoonbox-cli), keeps the token in
-// cli.json, lists and revokes the user's devices, runs commands in a box
-// (rsh), and offloads a repository's task into a box and back (packer).
+// cli.json, lists and revokes the user's devices, lists, creates, wakes,
+// hibernates, saves, upgrades and deletes the user's boxes (following each
+// operation's phases), runs commands in a box (rsh), and offloads a
+// repository's task into a box and back (packer).
 //
-// Exit codes: 0 done, 1 the api or the browser said no (offload, back: a
-// step failed and was rolled back as said), 2 bad usage, 3 offload or back
-// refused with nothing changed; rsh ends with the remote command's status,
-// or its own (see usage).
+// Exit codes: 0 done, 1 the api or the browser said no (a box operation
+// failed; offload, back: a step failed and was rolled back as said), 2 bad
+// usage, 3 offload or back refused with nothing changed; rsh ends with the
+// remote command's status, or its own (see usage).
 //
-// Contract: Browser sign-in and device tokens; Offload.
+// Contract: Browser sign-in and device tokens; Boxes (api) ↔ sandboxd;
+// Remote command (Session.Exec, cocoonbox rsh); Offload.
 package main
 
 import (
@@ -39,7 +42,27 @@ Sign in:
 Devices (your sign-ins):
   devices [--json]        list them; * marks this CLI's own
   devices revoke ID       revoke one (ID is dev_ and 16 hex)
-Boxes:
+Boxes (NAME is a box's name or id; without it, your first box):
+  boxes [--json]          list your boxes, oldest first
+  images [--json]         the images the api boots, * the latest
+  box status [NAME] [--json]
+                          one box: state, image, newest save, operation under way
+  box create NAME [--image REF]
+                          make a box and boot it; NAME is its hostname: 1 to 63
+                          of a-z, 0-9 and -, a letter first, no - last
+  box ensure [NAME]       make it running: wake it, boot it, or create your first
+  box hibernate [NAME]    freeze it, memory kept
+  box save [NAME]         record its disk state (the newest save is kept)
+  box upgrade [NAME] --confirm
+                          move it onto the latest image, keeping /home/user and
+                          /workspace and dropping every other change
+  box delete NAME --confirm
+                          remove it and its saves
+  Each of create to delete follows its operation until done (exit 0) or
+  failed (exit 1, naming the phase and why): a progress line on a terminal,
+  a JSON line per event with --json. --request-id ID gives the call's
+  request id (default: a new one, reused when the call is retried); the
+  same ID again answers the first call's operation and does nothing twice.
   rsh [--box B] [--tty] [HOST] -- COMMAND...
                           run COMMAND in a box as user, in a login shell, its
                           stdin, stdout, stderr and exit status passed through;
@@ -67,7 +90,7 @@ Other:
 
 The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
 last login, else http://127.0.0.1:18200. $COCOONBOX_TOKEN, when set, is
-the token of devices and rsh (logout touches only cli.json);
+the token of devices, boxes and rsh (logout touches only cli.json);
 $COCOONBOX_PING_AFTER (default 15s) is how long rsh's connection may be
 silent before it is pinged. cli.json is
 $XDG_CONFIG_HOME/cocoonbox/cli.json (~/.config/cocoonbox/cli.json).
@@ -116,6 +139,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return devices(ctx, rest, stdout)
 	case "rsh":
 		return rsh(ctx, rest, stdin, stdout)
+	case "boxes":
+		return listBoxes(ctx, rest, stdout)
+	case "images":
+		return listImages(ctx, rest, stdout)
+	case "box":
+		return boxCommand(ctx, rest, stdout)
 	case "mcp":
 		return mcpSnippet(rest, stdout)
 	case "offload":

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"net"
 	"os"
 	"path/filepath"
@@ -45,6 +46,16 @@ func TestUsageErrorsNameTheInput(t *testing.T) {
 		{[]string{"login", "--endpoint", "ftp://x"}, `"ftp://x"`},
 		{[]string{"devices", "remove", "dev_1"}, "revoke ID"},
 		{[]string{"devices", "revoke", "dev_1", "--endpoint", "ftp://x"}, `"ftp://x"`}, // flags after the arguments
+		{[]string{"box"}, "box needs a subcommand"},
+		{[]string{"box", "reboot"}, `unknown box subcommand "reboot"`},
+		{[]string{"box", "create"}, "box create needs the box's NAME"},
+		{[]string{"box", "delete", "--confirm"}, "box delete needs the box's NAME"},
+		{[]string{"box", "delete", "demo"}, `box delete "demo" needs --confirm`},
+		{[]string{"box", "upgrade", "demo"}, "box upgrade needs --confirm"},
+		{[]string{"box", "save", "a", "b"}, `unexpected argument "b"`},
+		{[]string{"box", "hibernate", "--image", "cbdesk:v1-base"}, "image"}, // only create takes --image
+		{[]string{"boxes", "demo"}, `unexpected argument "demo"`},
+		{[]string{"images", "--bogus"}, "bogus"},
 	} {
 		_, err := runCLI(t, "", c.args...)
 		var ue usageError
@@ -56,15 +67,24 @@ func TestUsageErrorsNameTheInput(t *testing.T) {
 
 func TestHelpAnswers(t *testing.T) {
 	out, err := runCLI(t, "", "--help")
-	if err != nil || !strings.Contains(out, "login") || !strings.Contains(out, "devices revoke ID") {
+	if err != nil || !strings.Contains(out, "login") || !strings.Contains(out, "devices revoke ID") || !strings.Contains(out, "box delete NAME --confirm") {
 		t.Fatalf("--help: %v\n%s", err, out)
+	}
+	for _, args := range [][]string{{"boxes", "--help"}, {"images", "-h"}, {"box", "--help"}, {"box", "status", "--help"},
+		{"box", "create", "--help"}, {"box", "ensure", "-h"}, {"box", "hibernate", "--help"}, {"box", "save", "--help"},
+		{"box", "upgrade", "--help"}, {"box", "delete", "--help"}} {
+		out, err := runCLI(t, "", args...)
+		if (err != nil && !errors.Is(err, flag.ErrHelp)) || !strings.HasPrefix(out, "usage: cocoonbox") {
+			t.Errorf("cocoonbox %v: %v\n%s", args, err, out)
+		}
 	}
 }
 
 // Without a login the commands that need a token say how to get one, and
 // nothing is written.
 func TestNotSignedInSaysToLogIn(t *testing.T) {
-	for _, args := range [][]string{{"devices"}, {"logout"}, {"devices", "revoke", "dev_0123456789abcdef"}} {
+	for _, args := range [][]string{{"devices"}, {"logout"}, {"devices", "revoke", "dev_0123456789abcdef"},
+		{"boxes"}, {"images"}, {"box", "status"}, {"box", "create", "demo"}, {"box", "delete", "demo", "--confirm"}} {
 		_, err := runCLI(t, "", args...)
 		if err == nil || !strings.Contains(err.Error(), "run cocoonbox login") {
 			t.Errorf("cocoonbox %v: %v, want it to say to log in", args, err)

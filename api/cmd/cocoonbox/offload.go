@@ -251,13 +251,14 @@ func (s *state) findBox(ctx context.Context, want string) (packer.BoxInfo, error
 		}
 	}
 	if want == "" {
-		return packer.BoxInfo{}, &packer.Refusal{Msg: "you have no box: cocoonbox boxes create makes one"}
+		return packer.BoxInfo{}, &packer.Refusal{Msg: "you have no box: cocoonbox box create NAME makes one"}
 	}
 	return packer.BoxInfo{}, &packer.Refusal{Msg: fmt.Sprintf("--box %q: you have no box of that name or id", want)}
 }
 
-func isTerminal(r io.Reader) bool {
-	f, ok := r.(*os.File)
+// isTerminal says whether v (a reader or a writer) is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
 	return ok && term.IsTerminal(int(f.Fd()))
 }
 

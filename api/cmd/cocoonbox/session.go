@@ -81,6 +81,15 @@ func (s *state) accountWith(token string) controlv1connect.AccountClient {
 	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(tokens.Bearer(token)))
 }
 
+// boxes is the Boxes service of the endpoint, called with token().
+func (s *state) boxes() (controlv1connect.BoxesClient, error) {
+	token, err := s.token()
+	if err != nil {
+		return nil, err
+	}
+	return controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(tokens.Bearer(token))), nil
+}
+
 // explain turns an Account call's error into what went wrong and what to do.
 func (s *state) explain(what string, err error) error {
 	switch connect.CodeOf(err) {
@@ -94,6 +103,24 @@ func (s *state) explain(what string, err error) error {
 		return fmt.Errorf("%s: cannot reach the api at %s (is it running? --endpoint picks another): %w", what, s.endpoint, err)
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// explainBox turns a Boxes call's error into what went wrong: the api's
+// message names the field and the rule it broke (INVALID_ARGUMENT), the
+// box that is not there, the name taken, the state or the limit; the rest
+// as explain.
+func (s *state) explainBox(what string, err error) error {
+	var ce *connect.Error
+	if !errors.As(err, &ce) {
+		return s.explain(what, err)
+	}
+	switch ce.Code() {
+	case connect.CodeNotFound:
+		return fmt.Errorf("%s: %s (cocoonbox boxes lists yours)", what, ce.Message())
+	case connect.CodeInvalidArgument, connect.CodeAlreadyExists, connect.CodeFailedPrecondition, connect.CodeResourceExhausted:
+		return fmt.Errorf("%s: %s", what, ce.Message())
+	}
+	return s.explain(what, err)
 }
 
 // save writes cli.json.

@@ -1,0 +1,177 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"connectrpc.com/connect"
+
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+)
+
+// The mutating box commands. Each picks a request id (or takes
+// --request-id), so a call retried after a lost answer, here or by the
+// caller's script, returns the first call's operation instead of acting
+// twice; then it follows the operation through Boxes.Events until done or
+// failed. Contract: Boxes (api) ↔ sandboxd; Control MCP (states, phases).
+
+// boxCommand is `cocoonbox box SUBCOMMAND ...`.
+func boxCommand(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"box needs a subcommand: create, ensure, hibernate, save, upgrade, delete or status"}
+	}
+	sub, rest := args[0], args[1:]
+	switch sub {
+	case "status":
+		return boxStatus(ctx, rest, stdout)
+	case "create", "ensure", "hibernate", "save", "upgrade", "delete":
+		return mutate(ctx, sub, rest, stdout)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown box subcommand %q (want create, ensure, hibernate, save, upgrade, delete or status)", sub)}
+}
+
+// mutation is what one mutating subcommand needs from its arguments.
+type mutation struct {
+	sub, name, image, requestID string
+	confirm                     bool
+}
+
+// mutate parses a mutating subcommand, makes its call and follows the
+// operation it began.
+func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) error {
+	fs := flags("box " + sub)
+	asJSON := fs.Bool("json", false, "print each event as a JSON line")
+	requestID := fs.String("request-id", "", "the call's request id (default: a new one); the same id again returns the first call's operation")
+	var image *string
+	if sub == "create" {
+		image = fs.String("image", "", "the image ref to boot (cocoonbox images; default: the latest)")
+	}
+	var confirm *bool
+	if sub == "upgrade" || sub == "delete" {
+		confirm = fs.Bool("confirm", false, "yes, do it")
+	}
+	pos, st, err := begin(fs, args, 1, stdout)
+	if err != nil {
+		return err
+	}
+	m := mutation{sub: sub, name: optional(pos), requestID: *requestID}
+	if image != nil {
+		m.image = *image
+	}
+	if confirm != nil {
+		m.confirm = *confirm
+	}
+	switch {
+	case (sub == "create" || sub == "delete") && m.name == "":
+		return usageError{fmt.Sprintf("box %s needs the box's NAME", sub)}
+	case sub == "upgrade" && !m.confirm:
+		return usageError{"box upgrade needs --confirm: it moves the box onto the latest image, keeping /home/user and /workspace and dropping every other change"}
+	case sub == "delete" && !m.confirm:
+		return usageError{fmt.Sprintf("box delete %q needs --confirm: it removes the box and its saves for good", m.name)}
+	}
+	if m.requestID == "" {
+		m.requestID = newRequestID()
+	}
+	client, err := st.boxes()
+	if err != nil {
+		return err
+	}
+	what := describe("box "+sub, m.name)
+	call := func() (*connect.Response[controlv1.OperationResponse], error) { return m.call(ctx, client) }
+	resp, err := retrying(ctx, call, func(err error) {
+		fmt.Fprintf(os.Stderr, "cocoonbox: %s: no answer from the api (%v): trying again with request id %s\n", what, err, m.requestID)
+	})
+	if err != nil {
+		return st.explainBox(what, err)
+	}
+	p := newProgress(stdout, *asJSON, isTerminal(stdout), resp.Msg.Box)
+	op := resp.Msg.Operation
+	if op == nil {
+		// Ensure of a box that is running already: nothing to follow.
+		p.nothingToDo()
+		return nil
+	}
+	end, err := follow(ctx, client, resp.Msg.Box.BoxId, op, p)
+	if err != nil {
+		return st.explainBox(what, err)
+	}
+	if end.Phase != controlv1.Phase_PHASE_DONE {
+		return fmt.Errorf("%s: operation %s failed in phase %s: %s (cocoonbox box status shows the box)", what, end.OperationId, p.lastPhase, end.Error)
+	}
+	return nil
+}
+
+// call makes the subcommand's Boxes call.
+func (m mutation) call(ctx context.Context, c controlv1connect.BoxesClient) (*connect.Response[controlv1.OperationResponse], error) {
+	op := &controlv1.BoxOperationRequest{RequestId: m.requestID, Box: m.name}
+	confirmed := &controlv1.ConfirmedBoxRequest{RequestId: m.requestID, Box: m.name, Confirm: m.confirm}
+	switch m.sub {
+	case "create":
+		return c.Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: m.requestID, Name: m.name, Image: m.image}))
+	case "ensure":
+		return c.Ensure(ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: m.requestID, Box: m.name}))
+	case "hibernate":
+		return c.Hibernate(ctx, connect.NewRequest(op))
+	case "save":
+		return c.Save(ctx, connect.NewRequest(op))
+	case "upgrade":
+		return c.Upgrade(ctx, connect.NewRequest(confirmed))
+	default: // delete: mutate admits no other
+		return c.Delete(ctx, connect.NewRequest(confirmed))
+	}
+}
+
+// newRequestID is "cli-" and 16 random hex digits, inside the contract's
+// request id grammar (1 to 64 of [A-Za-z0-9_.:-]).
+func newRequestID() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "cli-" + hex.EncodeToString(b[:])
+}
+
+// retryTries bounds how often a call that did not reach the api (or whose
+// answer was lost) is made again with the same request id.
+const retryTries = 6
+
+// retrying makes call until it answers or fails for a reason other than
+// the api being out of reach or its answer lost (lost),
+// backing off from 250 ms to 4 s and telling again before each new try.
+// Safe only for calls carrying a request id, or reading.
+func retrying[T any](ctx context.Context, call func() (T, error), again func(error)) (T, error) {
+	wait := 250 * time.Millisecond
+	for try := 1; ; try++ {
+		v, err := call()
+		if err == nil || !lost(err) || try == retryTries {
+			return v, err
+		}
+		select {
+		case <-ctx.Done():
+			return v, err
+		case <-time.After(wait):
+		}
+		again(err)
+		wait = min(2*wait, 4*time.Second)
+	}
+}
+
+// lost says whether err is the api out of reach or its answer lost on the
+// way (not the api's own refusal), so the same call may be made again:
+// unavailable, or an error that did not come from the api.
+func lost(err error) bool {
+	switch connect.CodeOf(err) {
+	case connect.CodeUnavailable:
+		return true
+	case connect.CodeCanceled, connect.CodeDeadlineExceeded:
+		return false
+	}
+	return !connect.IsWireError(err)
+}
