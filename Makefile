@@ -108,15 +108,15 @@ lint:
 	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
-# api/sandbox/local, wire, api/boxes, api/session, api/offloade2e and api/e2e/controlmcp boot
-# machines: they run with the booted-box tests.
+# api/sandbox/local, wire, api/boxes, api/session, api/offloade2e, api/e2e/controlmcp and
+# api/e2e/boxcli boot machines: they run with the booted-box tests.
 unit-test:
-	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp)
+	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/services
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/offloade2e/... ./api/e2e/controlmcp/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/offloade2e/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
 
 # Only the desk tier's booted-box tests (they are part of box-test too).
 desk-test: desk-image
@@ -134,9 +134,9 @@ fuzz-corpus:
 test: setup lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp)
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 20x -timeout 30m ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/e2e/controlmcp/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 20x -timeout 30m ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./api/offloade2e/...
 
 clean:

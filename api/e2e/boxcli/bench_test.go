@@ -1,0 +1,66 @@
+package boxcli
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+)
+
+// BenchmarkCLIEnsureFromHibernated is what a user waits for at a wake:
+// `cocoonbox box ensure` of a hibernated box, the whole CLI process (its
+// start, the call, following the operation through Events to done). Each
+// round hibernates the box first, untimed. It reports p50 and p99 (make
+// bench runs 20).
+func BenchmarkCLIEnsureFromHibernated(b *testing.B) {
+	benchBox(b)
+	var took []time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		benchOK(b, "box", "hibernate", "bench")
+		b.StartTimer()
+		start := time.Now()
+		benchOK(b, "box", "ensure", "bench")
+		took = append(took, time.Since(start))
+	}
+	report(b, took)
+}
+
+// BenchmarkCLICreateToRunning is `cocoonbox box create` to done (state
+// running), the whole CLI process; each round deletes the box, untimed.
+func BenchmarkCLICreateToRunning(b *testing.B) {
+	var took []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		benchOK(b, "box", "create", "bench", "--image", "cbdesk:v1-base")
+		took = append(took, time.Since(start))
+		b.StopTimer()
+		benchOK(b, "box", "delete", "bench", "--confirm")
+		b.StartTimer()
+	}
+	report(b, took)
+}
+
+// benchBox creates the box "bench" (alice's max_boxes is 1: the tests'
+// box is gone by then) and deletes it when the benchmark ends.
+func benchBox(b *testing.B) {
+	benchOK(b, "box", "create", "bench", "--image", "cbdesk:v1-base")
+	b.Cleanup(func() { benchOK(b, "box", "delete", "bench", "--confirm") })
+}
+
+func benchOK(b *testing.B, args ...string) {
+	b.Helper()
+	// Not b.Context(): that ends before the cleanup's delete runs.
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := alice.Run(ctx, "", args...)
+	if err != nil {
+		b.Fatalf("cocoonbox %v: %v\n%s", args, err, out)
+	}
+}
+
+func report(b *testing.B, took []time.Duration) {
+	slices.Sort(took)
+	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
+	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
+}

@@ -1,0 +1,170 @@
+// Package boxcli tests the CLI's box commands as a user runs them: the
+// cocoonbox binary against a real `cocoonbox-api serve` (its embedded
+// PostgreSQL, its local supervisor booting real boxes under
+// systemd-nspawn from the built base image), signed in with a device
+// token. One api and one supervisor serve the package (a supervisor holds
+// the box bridge alone), and the lifecycle's subtests share one box.
+//
+// Root, and $COCOONBOX_IMAGE (make image; make box-test sets it).
+//
+// Contract: Boxes (api) ↔ sandboxd; Control MCP (states and phases).
+package boxcli
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
+)
+
+// the api of the package, and alice's and bob's CLIs signed in to it.
+var (
+	api        *e2e.API
+	alice, bob e2e.CLI
+	// token is alice's device token, for the test's own Boxes client.
+	token string
+)
+
+const password = "correct horse battery"
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+func run(m *testing.M) int {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "api/e2e/boxcli: the tests boot boxes and need root")
+		return 1
+	}
+	image := os.Getenv("COCOONBOX_IMAGE")
+	if image == "" {
+		fmt.Fprintln(os.Stderr, "api/e2e/boxcli: COCOONBOX_IMAGE must name a base image root (make image; make box-test sets it)")
+		return 1
+	}
+	dir, err := os.MkdirTemp("/var/tmp", "cocoonbox-boxcli-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	os.Chmod(dir, 0o755) // the embedded cluster's user (postgres) enters it
+	if err := start(dir, image); err != nil {
+		fmt.Fprintln(os.Stderr, "api/e2e/boxcli:", err)
+		if api != nil {
+			fmt.Fprintln(os.Stderr, api.Log())
+			api.Stop()
+		}
+		return 1
+	}
+	code := m.Run()
+	if err := api.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if code != 0 {
+		fmt.Fprintf(os.Stderr, "api log:\n%s\n", api.Log())
+	}
+	return code
+}
+
+// start builds the binaries, makes the image catalog (v1 and v2 of the
+// base image), starts the api on it and signs alice in.
+func start(dir, image string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	bins, err := e2e.Build(ctx, filepath.Join(dir, "bin"))
+	if err != nil {
+		return err
+	}
+	images := filepath.Join(dir, "images")
+	if _, err := localtest.Catalog(images, image, ""); err != nil {
+		return err
+	}
+	// A box network of the package's own, so it runs beside the other
+	// packages that boot boxes (each bridge has one supervisor).
+	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: cbboxcli0\n    gateway: 10.205.0.1/16\n",
+		images, filepath.Join(dir, "machines"))
+	api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
+	if err != nil {
+		return err
+	}
+	if alice, token, err = signIn(ctx, bins, dir, "alice"); err != nil {
+		return err
+	}
+	bob, _, err = signIn(ctx, bins, dir, "bob")
+	return err
+}
+
+// signIn makes the user and signs a CLI of their own in with a device
+// token (login --token-stdin, so it lands in cli.json).
+func signIn(ctx context.Context, bins e2e.Binaries, dir, user string) (e2e.CLI, string, error) {
+	c := e2e.CLI{Bin: bins.CLI, ConfigDir: filepath.Join(dir, user)}
+	if err := api.AddUser(ctx, user, password); err != nil {
+		return c, "", err
+	}
+	console, err := e2e.SignIn(ctx, api.URL, user, password)
+	if err != nil {
+		return c, "", err
+	}
+	tok, err := console.Device(ctx, "boxcli test")
+	if err != nil {
+		return c, "", err
+	}
+	if out, err := c.Run(ctx, tok+"\n", "login", "--token-stdin", "--endpoint", api.URL); err != nil {
+		return c, "", fmt.Errorf("cocoonbox login --token-stdin as %s: %w\n%s", user, err, out)
+	}
+	return c, tok, nil
+}
+
+// result is one CLI run: its standard output and error apart, and its
+// exit code.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// cli runs alice's CLI with args (its endpoint from cli.json, or
+// --endpoint when args give one) and waits at most 3 minutes.
+func cli(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, alice, args...)
+}
+
+// bobCLI is cli as bob.
+func bobCLI(t *testing.T, args ...string) result {
+	t.Helper()
+	return runCLI(t, bob, args...)
+}
+
+func runCLI(t *testing.T, c e2e.CLI, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, c.Bin, args...)
+	cmd.Env = append(os.Environ(), "XDG_CONFIG_HOME="+c.ConfigDir)
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String()}
+	if ee, ok := err.(*exec.ExitError); ok {
+		r.code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("cocoonbox %s: %v", strings.Join(args, " "), err)
+	}
+	return r
+}
+
+// ok is cli that fails the test unless the command exits 0.
+func ok(t *testing.T, args ...string) string {
+	t.Helper()
+	r := cli(t, args...)
+	if r.code != 0 {
+		t.Fatalf("cocoonbox %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	return r.stdout
+}
