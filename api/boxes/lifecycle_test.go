@@ -74,7 +74,9 @@ func TestCreateRunsWithTheIdentityTheHostnameAndTheJournal(t *testing.T) {
 	events, cancel := watchAll(t, e, alice, got[alice].ID)
 	defer cancel()
 	var seen []string
+	var seqs []uint64
 	for ev := range events {
+		seqs = append(seqs, ev.Seq)
 		switch x := ev.Event.(type) {
 		case *controlv1.BoxEvent_State:
 			seen = append(seen, "state "+x.State.String())
@@ -88,6 +90,19 @@ func TestCreateRunsWithTheIdentityTheHostnameAndTheJournal(t *testing.T) {
 	want := "op PHASE_CREATING,state BOX_STATE_STARTING,state BOX_STATE_RUNNING,op PHASE_DONE"
 	if strings.Join(seen, ",") != want {
 		t.Fatalf("events %v, want %s", seen, want)
+	}
+	// A client that reconnects with the last seq it saw gets what came
+	// after it, nothing before.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	again, err := e.s.Watch(ctx, alice, "", seqs[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range seqs[2:] {
+		if ev := <-again; ev.Seq != want || ev.BoxId != got[alice].ID {
+			t.Fatalf("after the cursor %d: event %d of %s, want %d of %s", seqs[1], ev.Seq, ev.BoxId, want, got[alice].ID)
+		}
 	}
 }
 
