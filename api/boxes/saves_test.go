@@ -114,3 +114,27 @@ func errString(err error) string {
 	}
 	return err.Error()
 }
+
+// A hibernated box deletes like a running one: its machine goes, and the
+// user may create a box again (max_boxes 1).
+func TestAHibernatedBoxDeletes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("frozen", 1, 1)
+	ctx := context.Background()
+	b := e.create(u, "frozen")
+	_, op, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	_, op, err = e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if _, err := sup.Get(ctx, b.ID); err == nil {
+		t.Fatalf("machine %s is still there", b.ID)
+	}
+	e.create(u, "thawed")
+}
