@@ -52,7 +52,11 @@ type Sandbox struct {
 	Hosts map[string]string `yaml:"hosts"`
 	// TokenFile's first line is the bearer token an http:// sandboxd needs.
 	TokenFile string `yaml:"token_file"`
-	Local     Local  `yaml:"local"`
+	// PingAfter: a connection to a sandboxd with no frame for this long is
+	// pinged, and closed when no answer comes within as long again (a
+	// daemon gone without a word); a silent exec stream keeps it.
+	PingAfter time.Duration `yaml:"ping_after"`
+	Local     Local         `yaml:"local"`
 }
 
 // Local is the in-process supervisor's configuration (package
@@ -117,7 +121,7 @@ func Default() Config {
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
 		HTTP:           HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second},
-		Sandbox: Sandbox{Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
+		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16"}},
 	}
 }
@@ -342,6 +346,9 @@ func (s *Sandbox) validate() error {
 	}
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		return fmt.Errorf("sandbox.token_file: %q is not an absolute path", s.TokenFile)
+	}
+	if s.PingAfter < MinTimeout || s.PingAfter > MaxTimeout {
+		return fmt.Errorf("sandbox.ping_after: %s is not 100ms..24h", s.PingAfter)
 	}
 	if s.Local.Images == "" {
 		return errors.New("sandbox.local.images: empty (the directory of image roots, e.g. out/images)")

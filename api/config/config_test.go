@@ -91,6 +91,7 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"console:\n  sign_in:\n    window: 15\n":              `console.sign_in.window: "15" is not a duration with its unit`,
 		"console:\n  sign_in:\n    window: 48h\n":             "console.sign_in.window: 48h0m0s is not 1s..24h",
 		"console:\n  sign_in:\n    per_user: 3\n    pre: 1\n": `unknown key "console.sign_in.pre"`,
+		"sandbox:\n  ping_after: 50ms\n":                      "sandbox.ping_after: 50ms is not 100ms..24h",
 		"http:\n  ping_after: soon\n":                         `http.ping_after: "soon" is not a duration`,
 		"http:\n  idle_timeout: 10\n":                         `http.idle_timeout: "10" is not a duration`,
 		"http:\n  ping_timeout: 0s\n":                         "http.ping_timeout: 0s is not 100ms..24h",

@@ -92,7 +92,7 @@ func setUp(ctx context.Context, image string) error {
 	}
 	yaml := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: %s\n    gateway: %[5]s\n"+
 		"http:\n  read_header_timeout: %[4]s\n  idle_timeout: %[4]s\n  ping_after: %[4]s\n  ping_timeout: %[4]s\n",
-		images, filepath.Join(testRoot, "machines"), bridge, clock, "10.204.0.1/16")
+		images, filepath.Join(testRoot, "machines"), bridge, clock, "10.210.0.1/16")
 	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml}); err != nil {
 		return err
 	}
@@ -120,17 +120,24 @@ func setUp(ctx context.Context, image string) error {
 	return waitState(ctx, controlv1.BoxState_BOX_STATE_RUNNING)
 }
 
-// waitState waits until alice's box is in state.
+// waitState waits until alice's box dev is in state.
 func waitState(ctx context.Context, state controlv1.BoxState) error {
-	c := e2e.Boxes(endpoint, aliceToken)
+	return waitBox(ctx, endpoint, aliceToken, "dev", state)
+}
+
+// waitBox waits until the box name of token's user at ep is in state with
+// no operation under way (absent: gone).
+func waitBox(ctx context.Context, ep, token, name string, state controlv1.BoxState) error {
+	c := e2e.Boxes(ep, token)
 	for {
-		r, err := c.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: "dev"}))
-		if err == nil && r.Msg.GetBox().GetState() == state && r.Msg.GetOperation() == nil {
+		r, err := c.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
+		if err == nil && r.Msg.GetBox().GetState() == state && r.Msg.GetOperation() == nil ||
+			state == controlv1.BoxState_BOX_STATE_ABSENT && (connect.CodeOf(err) == connect.CodeNotFound || err == nil && r.Msg.GetBox() == nil) {
 			return nil
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("box dev not %v: %v %v", state, r, err)
+			return fmt.Errorf("box %s not %v: %v %v", name, state, r, err)
 		case <-time.After(20 * time.Millisecond):
 		}
 	}

@@ -100,7 +100,7 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		if err != nil {
 			return nil, nil, err
 		}
-		hosts[name] = wire.NewClient(wire.H2CClient(socket, token, 0), base)
+		hosts[name] = wire.NewClient(wire.H2CClient(socket, token, c.PingAfter), base)
 	}
 	return hosts, func() {}, nil
 }
