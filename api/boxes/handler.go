@@ -258,17 +258,3 @@ func (h *Handler) Images(ctx context.Context, _ *connect.Request[controlv1.Image
 	}
 	return connect.NewResponse(resp), nil
 }
-
-// WaitOperation is the Service's WaitOperation for userID's operation opID,
-// its errors as connect errors (the control MCP follows the operations its
-// tools wait on with it); an Unavailable handler answers UNAVAILABLE.
-func (h *Handler) WaitOperation(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
-	if h.down != nil {
-		return nil, connect.NewError(connect.CodeUnavailable, h.down)
-	}
-	last, err := h.s.WaitOperation(ctx, userID, opID, each)
-	if err != nil {
-		return nil, h.status(ctx, "follow operation "+opID, err)
-	}
-	return last, nil
-}

@@ -1,26 +1,41 @@
 package main
 
 import (
+	"context"
 	"log/slog"
 	"net/url"
 
+	"connectrpc.com/connect"
+
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/mcp"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
 // mountControlMCP mounts the control MCP at mcp.Path on srv: the Boxes
-// service's handler h called in process as the caller (it follows the
-// operations it waits on with h.WaitOperation), tokens checked by index.
-// The issuer's host is served beside localhost (the api behind a proxy on
-// loopback).
+// service's handler h called in process as the caller, the operations its
+// tools wait on followed with the Service's WaitOperation (its errors as
+// boxes.Code's connect codes; UNAVAILABLE without a supervisor), tokens
+// checked by index. The issuer's host is served beside localhost (the api
+// behind a proxy on loopback).
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7).
 func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, issuer string, log *slog.Logger) {
+	follow := func(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
+		svc, err := h.Service()
+		if err == nil {
+			var last *controlv1.Operation
+			if last, err = svc.WaitOperation(ctx, userID, opID, each); err == nil {
+				return last, nil
+			}
+		}
+		return nil, connect.NewError(boxes.Code(err), err)
+	}
 	var hosts []string
 	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
 		hosts = append(hosts, u.Host)
 	}
-	mcp.New(mcp.Deps{Boxes: h, Follow: h.WaitOperation, Tokens: index, Hosts: hosts, Log: log}).Mount(srv)
+	mcp.New(mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, Log: log}).Mount(srv)
 }
