@@ -52,6 +52,7 @@ type Box struct {
 	exited  chan struct{}
 	exitErr error
 	leader  int
+	door    Door // an attached box's way in (Attach)
 	// Console is the path of the file that holds nspawn's and the box's
 	// console output, for a post-mortem.
 	Console string
