@@ -28,7 +28,7 @@ DEB_VERSION ?=
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
-	@echo 'make demo    build, boot a cbdesk box (desk tier; TIER=base for base), act as sandboxd and the api, print a report'
+	@echo 'make demo    build, run the api, sign the CLI in, create a box (desk tier; TIER=base for base) through it, check it, print a report'
 	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing'
 	@echo 'make build   the static helpers into out/bin (version-stamped)'
 	@echo 'make deb     out/cocoonbox-guest_<version>_amd64.deb and cocoonbox-desk (DEB_VERSION=..., default from git)'
@@ -85,8 +85,10 @@ image: check-image build
 desk-image: check-desk-image build
 	image/build --version '$(VERSION)' --tier desk --bin out/bin --out out/images --rev '$(REV)'
 
-# The main job shows everything that works: without TIER it boots the desk
-# tier (base plus the desktop), so every step runs; TIER=base skips the desk's.
+# The main job shows everything that works, on the product's path (the api,
+# the CLI, the box it creates): without TIER the box is of the desk tier
+# (base plus the desktop), so every step runs; TIER=base skips the desk's.
+# make image builds out/cocoonbox-api and out/cocoonbox (build) with it.
 DEMO_TIER := $(if $(filter command line environment,$(origin TIER)),$(TIER),desk)
 demo: setup
 	$(MAKE) --no-print-directory image TIER=$(DEMO_TIER)

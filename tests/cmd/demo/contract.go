@@ -16,7 +16,8 @@ func init() {
 // the booted box: the two users, user's sudo, cbagent's polkit right on
 // the desktop session and what it is refused, the directories and files
 // with their owners and modes, and the browser policies.
-func contract(ctx context.Context, b *box.Box, r *report) {
+func contract(ctx context.Context, d *demo, r *report) {
+	b := d.box
 	pw, err := b.Run("getent", "passwd", "user", "cbagent")
 	r.check("users", err, "%s", strings.ReplaceAll(strings.TrimSpace(pw), "\n", " | "))
 

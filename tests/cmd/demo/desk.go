@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +20,8 @@ const deskEnv = "HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthori
 // terminal, a Thunar window and Mousepad saved by session-save and
 // restored after cbagent restarts the desktop, with a screenshot of the
 // result. On a base image it says it has nothing to show.
-func desk(ctx context.Context, b *box.Box, r *report) {
+func desk(ctx context.Context, d *demo, r *report) {
+	b := d.box
 	img, _ := b.ReadFile("/etc/cocoonbox/image")
 	if !strings.Contains(string(img), "\ntier=desk\n") {
 		r.info("desk", "skipped: not a desk image (make demo TIER=desk)")
@@ -52,7 +51,7 @@ func desk(ctx context.Context, b *box.Box, r *report) {
 	}
 	info, err := user("xdpyinfo | grep -E \"name of display|dimensions\"")
 	r.check("Xorg", err, "%s", strings.Join(strings.Fields(info), " "))
-	r.check("VNC", vncBanner(), "127.0.0.1:5900 answers RFB 003.008 with security type None only")
+	r.check("VNC", vncBanner(b), "the box's 127.0.0.1:5900 answers RFB 003.008 with security type None only")
 	ps, err := b.Run("ps", "-C", "xfce4-session", "-o", "user=,pid=")
 	r.check("XFCE session", err, "xfce4-session runs as %s", strings.Join(strings.Fields(ps), " pid "))
 
@@ -114,35 +113,22 @@ func (e *exitErr) Error() string {
 	return fmt.Sprintf("exit %d: %s", e.res.ExitCode, strings.TrimSpace(e.res.Stderr))
 }
 
-// vncBanner dials the box's VNC server (the box shares the host network)
-// and checks the RFB banner and the security types.
-func vncBanner() error {
-	c, err := net.DialTimeout("tcp", "127.0.0.1:5900", 5*time.Second)
+// vncBanner dials the box's VNC server on the box's own loopback (each
+// box has its own network namespace; the port is reached from outside only
+// through the supervisor's relay), from a shell in the box that rsh
+// started, and checks the RFB banner and the security types.
+func vncBanner(b *box.Box) error {
+	res, err := b.Exec(box.Cmd{User: "user", Args: []string{"bash", "-c",
+		`exec 3<>/dev/tcp/127.0.0.1/5900 && head -c 12 <&3 && printf 'RFB 003.008\n' >&3 && head -c 2 <&3 | od -An -tu1`}})
 	if err != nil {
 		return err
 	}
-	defer c.Close()
-	_ = c.SetDeadline(time.Now().Add(5 * time.Second))
-	buf := make([]byte, 12)
-	if _, err := io.ReadFull(c, buf); err != nil {
-		return err
+	banner, types, _ := strings.Cut(res.Stdout, "\n")
+	if res.ExitCode != 0 || banner != "RFB 003.008" {
+		return fmt.Errorf("unexpected RFB answer %q (exit %d: %s)", res.Stdout, res.ExitCode, strings.TrimSpace(res.Stderr))
 	}
-	if string(buf) != "RFB 003.008\n" {
-		return &bannerErr{string(buf)}
-	}
-	if _, err := c.Write(buf); err != nil {
-		return err
-	}
-	types := make([]byte, 2)
-	if _, err := io.ReadFull(c, types); err != nil {
-		return err
-	}
-	if types[0] != 1 || types[1] != 1 {
-		return &bannerErr{fmt.Sprintf("%d security types, the first %d (want 1 type: None, 1)", types[0], types[1])}
+	if f := strings.Fields(types); len(f) != 2 || f[0] != "1" || f[1] != "1" {
+		return fmt.Errorf("security types %q, want 1 type: None (1)", strings.TrimSpace(types))
 	}
 	return nil
 }
-
-type bannerErr struct{ got string }
-
-func (e *bannerErr) Error() string { return "unexpected RFB answer: " + strings.TrimSpace(e.got) }

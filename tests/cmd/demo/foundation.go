@@ -4,18 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
-
-	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
 func init() { register(10, "the box (foundation)", foundation) }
 
 // foundation reports the image, the boot and every cocoonbox unit's state.
-func foundation(ctx context.Context, b *box.Box, r *report) {
+func foundation(ctx context.Context, d *demo, r *report) {
+	b := d.box
 	img, err := b.ReadFile("/etc/cocoonbox/image")
 	r.check("image", err, "%s", strings.ReplaceAll(strings.TrimSpace(string(img)), "\n", ", "))
 	t, _ := b.Run("systemd-analyze", "time")
-	r.ok("boot", "running after %.2f s; %s", b.Booted.Seconds(), firstLine(t))
+	r.ok("boot", "box create to running %.2f s through the api; %s", d.created.Seconds(), firstLine(t))
 	failed, err := b.FailedUnits()
 	switch {
 	case err != nil:

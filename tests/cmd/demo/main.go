@@ -1,8 +1,14 @@
-// Command demo is `make demo`, the main job: it boots a box of a cbdesk
-// image, does in it what sandboxd and the api do at a boot and a wake, and
-// prints a short report a person can read. Each concern adds its own step
-// (a file of this package that calls register). It exits 1 when a line of
-// the report is wrong, and always stops the box.
+// Command demo is `make demo`, the main job, on the product's own path:
+// `cocoonbox-api serve` on its embedded PostgreSQL with the local
+// supervisor, a user made by the admin command, the CLI signed in through
+// headless Chromium, and a box of the image created through the api
+// (`cocoonbox box create`). Each concern's step (a file of this package
+// that calls register) then checks its guest promises in that box through
+// `cocoonbox rsh`, the box's lifecycle goes through the CLI (hibernate,
+// ensure, save, upgrade, delete), and it prints a short report a person can
+// read. It exits 1 when a line of the report is wrong (the delete step
+// prints the box's diagnostics first), and always deletes the box and stops
+// the api.
 package main
 
 import (
@@ -13,20 +19,35 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
-// step is one concern's part of the demo, run in order on the booted box.
+// demo is what every step works on: the api, the signed-in CLI, and the
+// box the api booted, reached through rsh.
+type demo struct {
+	api  *e2e.API
+	cli  e2e.CLI
+	box  *box.Box
+	name string // the box's name (and hostname)
+	id   string // its id, cb-…
+	// image is the ref it was created from; newer the one upgrade moves it to.
+	image, newer string
+	// created is how long `box create` took to done (state running).
+	created time.Duration
+}
+
+// step is one concern's part of the demo, run in order.
 type step struct {
 	order int
 	name  string
-	run   func(ctx context.Context, b *box.Box, r *report)
+	run   func(ctx context.Context, d *demo, r *report)
 }
 
 var steps []step
 
 // register adds a step; order places it (10 foundation, 20 identity, ...).
-func register(order int, name string, run func(ctx context.Context, b *box.Box, r *report)) {
+func register(order int, name string, run func(ctx context.Context, d *demo, r *report)) {
 	steps = append(steps, step{order, name, run})
 }
 
@@ -58,9 +79,10 @@ func (r *report) check(what string, err error, format string, args ...any) {
 
 func main() {
 	image := flag.String("image", "", "image root directory (out/images/cbdesk-vN-TIER)")
-	keep := flag.Bool("keep", false, "leave the box running after the report")
+	keep := flag.Bool("keep", false, "leave the api and its box running after the report")
 	flag.Usage = func() {
-		fmt.Fprintf(os.Stderr, "usage: demo --image DIR [--keep]\n\nBoots a box of the image, plays sandboxd and the api, and reports what each helper did.\n\n")
+		fmt.Fprintf(os.Stdout, "usage: demo --image DIR [--keep]\n\nRuns the api with its local supervisor, signs the CLI in, creates a box of the image through it, and reports what each guest promise did.\n\n")
+		flag.CommandLine.SetOutput(os.Stdout)
 		flag.PrintDefaults()
 	}
 	flag.Parse()
@@ -68,30 +90,25 @@ func main() {
 		flag.Usage()
 		os.Exit(2)
 	}
-	ctx := context.Background()
-	fmt.Printf("cocoonbox demo: booting a box of %s\n", *image)
 	start := time.Now()
-	b, err := box.Start(ctx, box.Options{Image: *image, Name: "cbdemo-" + fmt.Sprint(os.Getpid())})
+	r := &report{}
+	d, stop, err := startProduct(context.Background(), *image, r)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "demo: %v\n", err)
+		stop()
 		os.Exit(1)
 	}
-	r := &report{}
 	sort.SliceStable(steps, func(i, j int) bool { return steps[i].order < steps[j].order })
 	for _, s := range steps {
 		fmt.Printf("\n== %s\n", s.name)
-		s.run(ctx, b, r)
+		s.run(context.Background(), d, r)
 	}
 	if *keep {
-		fmt.Printf("\nbox %s left running: enter it with `nsenter -t %d -a`, stop it with `kill %d`\n",
-			b.Name, b.Leader(), os.Getpid())
+		fmt.Printf("\nthe api %s and its box %s left running: `cocoonbox rsh --box %s -- CMD` (XDG_CONFIG_HOME=%s); stop with `kill %d`\n",
+			d.api.URL, d.name, d.name, d.cli.ConfigDir, os.Getpid())
 		select {}
 	}
-	if r.failed > 0 {
-		fmt.Println()
-		fmt.Println(b.Diagnostics(60))
-	}
-	b.Stop()
+	stop()
 	fmt.Printf("\n%d failed; demo took %.1f s\n", r.failed, time.Since(start).Seconds())
 	if r.failed > 0 {
 		os.Exit(1)

@@ -10,7 +10,6 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/packer"
-	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
@@ -21,9 +20,11 @@ func init() {
 // offloadStep plays the user's coding CLI: the host packer offloads a
 // small repository into the box, where the stand-in CLI (as claude)
 // commits, and brings it back twice: a fast-forward, then a clean merge
-// with the user's own commit and files. The box is entered the way the
-// tests do (nsenter) until the api serves cocoonbox rsh to the demo.
-func offloadStep(ctx context.Context, b *box.Box, r *report) {
+// with the user's own commit and files. The packer reaches the box the
+// product's way, `cocoonbox rsh --box NAME` (packer.RSH), for its verbs,
+// rsync and git.
+func offloadStep(ctx context.Context, d *demo, r *report) {
+	b := d.box
 	tmp, err := os.MkdirTemp("", "cocoonbox-demo-offload-")
 	if err != nil {
 		r.bad("offload", "%v", err)
@@ -34,13 +35,9 @@ func offloadStep(ctx context.Context, b *box.Box, r *report) {
 		r.bad("offload", "the stand-in CLI: %v", err)
 		return
 	}
-	tr, err := offloadbox.WriteTransport(tmp, b)
-	if err != nil {
-		r.bad("offload", "%v", err)
-		return
-	}
+	tr := packer.RSH{Program: d.cli.Bin, Box: d.name}
 	p := &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(tmp, "data/cocoonbox/offload")}, Transport: tr,
-		Box: packer.BoxInfo{Name: b.Name, Image: "cbdesk:v22"}, Yes: true, BackWait: 90 * time.Second}
+		Box: packer.BoxInfo{ID: d.id, Name: d.name, Image: d.image}, Yes: true, BackWait: 90 * time.Second}
 	top := filepath.Join(tmp, "demo-repo")
 	g := func(args ...string) string {
 		cmd := exec.Command("git", append([]string{"-c", "user.name=demo", "-c", "user.email=demo@invalid", "-c", "init.defaultBranch=main"}, args...)...)

@@ -15,7 +15,8 @@ func init() { register(40, "packages (the user's list, reinstalled at desktop st
 // it (two real packages and a hostile line), starts the reconciler as a
 // desktop start would, and shows what it did; then user installs one more
 // package with sudo apt-get and the hook records it.
-func packagesStep(ctx context.Context, b *box.Box, r *report) {
+func packagesStep(ctx context.Context, d *demo, r *report) {
+	b := d.box
 	const list = "/home/user/.config/cocoonbox/packages"
 	base, err := b.Sh("wc -l </etc/cocoonbox/packages.baseline")
 	r.check("baseline", err, "/etc/cocoonbox/packages.baseline: %s packages (the image's apt-mark showmanual)", strings.TrimSpace(base))

@@ -12,11 +12,21 @@ import (
 
 func init() { register(30, "box API keys (the vault)", vaultStep) }
 
-// vaultStep plays the api and sandboxd: it writes a claim env with two
+// vaultStep first shows the claim env the api gave the box at its boot
+// (COCOONBOX_VAULT and COCOONBOX_CONNECT, empty: the key vault and Connect
+// are not built yet), then plays their part: it writes a claim env with two
 // vault keys, a variable-only record, a Connect grant and a bad record,
 // then shows what a login shell of user sees, the keys file, and the
-// journal's word on the bad record; then removes a key.
-func vaultStep(ctx context.Context, b *box.Box, r *report) {
+// journal's word on the bad record; then removes a key. The wake step
+// shows the api's own entries coming back at the wake.
+func vaultStep(ctx context.Context, d *demo, r *report) {
+	b := d.box
+	own, err := b.ReadFile("/run/silkd.env")
+	if err == nil && (!strings.Contains(string(own), "COCOONBOX_VAULT=") || !strings.Contains(string(own), "COCOONBOX_CONNECT=")) {
+		err = fmt.Errorf("/run/silkd.env holds %q, want the api's COCOONBOX_VAULT and COCOONBOX_CONNECT", own)
+	}
+	r.check("api's claim env", err, "/run/silkd.env from the api at the boot: %s (no keys: the key vault is not built yet; the demo writes its records next)",
+		strings.Join(strings.Fields(string(own)), " "))
 	vaultRecs := "OPENAI_API_KEY=sk-proj-cbv_0123456789abcdef0123456789abcdef;api.openai.com;Authorization:%20Bearer%20{} " +
 		"MAPS_KEY=AIza-cbv_fedcba9876543210fedcba9876543210;maps.googleapis.com;?key={} " +
 		"LINK_NO_REFRESH=1;; " +
