@@ -6,9 +6,12 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -162,6 +165,34 @@ func TestControlMCP(t *testing.T) {
 		wait.Eventually(t, 2*time.Minute, "the save to finish after its client went", func() (bool, string) {
 			st := alice.OK(t, "box_status", nil)
 			return st["last_saved_at_ms"].(float64) > before && st["state"] == "running", mcptest.Canon(t, st)
+		})
+	})
+
+	t.Run("a revoked token ends the call waiting on its operation, which runs on", func(t *testing.T) {
+		carol := h.user(t, "carol")
+		c := mcptest.Connect(t, h.mcpURL, carol)
+		ended := make(chan error, 1)
+		go func() {
+			_, err := c.Try(context.Background(), "box_create", map[string]any{"name": "main"}, "p")
+			ended <- err
+		}()
+		c.WaitNotes(t, 1) // creating
+		acct := e2e.Account(h.api.URL, carol)
+		list, err := acct.ListDevices(context.Background(), connect.NewRequest(&controlv1.ListDevicesRequest{}))
+		if err != nil || len(list.Msg.Devices) != 1 {
+			t.Fatalf("carol's devices: %v %v", list, err)
+		}
+		if _, err := acct.RevokeDevice(context.Background(), connect.NewRequest(&controlv1.RevokeDeviceRequest{DeviceId: list.Msg.Devices[0].Id})); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-ended; err == nil {
+			t.Fatal("box_create answered a client whose token was revoked while it waited")
+		}
+		// carol's box boots all the same; her new sign-in sees it running.
+		again := mcptest.Connect(t, h.mcpURL, h.device(t, "carol"))
+		wait.Eventually(t, 2*time.Minute, "carol's box to run after her token was revoked", func() (bool, string) {
+			st := again.OK(t, "box_status", nil)
+			return st["state"] == "running", mcptest.Canon(t, st)
 		})
 	})
 

@@ -93,22 +93,35 @@ func start(t testing.TB) *harness {
 		}
 	})
 	h := &harness{api: a, mcpURL: a.URL + mcp.Path}
-	for _, u := range []struct {
-		name string
-		tok  *string
-	}{{"alice", &h.alice}, {"bob", &h.bob}} {
-		if err := a.AddUser(ctx, u.name, password); err != nil {
-			t.Fatal(err)
-		}
-		c, err := e2e.SignIn(ctx, a.URL, u.name, password)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if *u.tok, err = c.Device(ctx, "agent"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	h.alice, h.bob = h.user(t, "alice"), h.user(t, "bob")
 	return h
+}
+
+// user adds a user name to the api and answers a device token of theirs.
+func (h *harness) user(t testing.TB, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := h.api.AddUser(ctx, name, password); err != nil {
+		t.Fatal(err)
+	}
+	return h.device(t, name)
+}
+
+// device signs name in and answers a new device token of theirs.
+func (h *harness) device(t testing.TB, name string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c, err := e2e.SignIn(ctx, h.api.URL, name, password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := c.Device(ctx, "agent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
 }
 
 // steps are operation opID's steps, in order, to its end, from alice's
