@@ -25,6 +25,8 @@ type fakeBoxes struct {
 	mu    sync.Mutex
 	boxes map[string][]*controlv1.Box // by user id, oldest first
 	ops   map[string]*fakeOp
+	// broken, when set, is what Usage answers (an internal failure).
+	broken error
 	// gate, when set (hold), is received from before an operation's last step.
 	gate chan struct{}
 	n    int
@@ -257,6 +259,11 @@ func (f *fakeBoxes) Delete(ctx context.Context, r *connect.Request[controlv1.Con
 }
 
 func (f *fakeBoxes) Usage(context.Context, *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.broken != nil {
+		return nil, f.broken
+	}
 	return connect.NewResponse(&controlv1.UsageResponse{DailyCapMicros: 1_000_000, DefaultCap: true, RemainingTodayMicros: 1_000_000}), nil
 }
 

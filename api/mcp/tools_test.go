@@ -3,10 +3,12 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"strings"
 	"testing"
 
+	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
@@ -255,5 +257,20 @@ func TestTwoClientsWaitingOnOneOperationBothGetItsResult(t *testing.T) {
 	r1, r2 := <-results, <-results
 	if r1 == nil || r2 == nil || r1["operation_id"] != r2["operation_id"] || r1["operation_id"] == "" || r1["state"] != "running" || r2["state"] != "running" {
 		t.Fatalf("the two waiters: %v and %v, want one operation's result", r1, r2)
+	}
+}
+
+// A failure inside the api is -32603, its cause logged and not sent
+// (Contract: Control MCP, errors).
+func TestInternalFailureIsInternalError(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.connect(e.aliceToken)
+	e.boxes.mu.Lock()
+	e.boxes.broken = connect.NewError(connect.CodeInternal, errors.New("the database said: secret detail"))
+	e.boxes.mu.Unlock()
+	_, err := c.Try(context.Background(), "usage", nil)
+	if mcptest.Code(err) != jsonrpc.CodeInternalError || strings.Contains(err.Error(), "secret detail") {
+		t.Fatalf("usage failing inside: %v, want -32603 without the cause", err)
 	}
 }
