@@ -107,6 +107,7 @@ lint:
 	go vet ./... ./api/...
 	go run $(STATICCHECK) ./... ./api/...
 	tests/lint-shell
+	tests/lint-box-networks
 	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).

@@ -47,7 +47,7 @@ func TestAMachineWithNoRowIsDeletedAtStart(t *testing.T) {
 // boots it again as a new incarnation.
 func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem(t *testing.T) {
 	e := newEnv(t)
-	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.206.0.1/16}\n",
+	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.213.0.1/16}\n",
 		filepath.Join(root, "images"), filepath.Join(root, "local-state"))
 	start := func() *e2e.API {
 		a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: e.db.URL, Sandbox: inProcess})

@@ -87,7 +87,7 @@ func start(dir, image string) error {
 	}
 	// A box network of the package's own, so it runs beside the other
 	// packages that boot boxes (each bridge has one supervisor).
-	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: cbboxcli0\n    gateway: 10.205.0.1/16\n",
+	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: cbboxcli0\n    gateway: 10.212.0.1/16\n",
 		images, filepath.Join(dir, "machines"))
 	api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
 	if err != nil {
