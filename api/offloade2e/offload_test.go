@@ -2,17 +2,16 @@ package offloade2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
 // The helpers the offload tests share (internal/offloadtest).
@@ -22,47 +21,62 @@ var (
 	read  = offloadtest.Read
 )
 
-// inBox runs a shell line in the box as root through the supervisor
-// (not rsh) with stdin, and answers its stdout; a failure fails the test.
-func (a *api) inBox(t testing.TB, stdin []byte, line string) string {
+// inBox runs a shell line in the box as root (nsenter, not the api) and
+// answers its stdout; a failure fails the test.
+func inBox(t testing.TB, line string) string {
 	t.Helper()
-	out, err := boxes.ExecIn(context.Background(), sup, a.box.ID, stdin, "sh", "-c", line)
+	out, err := e2e.InBox(bridge, boxID, nil, line)
 	if err != nil {
-		t.Fatalf("in the box: %q: %v", line, err)
+		t.Fatal(err)
 	}
 	return out
 }
 
-// cli runs the cocoonbox CLI in dir as the user, on the test's api, and
-// answers its one --json line, its exit status and its stderr.
-func (a *api) cli(t testing.TB, dir, data string, args ...string) (map[string]any, int, string) {
-	t.Helper()
-	cmd := exec.Command(cliBin, args...)
+// command is the cocoonbox CLI in dir as the signed-in user, on the
+// test's api, with data as its XDG_DATA_HOME (the offload directory).
+func command(dir, data string, args ...string) *exec.Cmd {
+	cmd := exec.Command(bins.CLI, args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "COCOONBOX_ENDPOINT="+a.endpoint, "COCOONBOX_TOKEN="+token,
-		"XDG_DATA_HOME="+data, "XDG_CONFIG_HOME="+data)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	var resp map[string]any
-	if json.Unmarshal(bytes.TrimSpace(out.Bytes()), &resp) != nil && strings.Contains(strings.Join(args, " "), "--json") {
-		t.Fatalf("cocoonbox %v: stdout is not one JSON line: %q\nstderr: %s", args, out.String(), errb.String())
-	}
-	if resp == nil {
-		resp = map[string]any{"stdout": out.String()}
-	}
-	return resp, code, errb.String()
+	cmd.Env = cliEnv(data)
+	return cmd
 }
 
-func (a *api) mustCLI(t testing.TB, dir, data string, args ...string) map[string]any {
+// cliEnv is the environment of the CLI and of what runs it (rsync -e):
+// cli.json's login, and data as XDG_DATA_HOME.
+func cliEnv(data string) []string {
+	return append(os.Environ(), "XDG_DATA_HOME="+data, "XDG_CONFIG_HOME="+configDir)
+}
+
+// cli runs the cocoonbox CLI (command) and answers its one --json line,
+// its exit status and its stderr.
+func cli(t testing.TB, dir, data string, args ...string) (map[string]any, int, string) {
 	t.Helper()
-	resp, code, stderr := a.cli(t, dir, data, args...)
+	cmd := command(dir, data, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	code := e2e.ExitCode(cmd.Run())
+	if code < 0 {
+		t.Fatalf("cocoonbox %v did not run to its end: %s", args, errb.String())
+	}
+	return parse(t, args, out.String(), errb.String()), code, errb.String()
+}
+
+// parse is the CLI's --json line, or {"stdout": out} without --json.
+func parse(t testing.TB, args []string, out, stderr string) map[string]any {
+	t.Helper()
+	var resp map[string]any
+	if json.Unmarshal(bytes.TrimSpace([]byte(out)), &resp) != nil && slices.Contains(args, "--json") {
+		t.Fatalf("cocoonbox %v: stdout is not one JSON line: %q\nstderr: %s", args, out, stderr)
+	}
+	if resp == nil {
+		resp = map[string]any{"stdout": out}
+	}
+	return resp
+}
+
+func mustCLI(t testing.TB, dir, data string, args ...string) map[string]any {
+	t.Helper()
+	resp, code, stderr := cli(t, dir, data, args...)
 	if code != 0 {
 		t.Fatalf("cocoonbox %v exited %d: %v\nstderr:\n%s", args, code, resp, stderr)
 	}
@@ -78,18 +92,6 @@ const secret = "TOKEN=S3CR3T-through-the-api"
 // rsh (GIT_SSH_VARIANT=simple) and fast-forwards, then a second round with
 // the user's own commit meanwhile comes back as a clean merge.
 func TestOffloadAndBackThroughTheAPI(t *testing.T) {
-	a := newAPI(t, "offloader")
-	standin, err := offloadbox.BuildStandin()
-	if err != nil {
-		t.Fatal(err)
-	}
-	bin, err := os.ReadFile(standin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.inBox(t, bin, "install -d -o user -g user /home/user/.local /home/user/.local/bin && "+
-		"cat >/home/user/.local/bin/claude && chown user:user /home/user/.local/bin/claude && chmod 755 /home/user/.local/bin/claude")
-
 	data := t.TempDir()
 	top := filepath.Join(t.TempDir(), "proj")
 	os.MkdirAll(top, 0o755)
@@ -103,31 +105,31 @@ func TestOffloadAndBackThroughTheAPI(t *testing.T) {
 	write(t, top, ".env.local", "LOCAL=not opted in\n") // a warning the first offload needs a yes for
 	head := git(t, top, "rev-parse", "HEAD")
 
-	path := strings.TrimSpace(a.mustCLI(t, top, data, "offload", "handover-path")["stdout"].(string))
+	path := strings.TrimSpace(mustCLI(t, top, data, "offload", "handover-path")["stdout"].(string))
 	write(t, filepath.Dir(path), filepath.Base(path), offloadtest.Handover("a task through the api", "standin: commit"))
-	a.mustCLI(t, top, data, "offload", "secrets", "add", "file:.env")
+	mustCLI(t, top, data, "offload", "secrets", "add", "file:.env")
 
-	res, code, stderr := a.cli(t, top, data, "offload", "--box", "offloader", "--json")
+	res, code, stderr := cli(t, top, data, "offload", "--box", boxName, "--json")
 	if code != 3 || res["code"] != "refused" || !strings.Contains(stderr+res["error"].(string), "yes") {
 		t.Fatalf("offload without --yes past a warning: %d %v", code, res)
 	}
-	res = a.mustCLI(t, top, data, "offload", "--box", "offloader", "--yes", "--json")
+	res = mustCLI(t, top, data, "offload", "--box", boxName, "--yes", "--json")
 	if res["accepted"] != true || res["tmux"] == "" {
 		t.Fatalf("offload: %v", res)
 	}
 	key := res["repo"].(string)
-	if got := a.inBox(t, nil, "cat /workspace/proj/a.txt"); got != "one, uncommitted\n" {
+	if got := inBox(t, "cat /workspace/proj/a.txt"); got != "one, uncommitted\n" {
 		t.Errorf("the box's a.txt = %q", got)
 	}
-	if got := a.inBox(t, nil, "cat /run/cocoonbox-offload/secrets/"+key+"/file/.env"); got != secret+"\n" {
+	if got := inBox(t, "cat /run/cocoonbox-offload/secrets/"+key+"/file/.env"); got != secret+"\n" {
 		t.Errorf("the opted-in .env on the tmpfs: %q", got)
 	}
-	st := a.mustCLI(t, top, data, "offload", "status", "--json")
+	st := mustCLI(t, top, data, "offload", "status", "--json")
 	if ss, _ := st["sessions"].([]any); len(ss) != 1 {
 		t.Errorf("offload status: %v", st)
 	}
 
-	back := a.mustCLI(t, top, data, "back", "--json")
+	back := mustCLI(t, top, data, "back", "--json")
 	if m, _ := back["merge"].(map[string]any); m["case"] != "fast-forward" {
 		t.Fatalf("back: %v", back)
 	}
@@ -137,26 +139,26 @@ func TestOffloadAndBackThroughTheAPI(t *testing.T) {
 	if read(t, top, "a.txt") != "one, uncommitted\n" {
 		t.Error("a.txt lost its uncommitted change")
 	}
-	if strings.Contains(a.inBox(t, nil, "journalctl -m --no-pager -o cat | grep -c 'S3CR3[T]' || true"), "1") {
+	if strings.Contains(inBox(t, "journalctl -m --no-pager -o cat | grep -c 'S3CR3[T]' || true"), "1") {
 		t.Error("the secret is in the box's journal")
 	}
 
 	// The second round: the user commits and keeps untracked notes
 	// meanwhile; the box's change comes in uncommitted.
-	a.mustCLI(t, top, data, "offload", "--box", "offloader", "--yes", "--json")
+	mustCLI(t, top, data, "offload", "--box", boxName, "--yes", "--json")
 	write(t, top, "mine.txt", "the user's own\n")
 	git(t, top, "add", "mine.txt")
 	git(t, top, "commit", "-q", "-m", "the user's commit", "mine.txt")
 	write(t, top, "notes.txt", "untracked notes\n")
 	userHead := git(t, top, "rev-parse", "HEAD")
-	back = a.mustCLI(t, top, data, "back", "--json")
+	back = mustCLI(t, top, data, "back", "--json")
 	if m, _ := back["merge"].(map[string]any); m["case"] != "merge" {
 		t.Fatalf("second back: %v", back)
 	}
 	if git(t, top, "rev-parse", "HEAD") != userHead || read(t, top, "notes.txt") != "untracked notes\n" || !strings.Contains(read(t, top, "work.txt"), "turn 1") {
 		t.Errorf("after the clean merge: HEAD %s, status %s", git(t, top, "rev-parse", "HEAD"), git(t, top, "status", "--porcelain"))
 	}
-	res, code, _ = a.cli(t, top, data, "back", "--json")
+	res, code, _ = cli(t, top, data, "back", "--json")
 	if code != 3 || !strings.Contains(res["error"].(string), "back.md") {
 		t.Errorf("a back with nothing in flight: %d %v", code, res)
 	}

@@ -1,15 +1,11 @@
 package session_test
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -20,7 +16,6 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
-	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
 // These tests run the api as it runs: `cocoonbox-api serve` built from
@@ -90,57 +85,25 @@ func setUp(ctx context.Context, image string) error {
 	if bins, err = e2e.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
 		return err
 	}
-	yaml := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: %s\n    gateway: %[5]s\n"+
-		"http:\n  read_header_timeout: %[4]s\n  idle_timeout: %[4]s\n  ping_after: %[4]s\n  ping_timeout: %[4]s\n",
-		images, filepath.Join(testRoot, "machines"), bridge, clock, "10.210.0.1/16")
+	yaml := e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.210.0.1/16") +
+		fmt.Sprintf("http:\n  read_header_timeout: %[1]s\n  idle_timeout: %[1]s\n  ping_after: %[1]s\n  ping_timeout: %[1]s\n", clock)
 	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml}); err != nil {
 		return err
 	}
 	endpoint = api.URL
-	for _, u := range []struct {
-		name string
-		tok  *string
-	}{{"alice", &aliceToken}, {"bob", &bobToken}} {
-		if err := api.AddUser(ctx, u.name, password); err != nil {
-			return err
-		}
-		c, err := e2e.SignIn(ctx, api.URL, u.name, password)
-		if err != nil {
-			return err
-		}
-		if *u.tok, err = c.Device(ctx, "rsh"); err != nil {
-			return err
-		}
+	if aliceToken, err = api.UserToken(ctx, "alice", password, "rsh"); err != nil {
+		return err
 	}
-	r, err := e2e.Boxes(endpoint, aliceToken).Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: "create-dev", Name: "dev"}))
-	if err != nil {
-		return fmt.Errorf("create dev: %w", err)
+	if bobToken, err = api.UserToken(ctx, "bob", password, "rsh"); err != nil {
+		return err
 	}
-	box = r.Msg.GetBox().GetBoxId()
-	return waitState(ctx, controlv1.BoxState_BOX_STATE_RUNNING)
+	box, err = api.CreateBox(ctx, aliceToken, "dev", "")
+	return err
 }
 
-// waitState waits until alice's box dev is in state.
+// waitState waits until alice's box is in state.
 func waitState(ctx context.Context, state controlv1.BoxState) error {
-	return waitBox(ctx, endpoint, aliceToken, "dev", state)
-}
-
-// waitBox waits until the box name of token's user at ep is in state with
-// no operation under way (absent: gone).
-func waitBox(ctx context.Context, ep, token, name string, state controlv1.BoxState) error {
-	c := e2e.Boxes(ep, token)
-	for {
-		r, err := c.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
-		if err == nil && r.Msg.GetBox().GetState() == state && r.Msg.GetOperation() == nil ||
-			state == controlv1.BoxState_BOX_STATE_ABSENT && (connect.CodeOf(err) == connect.CodeNotFound || err == nil && r.Msg.GetBox() == nil) {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("box %s not %v: %v %v", name, state, r, err)
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	return api.WaitBox(ctx, aliceToken, "dev", state)
 }
 
 func tearDown() {
@@ -148,8 +111,7 @@ func tearDown() {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		if box != "" {
-			_, _ = e2e.Boxes(endpoint, aliceToken).Delete(ctx, connect.NewRequest(&controlv1.ConfirmedBoxRequest{RequestId: "delete-dev", Box: "dev", Confirm: true}))
-			_ = waitState(ctx, controlv1.BoxState_BOX_STATE_ABSENT)
+			_ = api.DeleteBox(ctx, aliceToken, "dev")
 		}
 		_ = api.Stop()
 	}
@@ -170,23 +132,12 @@ func rsh(ctx context.Context, env []string, args ...string) *exec.Cmd {
 	return cmd
 }
 
-// leader is the host PID of the box's PID 1, from the supervisor's record
-// of the booted machine.
+// leader is the host PID of the box's PID 1.
 func leader(t testing.TB) int {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("/run/cocoonbox-sandboxd", bridge, box+".json"))
+	pid, err := e2e.Leader(bridge, box)
 	if err != nil {
 		t.Fatal(err)
-	}
-	var rec struct {
-		NSpawn int `json:"nspawn"`
-	}
-	if err := json.Unmarshal(data, &rec); err != nil {
-		t.Fatal(err)
-	}
-	pid := nspawn.Leader(rec.NSpawn)
-	if pid == 0 {
-		t.Fatalf("box %s has no leader (nspawn %d)", box, rec.NSpawn)
 	}
 	return pid
 }
@@ -195,23 +146,11 @@ func leader(t testing.TB) int {
 // answers its output; it fails the test when the line fails.
 func inBox(t testing.TB, line string) string {
 	t.Helper()
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(leader(t)), "-a", "sh", "-c", line)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
+	out, err := e2e.InBox(bridge, box, nil, line)
 	if err != nil {
-		t.Fatalf("in the box: %q: %v: %s%s", line, err, out, stderr.String())
+		t.Fatal(err)
 	}
-	return string(out)
+	return out
 }
 
-func exitCode(err error) int {
-	var ee *exec.ExitError
-	if errors.As(err, &ee) {
-		return ee.ExitCode()
-	}
-	if err != nil {
-		return -1
-	}
-	return 0
-}
+var exitCode = e2e.ExitCode

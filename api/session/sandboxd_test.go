@@ -10,10 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/cocoonbox/cocoonbox/api/e2e"
-	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 )
 
@@ -62,28 +59,16 @@ func TestRshThroughSandboxdSilenceLongerThanEveryClock(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer far.Stop()
-	if err := far.AddUser(ctx, "carol", password); err != nil {
-		t.Fatal(err)
-	}
-	con, err := e2e.SignIn(ctx, far.URL, "carol", password)
+	token, err := far.UserToken(ctx, "carol", password, "rsh")
 	if err != nil {
-		t.Fatal(err)
-	}
-	token, err := con.Device(ctx, "rsh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	boxes := e2e.Boxes(far.URL, token)
-	if _, err := boxes.Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: "create-far", Name: "far"})); err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		_, _ = boxes.Delete(ctx, connect.NewRequest(&controlv1.ConfirmedBoxRequest{RequestId: "delete-far", Box: "far", Confirm: true}))
-		if err := waitBox(ctx, far.URL, token, "far", controlv1.BoxState_BOX_STATE_ABSENT); err != nil {
+		if err := far.DeleteBox(ctx, token, "far"); err != nil {
 			t.Error(err)
 		}
 	}()
-	if err := waitBox(ctx, far.URL, token, "far", controlv1.BoxState_BOX_STATE_RUNNING); err != nil {
+	if _, err := far.CreateBox(ctx, token, "far", ""); err != nil {
 		t.Fatalf("%v\n%s", err, far.Log())
 	}
 	env := []string{"COCOONBOX_ENDPOINT=" + far.URL, "COCOONBOX_TOKEN=" + token}
