@@ -58,29 +58,40 @@ func (a *API) CreateBox(ctx context.Context, token, name, image string) (string,
 	return r.Msg.GetBox().GetBoxId(), a.WaitBox(ctx, token, name, controlv1.BoxState_BOX_STATE_RUNNING)
 }
 
-// DeleteBox deletes the box name (confirmed) and waits until it is absent.
+// DeleteBox deletes the box name (confirmed) and waits until it is gone
+// (Status answers NOT_FOUND, or the state absent).
 func (a *API) DeleteBox(ctx context.Context, token, name string) error {
 	_, err := Boxes(a.URL, token).Delete(ctx, connect.NewRequest(&controlv1.ConfirmedBoxRequest{RequestId: "delete-" + name, Box: name, Confirm: true}))
 	if err != nil {
 		return fmt.Errorf("delete the box %s: %w", name, err)
 	}
-	return a.WaitBox(ctx, token, name, controlv1.BoxState_BOX_STATE_ABSENT)
+	return a.waitStatus(ctx, token, name, "gone", func(r *controlv1.BoxStatusResponse, err error) bool {
+		return connect.CodeOf(err) == connect.CodeNotFound || err == nil && r.GetBox().GetState() == controlv1.BoxState_BOX_STATE_ABSENT
+	})
 }
 
 // WaitBox waits, until ctx's deadline (else 3 minutes), for the box name
 // to be in state with no operation under way.
 func (a *API) WaitBox(ctx context.Context, token, name string, state controlv1.BoxState) error {
+	return a.waitStatus(ctx, token, name, state.String(), func(r *controlv1.BoxStatusResponse, err error) bool {
+		return err == nil && r.GetBox().GetState() == state && r.GetOperation() == nil
+	})
+}
+
+// waitStatus calls Status of the box name until done holds of its
+// answer, until ctx's deadline (else 3 minutes).
+func (a *API) waitStatus(ctx context.Context, token, name, what string, done func(*controlv1.BoxStatusResponse, error) bool) error {
 	timeout := 3 * time.Minute
 	if d, ok := ctx.Deadline(); ok {
 		timeout = time.Until(d)
 	}
 	c := Boxes(a.URL, token)
-	return wait.Until(timeout, fmt.Sprintf("box %s %v", name, state), func() (bool, string) {
+	return wait.Until(timeout, "box "+name+" "+what, func() (bool, string) {
 		r, err := c.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
 		if err != nil {
-			return false, err.Error()
+			return done(nil, err), err.Error()
 		}
-		return r.Msg.GetBox().GetState() == state && r.Msg.GetOperation() == nil, r.Msg.String()
+		return done(r.Msg, nil), r.Msg.String()
 	})
 }
 
