@@ -1,6 +1,7 @@
 // Package offloadtest holds what the offload tests of both sides share
-// (guest/offload/inbox, tests/offload, packer): git in a test repository,
-// a send stream from members, a valid hand-over.
+// (guest/offload/inbox, tests/offload, packer, tests/packer,
+// api/offloade2e): git in a test repository, the repository state a step
+// must leave as it was, a send stream from members, a valid hand-over.
 // Only tests import it.
 package offloadtest
 
@@ -80,4 +81,25 @@ func Read(t testing.TB, dir, name string) string {
 		t.Fatal(err)
 	}
 	return string(data)
+}
+
+// State is what an offload, a refused back or the branch path must leave
+// as it was in the repository top: HEAD, the branches (but back's
+// cocoonbox/back-*), the index, the status with ignored files and the
+// diffs.
+func State(t testing.TB, top string) string {
+	t.Helper()
+	var branches []string
+	for _, l := range strings.Split(Git(t, top, "for-each-ref", "refs/heads"), "\n") {
+		if !strings.Contains(l, "refs/heads/cocoonbox/") {
+			branches = append(branches, l)
+		}
+	}
+	return strings.Join([]string{
+		Git(t, top, "rev-parse", "HEAD"),
+		strings.Join(branches, "\n"),
+		Git(t, top, "ls-files", "-s"),
+		Git(t, top, "status", "--porcelain", "--untracked-files=all", "--ignored"),
+		Git(t, top, "diff", "--cached"), Git(t, top, "diff"),
+	}, "\n")
 }

@@ -103,21 +103,6 @@ func offload(t testing.TB, p *packer.Packer, top string) *packer.OffloadResult {
 	return res
 }
 
-// state is what an offload or a refused back must leave as it was: HEAD,
-// the branches (but back's cocoonbox/back-*), the index, the status with
-// ignored files and the diffs.
-func state(t testing.TB, top string) string {
-	var branches []string
-	for _, l := range strings.Split(git(t, top, "for-each-ref", "refs/heads"), "\n") {
-		if !strings.Contains(l, "refs/heads/cocoonbox/") {
-			branches = append(branches, l)
-		}
-	}
-	return strings.Join([]string{
-		git(t, top, "rev-parse", "HEAD"),
-		strings.Join(branches, "\n"),
-		git(t, top, "ls-files", "-s"),
-		git(t, top, "status", "--porcelain", "--untracked-files=all", "--ignored"),
-		git(t, top, "diff", "--cached"), git(t, top, "diff"),
-	}, "\n")
-}
+// state is what an offload or a refused back must leave as it was
+// (offloadtest.State).
+var state = offloadtest.State
