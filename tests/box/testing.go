@@ -28,15 +28,21 @@ func Image(t testing.TB) string {
 	if img := os.Getenv(ImageEnv); img != "" {
 		return img
 	}
-	root, err := RepoRoot()
+	root, v, err := ImageVersion()
 	if err != nil {
 		t.Fatal(err)
+	}
+	return filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-base", v))
+}
+
+// ImageVersion is the repository root (RepoRoot) and its image/VERSION,
+// the N of the cbdesk:vN this tree builds.
+func ImageVersion() (root, version string, err error) {
+	if root, err = RepoRoot(); err != nil {
+		return "", "", err
 	}
 	v, err := os.ReadFile(filepath.Join(root, "image/VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-base", strings.TrimSpace(string(v))))
+	return root, strings.TrimSpace(string(v)), err
 }
 
 // RepoRoot finds the repository root: the nearest directory above the

@@ -51,15 +51,11 @@ func deskImage(t testing.TB) string {
 	if img := os.Getenv(box.ImageEnv); img != "" && isDesk(img) {
 		return img
 	}
-	root, err := box.RepoRoot()
+	root, v, err := box.ImageVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := os.ReadFile(filepath.Join(root, "image/VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	img := filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-desk", strings.TrimSpace(string(v))))
+	img := filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-desk", v))
 	if !isDesk(img) {
 		testenv.SkipOrFail(t, fmt.Sprintf("desk tests cannot run: no desk image at %s (build it with `make image TIER=desk`, or run `make desk-test`; or set %s)", img, DeskImageEnv))
 	}

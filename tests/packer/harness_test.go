@@ -2,16 +2,17 @@
 // Contract: Offload, "Offload, Mac side" and "Back, Mac side"): real
 // repositories on this host, one booted box shared by the subtests with
 // the stand-in CLI as claude, real git, rsync and tmux on both sides. The
-// box is reached through offloadbox.Transport, the stand-in for
-// `cocoonbox rsh` until the api's boxes and rsh are on main.
+// box is reached through offloadbox.Transport (nsenter), a stand-in for
+// `cocoonbox rsh` that needs no api, so the packer's cases run on a bare
+// booted box; api/offloade2e runs the real CLI through a real api.
 package packer
 
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -44,22 +45,25 @@ func newRig(t testing.TB) *rig {
 }
 
 func imageVersion(t testing.TB) string {
-	root, err := box.RepoRoot()
+	_, v, err := box.ImageVersion()
 	if err != nil {
 		t.Fatal(err)
 	}
-	v, err := os.ReadFile(filepath.Join(root, "image/VERSION"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return strings.TrimSpace(string(v))
+	return v
 }
 
 // packer is a Packer for the rig's box with its own offload directory
 // (XDG_DATA_HOME of this test).
 func (r *rig) packer(t testing.TB, data string) *packer.Packer {
-	return &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(data, "cocoonbox/offload")}, Transport: r.tr,
-		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: r.b.Name, Image: r.image}, Progress: packer.Progress{W: r.progress},
+	return newPacker(data, r.tr, r.b.Name, r.image, r.progress)
+}
+
+// newPacker is a Packer into the box name of image through tr, its
+// offload directory under data (XDG_DATA_HOME), its progress to w: the
+// tests' and the child's they kill (kill_test.go).
+func newPacker(data string, tr offloadbox.Transport, name, image string, w io.Writer) *packer.Packer {
+	return &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(data, "cocoonbox/offload")}, Transport: tr,
+		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: name, Image: image}, Progress: packer.Progress{W: w},
 		Yes: true, BackWait: 90 * time.Second}
 }
 

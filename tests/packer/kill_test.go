@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -31,8 +30,7 @@ func TestMain(m *testing.M) {
 // "offload|back DATA|SCRIPT|BOX|IMAGE|TOP", progress on stderr.
 func child(spec string) int {
 	f := strings.Split(spec, "|")
-	p := &packer.Packer{Dirs: packer.Dirs{Root: filepath.Join(f[1], "cocoonbox/offload")}, Transport: offloadbox.TransportAt(f[2]),
-		Box: packer.BoxInfo{ID: "cb-0000000000000001", Name: f[3], Image: f[4]}, Progress: packer.Progress{W: os.Stderr}, Yes: true}
+	p := newPacker(f[1], offloadbox.TransportAt(f[2]), f[3], f[4], os.Stderr)
 	var err error
 	if f[0] == "back" {
 		_, err = p.Back(context.Background(), f[5], false)
