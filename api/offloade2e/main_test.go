@@ -90,7 +90,7 @@ func setUp(ctx context.Context, img string) (string, error) {
 		return "", err
 	}
 	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"),
-		Sandbox: e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.212.0.1/16")}); err != nil {
+		Sandbox: e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.214.0.1/16")}); err != nil {
 		return "", err
 	}
 	token, err := api.UserToken(ctx, "offloader", password, "offloade2e")
