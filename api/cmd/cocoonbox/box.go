@@ -42,7 +42,7 @@ func boxCommand(ctx context.Context, args []string, stdout io.Writer) error {
 // mutation is what one mutating subcommand needs from its arguments.
 type mutation struct {
 	sub, name, image, requestID string
-	confirm                     bool
+	confirm, restore            bool
 }
 
 // mutate parses a mutating subcommand, makes its call and follows the
@@ -52,8 +52,10 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	asJSON := fs.Bool("json", false, "print each event as a JSON line")
 	requestID := fs.String("request-id", "", "the call's request id (default: a new one); the same id again returns the first call's operation")
 	var image *string
+	var restore *bool
 	if sub == "create" {
-		image = fs.String("image", "", "the image ref to boot (cocoonbox images; default: the latest)")
+		image = fs.String("image", "", "the image ref to boot (cocoonbox images; default: the latest, with --restore the save's)")
+		restore = fs.Bool("restore", false, "start from the newest save a deleted box of this NAME left (delete keeps it)")
 	}
 	var confirm *bool
 	if sub == "upgrade" || sub == "delete" {
@@ -65,7 +67,7 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	}
 	m := mutation{sub: sub, name: optional(pos), requestID: *requestID}
 	if image != nil {
-		m.image = *image
+		m.image, m.restore = *image, *restore
 	}
 	if confirm != nil {
 		m.confirm = *confirm
@@ -116,7 +118,7 @@ func (m mutation) call(ctx context.Context, c controlv1connect.BoxesClient) (*co
 	confirmed := &controlv1.ConfirmedBoxRequest{RequestId: m.requestID, Box: m.name, Confirm: m.confirm}
 	switch m.sub {
 	case "create":
-		return c.Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: m.requestID, Name: m.name, Image: m.image}))
+		return c.Create(ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: m.requestID, Name: m.name, Image: m.image, Restore: m.restore}))
 	case "ensure":
 		return c.Ensure(ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: m.requestID, Box: m.name}))
 	case "hibernate":

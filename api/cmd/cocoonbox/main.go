@@ -47,9 +47,10 @@ Boxes (NAME is a box's name or id; without it, your first box):
   images [--json]         the images the api boots, * the latest
   box status [NAME] [--json]
                           one box: state, image, newest save, operation under way
-  box create NAME [--image REF]
+  box create NAME [--image REF] [--restore]
                           make a box and boot it; NAME is its hostname: 1 to 63
-                          of a-z, 0-9 and -, a letter first, no - last
+                          of a-z, 0-9 and -, a letter first, no - last;
+                          --restore: from the save a deleted box NAME left
   box ensure [NAME]       make it running: wake it, boot it, or create your first
   box hibernate [NAME]    freeze it, memory kept
   box save [NAME]         record its disk state (the newest save is kept)
@@ -57,7 +58,7 @@ Boxes (NAME is a box's name or id; without it, your first box):
                           move it onto the latest image, keeping /home/user and
                           /workspace and dropping every other change
   box delete NAME --confirm
-                          remove it and its saves
+                          remove it; its newest save is kept for create --restore
   Each of create to delete follows its operation until done (exit 0) or
   failed (exit 1, naming the phase and why): a progress line on a terminal,
   a JSON line per event with --json. --request-id ID gives the call's
