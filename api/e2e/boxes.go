@@ -47,6 +47,22 @@ func (a *API) UserToken(ctx context.Context, name, password, device string) (str
 	return c.Device(ctx, device)
 }
 
+// SignInCLI adds the user and signs a CLI of theirs in, with its own
+// cli.json under configDir, as a user does without a browser: a device
+// token (UserToken) pasted into `cocoonbox login --token-stdin`. It
+// answers the CLI and the token.
+func (a *API) SignInCLI(ctx context.Context, bin, configDir, name, password, device string) (CLI, string, error) {
+	c := CLI{Bin: bin, ConfigDir: configDir}
+	tok, err := a.UserToken(ctx, name, password, device)
+	if err != nil {
+		return c, "", err
+	}
+	if out, err := c.Run(ctx, tok+"\n", "login", "--token-stdin", "--endpoint", a.URL); err != nil {
+		return c, "", fmt.Errorf("cocoonbox login --token-stdin as %s: %w\n%s", name, err, out)
+	}
+	return c, tok, nil
+}
+
 // CreateBox makes the token's user's box name of image ("" the latest)
 // with Boxes.Create and waits until it runs; it answers the box's id
 // (which is also its machine's).

@@ -93,13 +93,9 @@ func setUp(ctx context.Context, img string) (string, error) {
 		Sandbox: e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.214.0.1/16")}); err != nil {
 		return "", err
 	}
-	token, err := api.UserToken(ctx, "offloader", password, "offloade2e")
+	_, token, err := api.SignInCLI(ctx, bins.CLI, configDir, "offloader", password, "offloade2e")
 	if err != nil {
 		return "", err
-	}
-	cli := e2e.CLI{Bin: bins.CLI, ConfigDir: configDir}
-	if out, err := cli.Run(ctx, token+"\n", "login", "--endpoint", api.URL, "--token-stdin"); err != nil {
-		return token, fmt.Errorf("cocoonbox login --token-stdin: %w: %s", err, out)
 	}
 	if boxID, err = api.CreateBox(ctx, token, boxName, image); err != nil {
 		return token, err

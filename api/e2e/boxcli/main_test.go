@@ -87,8 +87,7 @@ func start(dir, image string) error {
 	}
 	// A box network of the package's own, so it runs beside the other
 	// packages that boot boxes (each bridge has one supervisor).
-	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: cbboxcli0\n    gateway: 10.212.0.1/16\n",
-		images, filepath.Join(dir, "machines"))
+	sandbox := e2e.LocalSandbox(images, filepath.Join(dir, "machines"), "cbboxcli0", "10.212.0.1/16")
 	api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
 	if err != nil {
 		return err
@@ -103,22 +102,7 @@ func start(dir, image string) error {
 // signIn makes the user and signs a CLI of their own in with a device
 // token (login --token-stdin, so it lands in cli.json).
 func signIn(ctx context.Context, bins e2e.Binaries, dir, user string) (e2e.CLI, string, error) {
-	c := e2e.CLI{Bin: bins.CLI, ConfigDir: filepath.Join(dir, user)}
-	if err := api.AddUser(ctx, user, password); err != nil {
-		return c, "", err
-	}
-	console, err := e2e.SignIn(ctx, api.URL, user, password)
-	if err != nil {
-		return c, "", err
-	}
-	tok, err := console.Device(ctx, "boxcli test")
-	if err != nil {
-		return c, "", err
-	}
-	if out, err := c.Run(ctx, tok+"\n", "login", "--token-stdin", "--endpoint", api.URL); err != nil {
-		return c, "", fmt.Errorf("cocoonbox login --token-stdin as %s: %w\n%s", user, err, out)
-	}
-	return c, tok, nil
+	return api.SignInCLI(ctx, bins.CLI, filepath.Join(dir, user), user, password, "boxcli test")
 }
 
 // result is one CLI run: its standard output and error apart, and its

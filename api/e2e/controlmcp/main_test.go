@@ -80,8 +80,7 @@ func start(t testing.TB) *harness {
 	db := dbtest.New(t)
 	// The in-process supervisor on a bridge of this package's own, so it
 	// runs beside the other packages' boxes; one api at a time holds it.
-	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n    bridge: %s\n    gateway: %s\n",
-		images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
+	sandbox := e2e.LocalSandbox(images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
 	a, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox})
 	if err != nil {
 		t.Fatal(err)
@@ -102,10 +101,11 @@ func (h *harness) user(t testing.TB, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := h.api.AddUser(ctx, name, password); err != nil {
+	tok, err := h.api.UserToken(ctx, name, password, "agent")
+	if err != nil {
 		t.Fatal(err)
 	}
-	return h.device(t, name)
+	return tok
 }
 
 // device signs name in and answers a new device token of theirs.
