@@ -74,7 +74,26 @@ func first1k(s string) string {
 // Status is the box's offload status of the repo key: its sessions
 // (Contract: Offload, Verbs, status).
 func (p *Packer) Status(ctx context.Context, key string) ([]map[string]any, error) {
-	r, err := p.verb(ctx, nil, "status", "--repo", key)
+	return p.sessions(ctx, "status", "--repo", key)
+}
+
+// ErrNoOffload is a box whose image has no offload verbs: older than
+// cbdesk:v22, it has no cocoonbox-agent (the shell's exit 127) or one
+// without offload (exit 2, the usage, no JSON line).
+var ErrNoOffload = errors.New("the box's image has no cocoonbox-agent offload (older than cbdesk:v22)")
+
+// Sessions is every offload session in the box, of every repo (status
+// without --repo), for the Watching rule (Contract: Offload, Watching);
+// ErrNoOffload when the image has no offload verbs.
+func (p *Packer) Sessions(ctx context.Context) ([]map[string]any, error) {
+	return p.sessions(ctx, "status")
+}
+
+func (p *Packer) sessions(ctx context.Context, args ...string) ([]map[string]any, error) {
+	r, err := p.verb(ctx, nil, args...)
+	if err != nil && r.resp == nil && (r.code == 127 || r.code == 2) {
+		return nil, fmt.Errorf("%w: %v", ErrNoOffload, err)
+	}
 	if err == nil {
 		err = r.err("status")
 	}

@@ -61,6 +61,10 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	if sub == "upgrade" || sub == "delete" {
 		confirm = fs.Bool("confirm", false, "yes, do it")
 	}
+	yes := new(bool)
+	if sub == "hibernate" || sub == "upgrade" {
+		yes = fs.Bool("yes", false, "go on without looking for a working offload session in the box")
+	}
 	pos, st, err := begin(fs, args, 1, stdout)
 	if err != nil {
 		return err
@@ -86,6 +90,11 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	client, err := st.boxes()
 	if err != nil {
 		return err
+	}
+	if _, watched := watchEffect[sub]; watched && !*yes {
+		if err := m.watch(ctx, st, client, stdout, *asJSON); err != nil {
+			return err
+		}
 	}
 	what := describe("box "+sub, m.name)
 	call := func() (*connect.Response[controlv1.OperationResponse], error) { return m.call(ctx, client) }

@@ -52,11 +52,14 @@ Boxes (NAME is a box's name or id; without it, your first box):
                           of a-z, 0-9 and -, a letter first, no - last;
                           --restore: from the save a deleted box NAME left
   box ensure [NAME]       make it running: wake it, boot it, or create your first
-  box hibernate [NAME]    freeze it, memory kept
+  box hibernate [NAME] [--yes]
+                          freeze it, memory kept; refused while an offload
+                          session in it is working, unless --yes
   box save [NAME]         record its disk state (the newest save is kept)
-  box upgrade [NAME] --confirm
+  box upgrade [NAME] --confirm [--yes]
                           move it onto the latest image, keeping /home/user and
-                          /workspace and dropping every other change
+                          /workspace and dropping every other change; refused
+                          while an offload session in it is working, unless --yes
   box delete NAME --confirm
                           remove it; its newest save is kept for create --restore
   Each of create to delete follows its operation until done (exit 0) or

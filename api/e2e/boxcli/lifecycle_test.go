@@ -5,7 +5,12 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
+
+// sessionExec is a Session.Exec call's line in the api's request log.
+const sessionExec = "path=" + controlv1connect.SessionExecProcedure + " "
 
 // boxJSON is what boxes --json and box status --json say of a box.
 type boxJSON struct {
@@ -94,9 +99,15 @@ func TestEveryBoxCommandFollowsItsOperationToDone(t *testing.T) {
 	}
 	t.Run("bad input", func(t *testing.T) { badInput(t, id) })
 	t.Run("hibernate", func(t *testing.T) {
+		// Contract: Offload, Watching: the CLI reads the box's offload
+		// status first (one Session.Exec); no session works, so it goes on.
+		execs := strings.Count(api.Log(), sessionExec)
 		out := ok(t, "box", "hibernate", "web")
 		if !strings.Contains(out, "hibernate done in") || status(t, "web").State != "hibernated" {
 			t.Fatalf("box hibernate web:\n%s", out)
+		}
+		if n := strings.Count(api.Log(), sessionExec) - execs; n != 1 {
+			t.Fatalf("box hibernate made %d Session.Exec calls, want 1: cocoonbox-agent offload status before it", n)
 		}
 	})
 	t.Run("ensure", func(t *testing.T) {
