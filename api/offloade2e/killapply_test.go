@@ -31,17 +31,9 @@ const generated = 2000
 // S′ and the tree untouched.
 func TestBackKilledInsideGitApply(t *testing.T) {
 	data := t.TempDir()
-	top := filepath.Join(t.TempDir(), "applykill")
-	os.MkdirAll(top, 0o755)
-	git(t, top, "init", "-q")
-	for _, f := range []string{"a.txt", "b.txt", "c.txt"} {
-		write(t, top, f, f+" one\n")
-	}
-	git(t, top, "add", ".")
-	git(t, top, "commit", "-q", "-m", "one")
+	top := newRepo(t, "applykill", [2]string{"a.txt", "a.txt one\n"}, [2]string{"b.txt", "b.txt one\n"}, [2]string{"c.txt", "c.txt one\n"})
 	write(t, top, "a.txt", "a.txt uncommitted before the offload\n")
-	path := strings.TrimSpace(mustCLI(t, top, data, "offload", "handover-path")["stdout"].(string))
-	write(t, filepath.Dir(path), filepath.Base(path), offloadtest.Handover("a large change", "standin: commit"))
+	handOver(t, top, data, "a large change", "standin: commit")
 	mustCLI(t, top, data, "offload", "--box", boxName, "--yes", "--json")
 	// The box's change: the stand-in's commit and gen/, uncommitted there.
 	inBox(t, fmt.Sprintf(`cd /workspace/applykill && runuser -u user -- awk 'BEGIN { system("mkdir -p gen")

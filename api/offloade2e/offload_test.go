@@ -83,6 +83,29 @@ func mustCLI(t testing.TB, dir, data string, args ...string) map[string]any {
 	return resp
 }
 
+// newRepo makes a git repository named name in a temporary directory,
+// its first commit ("one") of files (path and content pairs).
+func newRepo(t testing.TB, name string, files ...[2]string) string {
+	t.Helper()
+	top := filepath.Join(t.TempDir(), name)
+	os.MkdirAll(top, 0o755)
+	git(t, top, "init", "-q")
+	for _, f := range files {
+		write(t, top, f[0], f[1])
+	}
+	git(t, top, "add", ".")
+	git(t, top, "commit", "-q", "-m", "one")
+	return top
+}
+
+// handOver writes the hand-over of top's next offload where `cocoonbox
+// offload handover-path` says: task, then the stand-in's lines.
+func handOver(t testing.TB, top, data, task string, standin ...string) {
+	t.Helper()
+	path := strings.TrimSpace(mustCLI(t, top, data, "offload", "handover-path")["stdout"].(string))
+	write(t, filepath.Dir(path), filepath.Base(path), offloadtest.Handover(task, standin...))
+}
+
 const secret = "TOKEN=S3CR3T-through-the-api"
 
 // Contract: Offload, end to end through the api: `cocoonbox offload`
@@ -93,20 +116,13 @@ const secret = "TOKEN=S3CR3T-through-the-api"
 // the user's own commit meanwhile comes back as a clean merge.
 func TestOffloadAndBackThroughTheAPI(t *testing.T) {
 	data := t.TempDir()
-	top := filepath.Join(t.TempDir(), "proj")
-	os.MkdirAll(top, 0o755)
-	git(t, top, "init", "-q")
-	write(t, top, ".gitignore", ".env\n.env.local\ntarget/\n")
-	write(t, top, "a.txt", "one\n")
-	git(t, top, "add", ".")
-	git(t, top, "commit", "-q", "-m", "one")
+	top := newRepo(t, "proj", [2]string{".gitignore", ".env\n.env.local\ntarget/\n"}, [2]string{"a.txt", "one\n"})
 	write(t, top, "a.txt", "one, uncommitted\n")
 	write(t, top, ".env", secret+"\n")
 	write(t, top, ".env.local", "LOCAL=not opted in\n") // a warning the first offload needs a yes for
 	head := git(t, top, "rev-parse", "HEAD")
 
-	path := strings.TrimSpace(mustCLI(t, top, data, "offload", "handover-path")["stdout"].(string))
-	write(t, filepath.Dir(path), filepath.Base(path), offloadtest.Handover("a task through the api", "standin: commit"))
+	handOver(t, top, data, "a task through the api", "standin: commit")
 	mustCLI(t, top, data, "offload", "secrets", "add", "file:.env")
 
 	res, code, stderr := cli(t, top, data, "offload", "--box", boxName, "--json")
