@@ -44,6 +44,8 @@ var (
 	configDir = filepath.Join(testRoot, "config")
 	// boxID is the user's box's id, also its machine's.
 	boxID string
+	// userToken is the user's device token, for the tests' own Boxes calls.
+	userToken string
 )
 
 func TestMain(m *testing.M) { os.Exit(runTests(m)) }
@@ -57,6 +59,7 @@ func runTests(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	token, err := setUp(ctx, img)
+	userToken = token
 	defer tearDown(token)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "api/offloade2e:", err)
