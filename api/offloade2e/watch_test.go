@@ -19,7 +19,8 @@ import (
 // `cocoonbox box hibernate` and `box upgrade --confirm` refuse without
 // --yes, naming the session and what each does to it (hibernate pauses
 // it; upgrade restarts it from its last hand-over), in text and as a JSON
-// line, and the box stays running. As the control, once the turn is
+// line, and the box stays running; with --yes the hibernate goes on and
+// the session is working again once the box wakes. As the control, once the turn is
 // released and the session idle, the same check lets the command through
 // (an upgrade, whose call the api then refuses for want of a newer image:
 // the refusal is the api's, not the watch's).
@@ -60,6 +61,17 @@ func TestHibernateAndUpgradeRefusedWhileAnOffloadSessionWorks(t *testing.T) {
 		if s := boxState(t); s != controlv1.BoxState_BOX_STATE_RUNNING {
 			t.Fatalf("after the refused %v the box is %s", c.args, s)
 		}
+	}
+
+	// --yes goes on: the box hibernates with the turn held, and wakes with
+	// the session as it was, paused, not ended.
+	mustCLI(t, top, data, "box", "hibernate", boxName, "--yes")
+	if s := boxState(t); s != controlv1.BoxState_BOX_STATE_HIBERNATED {
+		t.Fatalf("after box hibernate --yes the box is %s", s)
+	}
+	mustCLI(t, top, data, "box", "ensure", boxName)
+	if s := session(); s != "working" {
+		t.Fatalf("the session after the hibernate and the wake: %s, want working still", s)
 	}
 
 	// The control: the turn released, the session idle, nothing to warn of.

@@ -57,6 +57,9 @@ func (m mutation) watch(ctx context.Context, st *state, client controlv1connect.
 	if err != nil {
 		return err
 	}
+	// The box's stderr stays there: an older image's shell saying it has
+	// no cocoonbox-agent is no news to the person.
+	p.Progress = packer.Progress{}
 	sessions, err := p.Sessions(ctx)
 	switch {
 	case errors.Is(err, packer.ErrNoOffload):

@@ -125,6 +125,7 @@ func TestEveryBoxCommandFollowsItsOperationToDone(t *testing.T) {
 			t.Fatalf("ensure --json of a running box: %+v", ls)
 		}
 	})
+	t.Run("hibernate, an image without offload status", func(t *testing.T) { olderImage(t, id) })
 	t.Run("terminal", func(t *testing.T) { onTerminal(t) })
 	t.Run("lost answer", func(t *testing.T) { lostAnswer(t, id) })
 	t.Run("save", func(t *testing.T) {
