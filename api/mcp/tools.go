@@ -80,7 +80,7 @@ var specs = []spec{
 	},
 	{
 		name:        "box_delete",
-		description: "Delete a box and its saves for good. Ask the user first, name the box, and pass confirm: true; it answers once the box is gone.",
+		description: "Delete a box for good, keeping only its newest save. Ask the user first, name the box, and pass confirm: true; it answers once the box is gone.",
 		input:       `{"type":"object","properties":{` + boxArg + `,` + confirmArg + `},"required":["box","confirm"],"additionalProperties":false}`,
 		output:      object("box_id", "string", "operation_id", "string"),
 	},

@@ -82,7 +82,7 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	case sub == "upgrade" && !m.confirm:
 		return usageError{"box upgrade needs --confirm: it moves the box onto the latest image, keeping /home/user and /workspace and dropping every other change"}
 	case sub == "delete" && !m.confirm:
-		return usageError{fmt.Sprintf("box delete %q needs --confirm: it removes the box and its saves for good", m.name)}
+		return usageError{fmt.Sprintf("box delete %q needs --confirm: it removes the box for good, keeping only its newest save (box create %s --restore brings that back)", m.name, m.name)}
 	}
 	if m.requestID == "" {
 		m.requestID = newRequestID()
