@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -54,7 +55,7 @@ func BenchmarkBootToRunning(b *testing.B) {
 // provision, write the tar.
 func BenchmarkImageRebuild(b *testing.B) {
 	if err := box.CanBoot(); err != nil {
-		b.Skip(err)
+		testenv.SkipOrFail(b, err.Error())
 	}
 	root, err := box.RepoRoot()
 	if err != nil {
