@@ -21,7 +21,9 @@ func TestHibernateThenEnsureTwentyTimesKeepsAProcessAndEachFileWithANewWakeAndMa
 	e := newEnv(t)
 	u := e.user("sleeper", 1, 1)
 	b := e.create(u, "sleeper")
-	pid := strings.TrimSpace(sh(t, b.ID, `setsid -f sleep infinity </dev/null >/dev/null 2>&1; sleep 0.1; pgrep -n -x sleep`))
+	// setsid, not a process group leader in a shell without job control,
+	// execs sleep in its own pid: $! is the sleeper, in a session of its own.
+	pid := strings.TrimSpace(sh(t, b.ID, `setsid sleep infinity </dev/null >/dev/null 2>&1 & echo $!`))
 	ctx := context.Background()
 	mids := map[string]bool{b.MachineID: true}
 	wakes := map[string]bool{b.WakeID: true}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // Must show: a 100 MiB stream through stdin and back is byte-identical.
@@ -97,17 +98,12 @@ func TestSlowReaderBlocksTheCommandNotTheAPI(t *testing.T) {
 	}
 	// Blocked: the writer sleeps in pipe_write and the count stays put.
 	var written, wchan string
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(20 * time.Millisecond) {
+	wait.Eventually(t, time.Minute, "the command blocked on its full output", func() (bool, string) {
 		before := strings.TrimSpace(inBox(t, "cat /tmp/written 2>/dev/null || echo 0"))
 		wchan = inBox(t, `for p in $(pgrep -u user -x head); do cat /proc/$p/wchan; echo; done`)
 		written = strings.TrimSpace(inBox(t, "cat /tmp/written 2>/dev/null || echo 0"))
-		if strings.Contains(wchan, "pipe_write") && before == written {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the command did not block on its full output within a minute: wchan %q, %s MiB written", wchan, written)
-		}
-	}
+		return strings.Contains(wchan, "pipe_write") && before == written, fmt.Sprintf("wchan %q, %s MiB written", wchan, written)
+	})
 	// The path holds rsh's and the api's HTTP/2 windows (16 MiB each), a
 	// chunk in each pump and the pipes: far under the 400 MiB it writes.
 	if n := atoi(written); n > 64 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // Must show, the whole path of a fleet: the api reaching its box through a
@@ -44,14 +45,10 @@ func TestRshThroughSandboxdSilenceLongerThanEveryClock(t *testing.T) {
 		_ = daemon.Wait()
 	})
 	sbx := wire.NewClient(wire.H2CClient(sock, "", 0), "http://sandboxd")
-	for {
-		if _, err := sbx.Images(ctx); err == nil {
-			break
-		} else if ctx.Err() != nil {
-			t.Fatalf("the daemon did not answer: %v", err)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	wait.Eventually(t, 5*time.Minute, "the daemon answering Images", func() (bool, string) {
+		_, err := sbx.Images(ctx)
+		return err == nil, fmt.Sprint(err)
+	})
 	yaml := fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n  ping_after: %[2]s\n"+
 		"http:\n  read_header_timeout: %[2]s\n  idle_timeout: %[2]s\n  ping_after: %[2]s\n  ping_timeout: %[2]s\n", "unix:"+sock, clock)
 	far, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "api"), Sandbox: yaml})

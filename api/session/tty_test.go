@@ -3,6 +3,7 @@ package session_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/creack/pty"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // A tty of the start's size with its TERM; a resize reaches the command's
@@ -79,20 +81,18 @@ func TestRshTTYRawModeResizeAndTerm(t *testing.T) {
 	}()
 	seen := func(want string, poke func()) {
 		t.Helper()
-		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		wait.Eventually(t, 30*time.Second, fmt.Sprintf("the terminal showing %q", want), func() (bool, string) {
 			mu.Lock()
 			got := out.String()
 			mu.Unlock()
 			if strings.Contains(got, want) {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the terminal did not show %q: %q", want, got)
+				return true, ""
 			}
 			if poke != nil {
 				poke()
 			}
-		}
+			return false, fmt.Sprintf("%q", got)
+		})
 	}
 	seen("screen-256color\r\n30 90\r\n", nil)
 	if err := pty.Setsize(master, &pty.Winsize{Rows: 50, Cols: 120}); err != nil {

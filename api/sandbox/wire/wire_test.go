@@ -180,30 +180,21 @@ func TestWireRelayHibernateWakeEventsAndErrors(t *testing.T) {
 	if _, _, st := execAll(t, m.ID, nil, "sh", "-c", "setsid -f systemd-socket-activate -l 127.0.0.1:7443 -a --inetd sh -c 'echo relayed; cat' </dev/null >/dev/null 2>&1"); st.Code != 0 {
 		t.Fatalf("listener: %+v", st)
 	}
-	var line string
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
+	wait.Eventually(t, 10*time.Second, "the relay to 127.0.0.1:7443 in the box", func() (bool, string) {
 		c, err := client.Dial(ctx, m.ID, 7443)
 		if errors.Is(err, sandbox.ErrUnavailable) {
-			time.Sleep(50 * time.Millisecond) // not listening yet
-			continue
+			return false, "not listening yet: " + err.Error()
 		}
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer c.Close()
 		fmt.Fprintln(c, "echoed")
 		r := bufio.NewReader(c)
 		a, _ := r.ReadString('\n')
 		b, _ := r.ReadString('\n')
-		c.Close()
-		if line = a + b; line == "relayed\nechoed\n" {
-			break
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if line != "relayed\nechoed\n" {
-		t.Fatalf("relay: %q", line)
-	}
+		return a+b == "relayed\nechoed\n", fmt.Sprintf("%q", a+b)
+	})
 	if h, err := client.Hibernate(ctx, m.ID); err != nil || h.State != sandbox.Hibernated {
 		t.Fatalf("hibernate: %+v %v", h, err)
 	}
