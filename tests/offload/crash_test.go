@@ -145,7 +145,11 @@ func TestInboxKilledAndBoxRebootedLosesNothing(t *testing.T) {
 
 	// rescan after the home is replaced (a State.Restore): the records of
 	// the new home are loaded.
-	b.MustSh(t, "cp -a /home/user/.local/share/cocoonbox/offload /root/saved-offload")
+	// The inbox still writes the session's records (each through a
+	// temporary file renamed over it): a plain cp -a of the live directory
+	// failed when one of those vanished between its listing and its copy,
+	// so the copy leaves them out; every record it takes is whole.
+	b.MustSh(t, "rsync -a --exclude='.*.json[0-9]*' --exclude='.new-*' /home/user/.local/share/cocoonbox/offload/ /root/saved-offload/")
 	mustVerb(t, b, nil, "end", "--repo", "crash")
 	b.MustSh(t, "rm -rf /home/user/.local/share/cocoonbox/offload && cp -a /root/saved-offload /home/user/.local/share/cocoonbox/offload")
 	// The agent's rescan, sent as cbagent would, to the socket in the box.
