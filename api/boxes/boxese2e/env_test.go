@@ -16,6 +16,7 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 const password = "correct horse battery"
@@ -75,6 +76,20 @@ func (e *env) user(a *e2e.API, name string, maxBoxes int) string {
 		e.t.Fatal(err)
 	}
 	return tok
+}
+
+// accepted waits until every client's api takes the token: a token made on
+// one api reaches another's index through its NOTIFY, milliseconds later
+// (tokens.Index: a check never queries), so a test that races replicas on
+// a new token waits for that first.
+func (e *env) accepted(clients ...controlv1connect.BoxesClient) {
+	e.t.Helper()
+	for i, c := range clients {
+		wait.Eventually(e.t, 10*time.Second, fmt.Sprintf("the token accepted by api %d", i), func() (bool, string) {
+			_, err := c.List(e.ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
+			return err == nil, fmt.Sprint(err)
+		})
+	}
 }
 
 // until follows the box's events through c until an event of operation

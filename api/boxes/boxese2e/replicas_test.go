@@ -24,6 +24,7 @@ func TestTwoAPIsOnOneDatabaseAndOneSandboxdNeverBootABoxTwice(t *testing.T) {
 	a, b := e.start(), e.start()
 	tok := e.user(a, "shared", 1)
 	clients := []controlv1connect.BoxesClient{e2e.Boxes(a.URL, tok), e2e.Boxes(b.URL, tok)}
+	e.accepted(clients...)
 	ctx, cancel := context.WithCancel(e.ctx)
 	defer cancel()
 	watch, err := sandboxd.Watch(ctx, 0)
