@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
@@ -64,7 +65,7 @@ func (e *env) user(a *e2e.API, name string, maxBoxes int) string {
 	if err := a.AddUser(e.ctx, name, password); err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := e.db.Pool.Exec(e.ctx, "UPDATE users SET max_boxes = $2, max_running = $2 WHERE name = $1", name, maxBoxes); err != nil {
+	if err := boxes.SetLimits(e.ctx, e.db.Pool, name, boxes.Limits{MaxBoxes: maxBoxes, MaxRunning: maxBoxes}); err != nil {
 		e.t.Fatal(err)
 	}
 	con, err := e2e.SignIn(e.ctx, a.URL, name, password)

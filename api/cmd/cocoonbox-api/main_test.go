@@ -205,6 +205,28 @@ func TestUsersCommandsOnTheirOwn(t *testing.T) {
 			t.Fatalf("%v: %s", step, errs)
 		}
 	}
+	// Box limits: read, set one (the other kept), read back as JSON; a
+	// refused value changes nothing.
+	limits := []struct {
+		args []string
+		code int
+		want string
+	}{
+		{nil, 0, "bob: max_boxes 1, max_running 1\n"},
+		{[]string{"--max-boxes", "3"}, 0, "bob: max_boxes 3, max_running 1\n"},
+		{[]string{"--max-running", "70"}, 2, ""},
+		{[]string{"--max-running", "2", "--json"}, 0, `{"max_boxes":3,"max_running":2}` + "\n"},
+		{[]string{"--json"}, 0, `{"max_boxes":3,"max_running":2}` + "\n"},
+	}
+	for _, l := range limits {
+		out, errs, code := api(t, "", append([]string{"users", "limits", "bob", "--state-dir", dir}, l.args...)...)
+		if code != l.code || out != l.want {
+			t.Errorf("users limits bob %v: exit %d, out %q, err %q; want exit %d, out %q", l.args, code, out, errs, l.code, l.want)
+		}
+	}
+	if _, errs, code := api(t, "", "users", "limits", "nobody", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "nobody"`) {
+		t.Errorf("limits of an unknown user: exit %d, %s", code, errs)
+	}
 	out, _, _ := api(t, "", "users", "list", "--json", "--state-dir", dir)
 	if !strings.Contains(out, `"name": "bob"`) || !strings.Contains(out, `"disabled": false`) {
 		t.Fatalf("list --json:\n%s", out)
@@ -237,6 +259,9 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"", []string{"users", "add", "carol", "--state-dir", dir}, 1, "no password on standard input"},
 		{"", []string{"users", "add", "--state-dir", dir}, 2, "users add needs a NAME"},
 		{"", []string{"users", "frob", "x"}, 2, `unknown users subcommand "frob"`},
+		{"", []string{"users", "limits", "carol", "--max-boxes", "65", "--state-dir", dir}, 2, "max_boxes is 65: a limit is 0 to 64"},
+		{"", []string{"users", "limits", "carol", "--max-running", "-1", "--state-dir", dir}, 2, "max_running is -1: a limit is 0 to 64"},
+		{"", []string{"users", "list", "--max-boxes", "2", "--state-dir", dir}, 2, "flag provided but not defined: -max-boxes"},
 	}
 	for _, c := range cases {
 		_, errs, code := api(t, c.stdin, c.args...)

@@ -5,23 +5,31 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"golang.org/x/term"
 )
 
 const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME | passwd NAME
+       cocoonbox-api users limits NAME [--max-boxes N] [--max-running N] [--json]
        (each with [--config FILE] [--state-dir DIR])
 
 A password is read from standard input (its first line) or, at a terminal,
 asked twice; never from the command line. A user name is 1 to 39 of a-z,
 0-9, '-' and '_', starting with a letter or digit; a password 8 to 1024 bytes.
 Beside a running api on the same state directory these use its database.
+limits prints the user's box limits, or sets those given (0 to 64 each; a
+new user has 1 and 1): max_boxes caps the boxes they hold, max_running those
+starting, running or hibernating. Every api applies them at the next create
+or wake; a lowered limit stops nothing already running.
 `
 
 func usersCmd(args []string) error {
@@ -35,15 +43,20 @@ func usersCmd(args []string) error {
 	verb := args[0]
 	var c common
 	var admin, asJSON bool
+	limits := boxes.Limits{MaxBoxes: -1, MaxRunning: -1}
 	fs := newFlags("users "+verb, "users "+verb+" [flags]", &c, false)
 	switch verb {
 	case "add":
 		fs.BoolVar(&admin, "admin", false, "make an admin account")
 	case "list":
 		fs.BoolVar(&asJSON, "json", false, "print JSON, one array of accounts")
+	case "limits":
+		fs.IntVar(&limits.MaxBoxes, "max-boxes", -1, "set max_boxes, the boxes the user may hold (0 to 64)")
+		fs.IntVar(&limits.MaxRunning, "max-running", -1, "set max_running, the boxes starting, running or hibernating at once (0 to 64)")
+		fs.BoolVar(&asJSON, "json", false, "print JSON, one object")
 	case "disable", "enable", "delete", "passwd":
 	default:
-		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd)", errUsage, verb)
+		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd, limits)", errUsage, verb)
 	}
 	// NAME may come before or after the flags.
 	rest := args[1:]
@@ -64,6 +77,19 @@ func usersCmd(args []string) error {
 	}
 	if verb != "list" && name == "" {
 		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// Checked before the database starts, so a typo costs nothing.
+	var given boxes.Limits
+	if set["max-boxes"] {
+		given.MaxBoxes = limits.MaxBoxes
+	}
+	if set["max-running"] {
+		given.MaxRunning = limits.MaxRunning
+	}
+	if err := given.Check(); err != nil {
+		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg, err := c.load()
 	if err != nil {
@@ -117,7 +143,33 @@ func usersCmd(args []string) error {
 			return err
 		}
 		fmt.Printf("password of %s set\n", name)
+	case "limits":
+		return usersLimits(ctx, db, name, limits, set, asJSON)
 	}
+	return nil
+}
+
+// usersLimits prints the user's limits after setting those given in set.
+func usersLimits(ctx context.Context, db *database.DB, name string, l boxes.Limits, set map[string]bool, asJSON bool) error {
+	cur, err := boxes.LimitsOf(ctx, db.Pool, name)
+	if err != nil {
+		return err
+	}
+	if set["max-boxes"] {
+		cur.MaxBoxes = l.MaxBoxes
+	}
+	if set["max-running"] {
+		cur.MaxRunning = l.MaxRunning
+	}
+	if set["max-boxes"] || set["max-running"] {
+		if err := boxes.SetLimits(ctx, db.Pool, name, cur); err != nil {
+			return err
+		}
+	}
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(cur)
+	}
+	fmt.Printf("%s: max_boxes %d, max_running %d\n", name, cur.MaxBoxes, cur.MaxRunning)
 	return nil
 }
 
