@@ -5,6 +5,8 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -132,11 +134,11 @@ func busy(b *Box) error {
 }
 
 // needState refuses a box that is not in state.
-func needState(b *Box, kind, state string) error {
-	if b.State != state {
-		return fmt.Errorf("box %s is %s; %s needs it %s: %w", b.Name, b.State, kind, state, ErrState)
+func needState(b *Box, kind string, states ...string) error {
+	if slices.Contains(states, b.State) {
+		return nil
 	}
-	return nil
+	return fmt.Errorf("box %s is %s; %s needs it %s: %w", b.Name, b.State, kind, strings.Join(states, " or "), ErrState)
 }
 
 // running counts the user's boxes holding the running limit (starting,

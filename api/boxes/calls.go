@@ -202,22 +202,25 @@ func (s *Service) cancel(ctx context.Context, tx pgx.Tx, op *Operation, why stri
 // Hibernate freezes a running box, memory kept (phase snapshotting; state
 // hibernating, then hibernated). Errors: ErrNotFound, ErrBusy, ErrState.
 func (s *Service) Hibernate(ctx context.Context, c Call) (*Box, *Operation, error) {
-	return s.simple(ctx, c, "hibernate", PhaseSnapshotting, Hibernating)
+	return s.simple(ctx, c, "hibernate", PhaseSnapshotting, Hibernating, Running)
 }
 
-// Save records the running box's disk state (phase saving; the supervisor
-// flushes its file systems first), keeping only the newest save; the
-// operation's total_bytes is the save's size. Errors: as Hibernate's.
+// Save records a running or hibernated box's disk state (phase saving; the
+// supervisor flushes a running box's file systems first), keeping only the
+// newest save; the operation's total_bytes is the save's size. The box
+// stays in its state: a hibernated one is not woken. Errors: as
+// Hibernate's.
 func (s *Service) Save(ctx context.Context, c Call) (*Box, *Operation, error) {
-	return s.simple(ctx, c, "save", PhaseSaving, "")
+	return s.simple(ctx, c, "save", PhaseSaving, "", Running, Hibernated)
 }
 
-func (s *Service) simple(ctx context.Context, c Call, kind, phase, state string) (*Box, *Operation, error) {
+// simple begins an operation of one phase on a box in one of from.
+func (s *Service) simple(ctx context.Context, c Call, kind, phase, state string, from ...string) (*Box, *Operation, error) {
 	return s.begin(ctx, c, kind, true, func(ctx context.Context, tx pgx.Tx, _ limits, b *Box) (*Box, *Operation, error) {
 		if err := busy(b); err != nil {
 			return nil, nil, err
 		}
-		if err := needState(b, kind, Running); err != nil {
+		if err := needState(b, kind, from...); err != nil {
 			return nil, nil, err
 		}
 		op, err := s.newOp(ctx, tx, c, kind, b, phase, state)

@@ -2,6 +2,7 @@ package boxes
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 
@@ -137,4 +138,60 @@ func TestAHibernatedBoxDeletes(t *testing.T) {
 		t.Fatalf("machine %s is still there", b.ID)
 	}
 	e.create(u, "thawed")
+}
+
+// A hibernated box saves without waking: it stays hibernated (its machine
+// frozen, the process started before it still there after the wake), and
+// the save carries a file written before the hibernate.
+func TestAHibernatedBoxSavesWithoutWaking(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("sleeper", 1, 1)
+	ctx := context.Background()
+	b := e.create(u, "sleeper")
+	sh(t, b.ID, `echo "written before the hibernate" >/home/user/notes.txt; setsid sleep infinity </dev/null >/dev/null 2>&1 & echo $! >/run/sleeper.pid`)
+	_, op, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if _, _, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID}); !errors.Is(err, ErrState) ||
+		!strings.Contains(err.Error(), "box sleeper is hibernated; hibernate needs it running") {
+		t.Fatalf("a hibernate of the hibernated box: %v", err)
+	}
+	_, op, err = e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatalf("save of a hibernated box: %v", err)
+	}
+	steps := e.wait(u, op)
+	if last := steps[len(steps)-1]; last.TotalBytes <= 0 {
+		t.Fatalf("the save's total_bytes is %d", last.TotalBytes)
+	}
+	if got := e.box(u, b.ID); got.State != Hibernated || got.SaveID == "" {
+		t.Fatalf("after the save the box is %s with save %q; want hibernated with a save", got.State, got.SaveID)
+	}
+	if m, err := sup.Get(ctx, b.ID); err != nil || m.State != sandbox.Hibernated {
+		t.Fatalf("after the save the machine is %v (%v); want hibernated", m.State, err)
+	}
+	_, op, err = e.s.Ensure(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if got := sh(t, b.ID, `kill -0 "$(cat /run/sleeper.pid)" && echo alive`); got != "alive\n" {
+		t.Fatalf("the process started before the hibernate after the save and wake: %q", got)
+	}
+	_, op, err = e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	r, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: "sleeper", Restore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.wait(u, op)
+	if got := sh(t, r.ID, "cat /home/user/notes.txt"); got != "written before the hibernate\n" {
+		t.Fatalf("restored from the hibernated box's save: %q", got)
+	}
 }

@@ -68,7 +68,7 @@ var specs = []spec{
 	},
 	{
 		name:        "box_save",
-		description: "Save a box's disk state, replacing its previous save, while it keeps running. It answers once the save is done, with its size in bytes; it needs no confirmation.",
+		description: "Save a box's disk state, replacing its previous save; a running box keeps running and a hibernated one stays hibernated. It answers once the save is done, with its size in bytes; it needs no confirmation.",
 		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
 		output:      object("box_id", "string", "last_saved_at_ms", "integer", "operation_id", "string", "bytes", "integer"),
 	},
