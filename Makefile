@@ -24,7 +24,7 @@ export COCOONBOX_NO_SKIP := 1
 # is refused).
 DEB_VERSION ?=
 
-.PHONY: help setup proto check-image check-desk-image build deb image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
+.PHONY: help setup proto check-image check-desk-image check-disk build deb image demo box test unit-test box-test desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -134,7 +134,11 @@ fuzz:
 fuzz-corpus:
 	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
 
-test: setup lint unit-test box-test fuzz
+# Refused up front when the disk cannot hold the run (tests/check-disk).
+check-disk:
+	tests/check-disk
+
+test: check-disk setup lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
