@@ -75,6 +75,12 @@ func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, 
 		if c.Incarnation != 0 && c.Incarnation != b.Incarnation {
 			return nil, nil, fmt.Errorf("incarnation: %d is stale, box %s is at incarnation %d: %w", c.Incarnation, b.Name, b.Incarnation, ErrState)
 		}
+		// Refused before anything is written: a runner here could not reach
+		// the box, and its failure would leave the row in the state the
+		// plan set (an api whose sandbox.hosts lacks a host, as in a rollout).
+		if _, err := s.supervisor(b.Host); err != nil {
+			return nil, nil, err
+		}
 	}
 	b, op, err := p(ctx, tx, l, b)
 	if err != nil {

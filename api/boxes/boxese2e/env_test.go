@@ -44,8 +44,15 @@ func newEnv(t *testing.T) *env {
 // start runs an api on the test's database driving the test's sandboxd.
 func (e *env) start() *e2e.API {
 	e.t.Helper()
-	a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: e.t.TempDir(), DatabaseURL: e.db.URL,
-		Sandbox: fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n", "unix:"+socket)})
+	return e.startWith(fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n", "unix:"+socket))
+}
+
+// startWith runs an api on the test's database with sandbox, api.yaml's
+// sandbox section; it is stopped (its log printed on a failure) when the
+// test ends.
+func (e *env) startWith(sandbox string) *e2e.API {
+	e.t.Helper()
+	a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: e.t.TempDir(), DatabaseURL: e.db.URL, Sandbox: sandbox})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -49,20 +49,7 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 	e := newEnv(t)
 	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.213.0.1/16}\n",
 		filepath.Join(root, "images"), filepath.Join(root, "local-state"))
-	start := func() *e2e.API {
-		a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: e.db.URL, Sandbox: inProcess})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Logf("api log:\n%s", a.Log())
-			}
-			a.Stop()
-		})
-		return a
-	}
-	a := start()
+	a := e.startWith(inProcess)
 	tok := e.user(a, "local", 1)
 	c := e2e.Boxes(a.URL, tok)
 	r, err := c.Create(e.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: rid(), Name: "inproc", Image: v1}))
@@ -71,7 +58,7 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 	}
 	e.done(c, r.Msg)
 	a.Kill()
-	a = start()
+	a = e.startWith(inProcess)
 	c = e2e.Boxes(a.URL, tok)
 	st, err := c.Status(e.ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: "inproc"}))
 	if err != nil || st.Msg.Box.State != controlv1.BoxState_BOX_STATE_FAILED {
