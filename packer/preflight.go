@@ -98,7 +98,7 @@ func HostFindings(top, handover string, optedIn []string) ([]Finding, error) {
 	var fs []Finding
 	fs = append(fs, appleFindings(rf, handover)...)
 	fs = append(fs, serviceFindings(rf)...)
-	fs = append(fs, vpnFindings(rf)...)
+	fs = append(fs, vpnFindings(rf, splitDomains())...)
 	fs = append(fs, secretFindings(rf, handover, optedIn)...)
 	fs = append(fs, carriedFindings(rf)...)
 	return fs, nil
@@ -263,8 +263,9 @@ var (
 // vpnFindings: hosts in the remotes, config files and .env* that resolve
 // to private ranges, or through a split-DNS resolver (resolvectl's
 // per-link routing domains, for the Mac's scutil --dns; with only
-// /etc/resolv.conf there is one resolver and no split).
-func vpnFindings(rf *repoFiles) []Finding {
+// /etc/resolv.conf there is one resolver and no split). domains are the
+// split resolvers' domains by link (splitDomains).
+func vpnFindings(rf *repoFiles, domains map[string][]string) []Finding {
 	hosts := map[string]bool{}
 	remotes, _ := gitcmd.Run(rf.top, nil, nil, "remote", "-v")
 	texts := []string{remotes}
@@ -290,7 +291,6 @@ func vpnFindings(rf *repoFiles) []Finding {
 	}
 	sort.Strings(names)
 	names = names[:min(len(names), 32)]
-	domains := splitDomains()
 	details := make([]string, len(names))
 	var wg sync.WaitGroup
 	for i, h := range names {
@@ -331,14 +331,22 @@ var _, cgnat, _ = net.ParseCIDR("100.64.0.0/10")
 // splitDomains are resolvectl's routing domains per link that is not the
 // default route (a VPN's), empty without systemd-resolved.
 func splitDomains() map[string][]string {
-	out := map[string][]string{}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	text, err := exec.CommandContext(ctx, "resolvectl", "domain").Output()
 	if err != nil {
-		return out
+		return map[string][]string{}
 	}
-	for _, l := range strings.Split(string(text), "\n") {
+	return parseDomains(string(text))
+}
+
+// parseDomains reads `resolvectl domain`'s lines ("Link 5 (wg0):
+// ~corp.example example.internal"): each link's domains, lower case,
+// without the routing-only "~" and without "." (the default route);
+// the Global line's are left out.
+func parseDomains(text string) map[string][]string {
+	out := map[string][]string{}
+	for _, l := range strings.Split(text, "\n") {
 		link, ds, ok := strings.Cut(l, ":")
 		if !ok || link == "Global" {
 			continue
