@@ -134,11 +134,11 @@ fuzz:
 fuzz-corpus:
 	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
 
-# Refused up front when the disk cannot hold the run (tests/check-disk).
+# Refused before the tests when the disk cannot hold the run (tests/check-disk).
 check-disk:
 	tests/check-disk
 
-test: check-disk setup lint unit-test box-test fuzz
+test: setup check-disk lint unit-test box-test fuzz
 
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
