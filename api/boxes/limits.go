@@ -67,3 +67,13 @@ func SetLimits(ctx context.Context, pool *pgxpool.Pool, userName string, l Limit
 	}
 	return nil
 }
+
+// Held is how many boxes the user holds (0 for no such user).
+func Held(ctx context.Context, pool *pgxpool.Pool, userName string) (int, error) {
+	var n int
+	err := pool.QueryRow(ctx, "SELECT count(*) FROM boxes b JOIN users u ON u.id = b.user_id WHERE u.name = $1", userName).Scan(&n)
+	if err != nil {
+		return 0, fmt.Errorf("boxes of %q: %w", userName, err)
+	}
+	return n, nil
+}

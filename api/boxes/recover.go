@@ -18,6 +18,7 @@ func (s *Service) recoverLoop() {
 	defer t.Stop()
 	for {
 		s.adopt(s.ctx)
+		s.sweep(s.ctx)
 		select {
 		case <-s.ctx.Done():
 			return
@@ -150,4 +151,58 @@ func (s *Service) correct(ctx context.Context, b *Box, st string) error {
 		}
 		return addEvent(ctx, tx, b.UserID, b.ID, st, nil)
 	})
+}
+
+// leftoverGrace is how long a leftover machine the supervisor does not
+// know is kept for another try: an operation that was under way when its
+// user was deleted may still create it.
+const leftoverGrace = 10 * time.Minute
+
+// sweep removes from their hosts the machines and saves a deleted user's
+// rows named (box_leftovers, kept by a trigger on users): a leftover goes
+// once its host has deleted it, or said it has none for leftoverGrace.
+// A host this api lacks is another api's to sweep.
+func (s *Service) sweep(ctx context.Context) {
+	rows, err := s.pool.Query(ctx, "SELECT kind, id, host, left_at < now() - make_interval(secs => $2) FROM box_leftovers WHERE host = ANY($1)",
+		s.names, leftoverGrace.Seconds())
+	if err != nil {
+		if ctx.Err() == nil {
+			s.log.Warn("boxes: sweep: list leftovers", "err", err)
+		}
+		return
+	}
+	type leftover struct {
+		kind, id, host string
+		old            bool
+	}
+	var ls []leftover
+	for rows.Next() {
+		var l leftover
+		if rows.Scan(&l.kind, &l.id, &l.host, &l.old) == nil {
+			ls = append(ls, l)
+		}
+	}
+	rows.Close()
+	for _, l := range ls {
+		sup := s.hosts[l.host]
+		var err error
+		if l.kind == "machine" {
+			err = sup.Delete(ctx, l.id)
+		} else {
+			err = sup.DeleteSave(ctx, l.id)
+		}
+		switch {
+		case err == nil:
+			s.log.Info("boxes: sweep: removed what a deleted user left", "kind", l.kind, "id", l.id, "host", l.host)
+		case errors.Is(err, sandbox.ErrNotFound) && (l.kind == "save" || l.old):
+		default:
+			if !errors.Is(err, sandbox.ErrNotFound) {
+				s.log.Warn("boxes: sweep: remove what a deleted user left", "kind", l.kind, "id", l.id, "host", l.host, "err", err)
+			}
+			continue
+		}
+		if _, err := s.pool.Exec(ctx, "DELETE FROM box_leftovers WHERE kind = $1 AND id = $2", l.kind, l.id); err != nil && ctx.Err() == nil {
+			s.log.Warn("boxes: sweep: forget a leftover", "kind", l.kind, "id", l.id, "err", err)
+		}
+	}
 }

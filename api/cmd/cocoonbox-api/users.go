@@ -134,10 +134,18 @@ func usersCmd(args []string) error {
 		}
 		fmt.Printf("%sd %s\n", verb, name)
 	case "delete":
+		held, err := boxes.Held(ctx, db.Pool, name)
+		if err != nil {
+			return err
+		}
 		if err := store.Delete(ctx, name); err != nil {
 			return err
 		}
 		fmt.Printf("deleted %s\n", name)
+		if held > 0 {
+			// The rows went with the user; the machines go at the sweep.
+			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (within 15 s)\n", held)
+		}
 	case "passwd":
 		if err := store.SetPassword(ctx, name, password); err != nil {
 			return err
