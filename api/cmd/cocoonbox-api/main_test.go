@@ -224,6 +224,11 @@ func TestUsersCommandsOnTheirOwn(t *testing.T) {
 			t.Errorf("users limits bob %v: exit %d, out %q, err %q; want exit %d, out %q", l.args, code, out, errs, l.code, l.want)
 		}
 	}
+	// NAME between the flags: those after it count too (they were dropped,
+	// so --state-dir after NAME went unread).
+	if out, errs, code := api(t, "", "users", "limits", "--max-boxes", "4", "bob", "--state-dir", dir); code != 0 || out != "bob: max_boxes 4, max_running 2\n" {
+		t.Errorf("users limits --max-boxes 4 bob --state-dir: exit %d, out %q, err %q", code, out, errs)
+	}
 	if _, errs, code := api(t, "", "users", "limits", "nobody", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "nobody"`) {
 		t.Errorf("limits of an unknown user: exit %d, %s", code, errs)
 	}
@@ -262,6 +267,8 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"", []string{"users", "limits", "carol", "--max-boxes", "65", "--state-dir", dir}, 2, "max_boxes is 65: a limit is 0 to 64"},
 		{"", []string{"users", "limits", "carol", "--max-running", "-1", "--state-dir", dir}, 2, "max_running is -1: a limit is 0 to 64"},
 		{"", []string{"users", "list", "--max-boxes", "2", "--state-dir", dir}, 2, "flag provided but not defined: -max-boxes"},
+		{"", []string{"users", "limits", "carol", "extra", "--state-dir", dir}, 2, `unexpected argument "extra" after NAME "carol"`},
+		{"", []string{"users", "limits", "carol", "--max-boxes", "two", "--state-dir", dir}, 2, `"two" is not a whole number`},
 	}
 	for _, c := range cases {
 		_, errs, code := api(t, c.stdin, c.args...)

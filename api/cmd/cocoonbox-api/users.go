@@ -5,10 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -43,34 +43,40 @@ func usersCmd(args []string) error {
 	verb := args[0]
 	var c common
 	var admin, asJSON bool
-	limits := boxes.Limits{MaxBoxes: -1, MaxRunning: -1}
-	fs := newFlags("users "+verb, "users "+verb+" [flags]", &c, false)
+	var maxBoxes, maxRunning limitFlag
+	synopsis := "users " + verb + " NAME [flags]"
+	if verb == "list" {
+		synopsis = "users list [flags]"
+	}
+	fs := newFlags("users "+verb, synopsis, &c, false)
 	switch verb {
 	case "add":
 		fs.BoolVar(&admin, "admin", false, "make an admin account")
 	case "list":
 		fs.BoolVar(&asJSON, "json", false, "print JSON, one array of accounts")
 	case "limits":
-		fs.IntVar(&limits.MaxBoxes, "max-boxes", -1, "set max_boxes, the boxes the user may hold (0 to 64)")
-		fs.IntVar(&limits.MaxRunning, "max-running", -1, "set max_running, the boxes starting, running or hibernating at once (0 to 64)")
+		fs.Var(&maxBoxes, "max-boxes", "set max_boxes to `N`, the boxes the user may hold (0 to 64; unset: kept)")
+		fs.Var(&maxRunning, "max-running", "set max_running to `N`, the boxes starting, running or hibernating at once (0 to 64; unset: kept)")
 		fs.BoolVar(&asJSON, "json", false, "print JSON, one object")
 	case "disable", "enable", "delete", "passwd":
 	default:
 		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd, limits)", errUsage, verb)
 	}
-	// NAME may come before or after the flags.
+	// NAME may come before, between or after the flags: the flag package
+	// stops at it, so the flags after it are parsed on their own.
 	rest := args[1:]
 	var name string
-	if len(rest) > 0 && !strings.HasPrefix(rest[0], "-") {
-		name, rest = rest[0], rest[1:]
-	}
-	if err := parse(fs, rest); err != nil {
-		return err
-	}
-	if name == "" && fs.NArg() > 0 {
-		name = fs.Arg(0)
-	} else if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected %q", errUsage, fs.Args())
+	for {
+		if err := parse(fs, rest); err != nil {
+			return err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		if name != "" {
+			return fmt.Errorf("%w: unexpected argument %q after NAME %q", errUsage, fs.Arg(0), name)
+		}
+		name, rest = fs.Arg(0), fs.Args()[1:]
 	}
 	if verb == "list" && name != "" {
 		return fmt.Errorf("%w: users list takes no NAME", errUsage)
@@ -78,17 +84,8 @@ func usersCmd(args []string) error {
 	if verb != "list" && name == "" {
 		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	// Checked before the database starts, so a typo costs nothing.
-	var given boxes.Limits
-	if set["max-boxes"] {
-		given.MaxBoxes = limits.MaxBoxes
-	}
-	if set["max-running"] {
-		given.MaxRunning = limits.MaxRunning
-	}
-	if err := given.Check(); err != nil {
+	if err := (boxes.Limits{MaxBoxes: maxBoxes.v, MaxRunning: maxRunning.v}).Check(); err != nil {
 		return fmt.Errorf("%w: %v", errUsage, err)
 	}
 	cfg, err := c.load()
@@ -152,24 +149,47 @@ func usersCmd(args []string) error {
 		}
 		fmt.Printf("password of %s set\n", name)
 	case "limits":
-		return usersLimits(ctx, db, name, limits, set, asJSON)
+		return usersLimits(ctx, db, name, maxBoxes, maxRunning, asJSON)
 	}
 	return nil
 }
 
-// usersLimits prints the user's limits after setting those given in set.
-func usersLimits(ctx context.Context, db *database.DB, name string, l boxes.Limits, set map[string]bool, asJSON bool) error {
+// limitFlag is a limit given on the command line; unset, the user's
+// current value is kept.
+type limitFlag struct {
+	v   int
+	set bool
+}
+
+func (f *limitFlag) String() string {
+	if f == nil || !f.set {
+		return ""
+	}
+	return strconv.Itoa(f.v)
+}
+
+func (f *limitFlag) Set(s string) error {
+	v, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a whole number", s)
+	}
+	f.v, f.set = v, true
+	return nil
+}
+
+// usersLimits prints the user's limits after setting those given.
+func usersLimits(ctx context.Context, db *database.DB, name string, maxBoxes, maxRunning limitFlag, asJSON bool) error {
 	cur, err := boxes.LimitsOf(ctx, db.Pool, name)
 	if err != nil {
 		return err
 	}
-	if set["max-boxes"] {
-		cur.MaxBoxes = l.MaxBoxes
+	if maxBoxes.set {
+		cur.MaxBoxes = maxBoxes.v
 	}
-	if set["max-running"] {
-		cur.MaxRunning = l.MaxRunning
+	if maxRunning.set {
+		cur.MaxRunning = maxRunning.v
 	}
-	if set["max-boxes"] || set["max-running"] {
+	if maxBoxes.set || maxRunning.set {
 		if err := boxes.SetLimits(ctx, db.Pool, name, cur); err != nil {
 			return err
 		}
