@@ -48,31 +48,11 @@ var (
 	userToken string
 )
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
-
-func runTests(m *testing.M) int {
-	img := os.Getenv("COCOONBOX_IMAGE")
-	if os.Geteuid() != 0 || img == "" {
-		fmt.Fprintln(os.Stderr, "api/offloade2e: needs root and COCOONBOX_IMAGE (a base image root; make box-test sets it)")
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	token, err := setUp(ctx, img)
-	userToken = token
-	defer tearDown(token)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "api/offloade2e:", err)
-		if api != nil {
-			fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
-		}
-		return 1
-	}
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
-	}
-	return code
+func TestMain(m *testing.M) {
+	os.Exit(e2e.Main(m, "api/offloade2e", &api, func(ctx context.Context, img string) (err error) {
+		userToken, err = setUp(ctx, img)
+		return err
+	}, func() { tearDown(userToken) }))
 }
 
 // setUp builds the binaries, starts the api, adds the user, signs the CLI

@@ -43,31 +43,7 @@ var (
 
 const password = "correct horse battery"
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	image := os.Getenv("COCOONBOX_IMAGE")
-	if os.Geteuid() != 0 || image == "" {
-		fmt.Fprintln(os.Stderr, "api/session: needs root and COCOONBOX_IMAGE (a base image root; make box-test sets it)")
-		return 1
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	err := setUp(ctx, image)
-	defer tearDown()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "api/session:", err)
-		if api != nil {
-			fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
-		}
-		return 1
-	}
-	code := m.Run()
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "the api's log:\n%s", api.Log())
-	}
-	return code
-}
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, "api/session", &api, setUp, tearDown)) }
 
 // setUp builds the binaries, starts the api, signs alice and bob in and
 // makes alice's box.
