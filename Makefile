@@ -29,10 +29,12 @@ DEB_VERSION ?=
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
 	@echo 'make demo    build, run the api, sign the CLI in, create a box (desk tier; TIER=base for base) through it, check it, print a report'
-	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing'
-	@echo 'make build   the static helpers into out/bin (version-stamped)'
+	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing (after make check-disk)'
+	@echo 'make check-disk  refuse when the disk cannot hold make test (about 12 GiB free)'
+	@echo 'make build   the static helpers into out/bin, cocoonbox-api, cocoonbox and cocoonbox-sandboxd into out/ (version-stamped)'
 	@echo 'make deb     out/cocoonbox-guest_<version>_amd64.deb and cocoonbox-desk (DEB_VERSION=..., default from git)'
 	@echo 'make image   cbdesk:v$$VERSION of $$TIER (base|desk) into out/images'
+	@echo 'make desk-image  the desk tier'"'"'s image whatever TIER is (for tests/desk)'
 	@echo 'make box     boot a box of the image and leave it running (TIER=desk: the desktop, VNC on 127.0.0.1:5900;'
 	@echo '             PERSISTENT=DIR keeps its root, NAME=... another machine name)'
 	@echo 'make unit-test   the unit tests only (no box)'
@@ -40,7 +42,7 @@ help:
 	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
 	@echo 'make fuzz        each fuzz target for FUZZTIME (4s); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
-	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck'
+	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck, tests/lint-box-networks, the generated api code checked'
 	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
 	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 

@@ -30,14 +30,18 @@ type common struct {
 
 func newFlags(name, synopsis string, c *common, withListen bool) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(os.Stderr)
+	// The flag package's own error line is dropped: main prints the error
+	// once, after the usage.
+	fs.SetOutput(io.Discard)
 	fs.StringVar(&c.configFile, "config", "", "api.yaml to read (default: none, the built-in defaults)")
 	fs.StringVar(&c.stateDir, "state-dir", "", "the api's state directory (default: state_dir of the config, /var/lib/cocoonbox-api)")
 	if withListen {
 		fs.StringVar(&c.listen, "listen", "", "host:port to serve on (default: listen of the config, 127.0.0.1:18200)")
 	}
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: cocoonbox-api %s\n\n", synopsis)
+		fs.SetOutput(os.Stderr)
+		defer fs.SetOutput(io.Discard)
+		fmt.Fprintf(os.Stderr, "usage: cocoonbox-api %s\n\n", synopsis)
 		fs.PrintDefaults()
 	}
 	return fs

@@ -264,16 +264,23 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"", []string{"users", "add", "carol", "--state-dir", dir}, 1, "no password on standard input"},
 		{"", []string{"users", "add", "--state-dir", dir}, 2, "users add needs a NAME"},
 		{"", []string{"users", "frob", "x"}, 2, `unknown users subcommand "frob"`},
-		{"", []string{"users", "limits", "carol", "--max-boxes", "65", "--state-dir", dir}, 2, "max_boxes is 65: a limit is 0 to 64"},
-		{"", []string{"users", "limits", "carol", "--max-running", "-1", "--state-dir", dir}, 2, "max_running is -1: a limit is 0 to 64"},
+		{"", []string{"users", "limits", "carol", "--max-boxes", "65", "--state-dir", dir}, 2, `invalid value "65" for flag -max-boxes: a limit is 0 to 64`},
+		{"", []string{"users", "limits", "carol", "--max-running", "-1", "--state-dir", dir}, 2, `invalid value "-1" for flag -max-running: a limit is 0 to 64`},
+		{"", []string{"users", "limits", "carol", "--max-boxes", "99999999999999999999", "--state-dir", dir}, 2, "for flag -max-boxes: a limit is 0 to 64"},
+		{"", []string{"users", "limits", "Bad/Name", "--state-dir", dir}, 1, `bad user name "Bad/Name"`},
+		{"", []string{"users", "list", "--state-dir", dir}, 1, "no state directory " + dir + ": users add makes one"},
 		{"", []string{"users", "list", "--max-boxes", "2", "--state-dir", dir}, 2, "flag provided but not defined: -max-boxes"},
 		{"", []string{"users", "limits", "carol", "extra", "--state-dir", dir}, 2, `unexpected argument "extra" after NAME "carol"`},
-		{"", []string{"users", "limits", "carol", "--max-boxes", "two", "--state-dir", dir}, 2, `"two" is not a whole number`},
+		{"", []string{"users", "limits", "carol", "--max-boxes", "two", "--state-dir", dir}, 2, `invalid value "two" for flag -max-boxes: not a whole number`},
 	}
 	for _, c := range cases {
 		_, errs, code := api(t, c.stdin, c.args...)
 		if code != c.code || !strings.Contains(errs, c.want) {
 			t.Errorf("%v: exit %d, stderr %q; want exit %d and %q", c.args, code, errs, c.code, c.want)
+		}
+		// The error once, not the flag package's line and then main's.
+		if n := strings.Count(errs, c.want); n > 1 {
+			t.Errorf("%v: the error printed %d times:\n%s", c.args, n, errs)
 		}
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

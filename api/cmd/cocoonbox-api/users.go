@@ -85,19 +85,21 @@ func usersCmd(args []string) error {
 		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
 	}
 	// Checked before the database starts, so a typo costs nothing.
-	if err := (boxes.Limits{MaxBoxes: maxBoxes.v, MaxRunning: maxRunning.v}).Check(); err != nil {
-		return fmt.Errorf("%w: %v", errUsage, err)
+	if name != "" {
+		if err := users.CheckName(name); err != nil {
+			return err
+		}
 	}
 	cfg, err := c.load()
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(cfg.StateDir); verb != "add" && cfg.Database.URL == "" && os.IsNotExist(err) {
+		// A mistyped --state-dir would otherwise start an empty cluster there.
+		return fmt.Errorf("no state directory %s: users add makes one; name the api's with --state-dir or --config", cfg.StateDir)
+	}
 	var password string
 	if verb == "add" || verb == "passwd" {
-		// Checked before the database starts, so a typo costs nothing.
-		if err := users.CheckName(name); err != nil {
-			return err
-		}
 		if password, err = readPassword(name); err != nil {
 			return err
 		}
@@ -168,10 +170,15 @@ func (f *limitFlag) String() string {
 	return strconv.Itoa(f.v)
 }
 
+// Set takes a whole number 0 to boxes.MaxLimit; the flag package's error
+// names the flag and the value.
 func (f *limitFlag) Set(s string) error {
 	v, err := strconv.Atoi(s)
-	if err != nil {
-		return fmt.Errorf("%q is not a whole number", s)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("not a whole number: a limit is 0 to %d", boxes.MaxLimit)
+	}
+	if err != nil || v < 0 || v > boxes.MaxLimit {
+		return fmt.Errorf("a limit is 0 to %d", boxes.MaxLimit)
 	}
 	f.v, f.set = v, true
 	return nil
