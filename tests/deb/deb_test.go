@@ -25,6 +25,15 @@ var (
 	debsErr  error
 )
 
+// TestMain removes the packages debs built (41 MB a run was left in /tmp).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if debsDir != "" {
+		os.RemoveAll(debsDir)
+	}
+	os.Exit(code)
+}
+
 // debs builds both packages once (image/deb, xz as `make deb` does) from
 // the helpers of out/bin and returns their directory.
 func debs(t *testing.T) (repo, dir string) {

@@ -34,7 +34,9 @@ var (
 )
 
 // BuildStandin builds the stand-in CLI (static, for the box) once per
-// process and returns its path.
+// process and returns its path. Every process puts it at one path, renamed
+// into place whole (a reader keeps the file it opened), so test runs leave
+// one file behind, not one directory each.
 func BuildStandin() (string, error) {
 	standinOnce.Do(func() {
 		root, err := box.RepoRoot()
@@ -42,18 +44,22 @@ func BuildStandin() (string, error) {
 			standinErr = err
 			return
 		}
-		dir, err := os.MkdirTemp("", "cocoonbox-standin-")
-		if err != nil {
+		dir := filepath.Join(os.TempDir(), "cocoonbox-standin")
+		if err := os.MkdirAll(dir, 0o755); err != nil {
 			standinErr = err
 			return
 		}
 		standinPath = filepath.Join(dir, "standin")
-		cmd := exec.Command("go", "build", "-o", standinPath, "./tests/offload/standin")
+		tmp := fmt.Sprintf("%s.%d", standinPath, os.Getpid())
+		cmd := exec.Command("go", "build", "-o", tmp, "./tests/offload/standin")
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
+			os.Remove(tmp)
 			standinErr = fmt.Errorf("go build ./tests/offload/standin: %v: %s", err, out)
+			return
 		}
+		standinErr = os.Rename(tmp, standinPath)
 	})
 	return standinPath, standinErr
 }

@@ -33,6 +33,15 @@ var (
 	buildErr  error
 )
 
+// TestMain removes what bins built (each run left its binaries in /tmp).
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // bins builds cocoonbox-agent and the stand-in (as claude and codex) once.
 func bins(t testing.TB) string {
 	t.Helper()
