@@ -18,24 +18,13 @@ func TestDeletingAUserRemovesTheirMachinesAndSaves(t *testing.T) {
 	e := newEnv(t)
 	ctx := context.Background()
 	u := e.user("leaving", 2, 2)
-	save := func(b *Box) string {
-		t.Helper()
-		_, op, err := e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-		if err != nil {
-			t.Fatal(err)
-		}
-		e.wait(u, op)
-		return e.box(u, b.ID).SaveID
-	}
 	kept := e.create(u, "kept")
-	keptSave := save(kept)
+	e.do(u, e.s.Save, kept.ID)
+	keptSave := e.box(u, kept.ID).SaveID
 	gone := e.create(u, "gone")
-	goneSave := save(gone)
-	_, op, err := e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: gone.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
+	e.do(u, e.s.Save, gone.ID)
+	goneSave := e.box(u, gone.ID).SaveID
+	e.do(u, e.s.Delete, gone.ID)
 	if _, err := e.db.Pool.Exec(ctx, "INSERT INTO box_leftovers (kind, id, host) VALUES ('machine', 'cb-00000000000000ee', 'elsewhere')"); err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,12 @@ import (
 // MaxLimit is the highest max_boxes or max_running (the columns' CHECK).
 const MaxLimit = 64
 
-// Limits are a user's box limits (the users.max_boxes and max_running
-// columns this package's migration adds; 1 and 1 for a new user). Create
-// refuses past MaxBoxes boxes held; Create and Ensure refuse past
-// MaxRunning boxes starting, running or hibernating (ErrLimit).
+// Limits are a user's box limits, counts of boxes (the users.max_boxes and
+// max_running columns this package's migration adds; 1 and 1 for a new
+// user). Create refuses past MaxBoxes boxes held; Create and Ensure refuse
+// past MaxRunning boxes starting, running or hibernating (ErrLimit). The
+// supervisor's tenant cap follows MaxBoxes (Contract: Boxes (api) ↔
+// sandboxd, max_claims; OAuth for agents, "max_boxes + the agent boxes + 1").
 type Limits struct {
 	MaxBoxes   int `json:"max_boxes"`
 	MaxRunning int `json:"max_running"`
@@ -68,7 +70,8 @@ func SetLimits(ctx context.Context, pool *pgxpool.Pool, userName string, l Limit
 	return nil
 }
 
-// Held is how many boxes the user holds (0 for no such user).
+// Held is how many boxes the user named userName holds (0 for no such
+// user); an error only when the database cannot be read.
 func Held(ctx context.Context, pool *pgxpool.Pool, userName string) (int, error) {
 	var n int
 	err := pool.QueryRow(ctx, "SELECT count(*) FROM boxes b JOIN users u ON u.id = b.user_id WHERE u.name = $1", userName).Scan(&n)

@@ -148,6 +148,18 @@ func (e *env) wait(userID string, op *Operation) []*controlv1.Operation {
 	return steps
 }
 
+// do runs call (e.s.Hibernate, Save, Ensure, Delete, ...) on box as
+// userID with a fresh request id and waits for its operation to end done,
+// failing the test on a refusal; it answers the operation's steps.
+func (e *env) do(userID string, call func(context.Context, Call) (*Box, *Operation, error), box string) []*controlv1.Operation {
+	e.t.Helper()
+	_, op, err := call(context.Background(), Call{UserID: userID, RequestID: rid(), Box: box})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return e.wait(userID, op)
+}
+
 // create makes a box and waits for it to run.
 func (e *env) create(userID, name string) *Box {
 	e.t.Helper()

@@ -124,16 +124,8 @@ func TestAHibernatedBoxDeletes(t *testing.T) {
 	u := e.user("frozen", 1, 1)
 	ctx := context.Background()
 	b := e.create(u, "frozen")
-	_, op, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
-	_, op, err = e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
+	e.do(u, e.s.Hibernate, b.ID)
+	e.do(u, e.s.Delete, b.ID)
 	if _, err := sup.Get(ctx, b.ID); err == nil {
 		t.Fatalf("machine %s is still there", b.ID)
 	}
@@ -150,16 +142,12 @@ func TestAHibernatedBoxSavesWithoutWaking(t *testing.T) {
 	ctx := context.Background()
 	b := e.create(u, "sleeper")
 	sh(t, b.ID, `echo "written before the hibernate" >/home/user/notes.txt; setsid sleep infinity </dev/null >/dev/null 2>&1 & echo $! >/run/sleeper.pid`)
-	_, op, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
+	e.do(u, e.s.Hibernate, b.ID)
 	if _, _, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID}); !errors.Is(err, ErrState) ||
 		!strings.Contains(err.Error(), "box sleeper is hibernated; hibernate needs it running") {
 		t.Fatalf("a hibernate of the hibernated box: %v", err)
 	}
-	_, op, err = e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	_, op, err := e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
 	if err != nil {
 		t.Fatalf("save of a hibernated box: %v", err)
 	}
@@ -173,19 +161,11 @@ func TestAHibernatedBoxSavesWithoutWaking(t *testing.T) {
 	if m, err := sup.Get(ctx, b.ID); err != nil || m.State != sandbox.Hibernated {
 		t.Fatalf("after the save the machine is %v (%v); want hibernated", m.State, err)
 	}
-	_, op, err = e.s.Ensure(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
+	e.do(u, e.s.Ensure, b.ID)
 	if got := sh(t, b.ID, `kill -0 "$(cat /run/sleeper.pid)" && echo alive`); got != "alive\n" {
 		t.Fatalf("the process started before the hibernate after the save and wake: %q", got)
 	}
-	_, op, err = e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.wait(u, op)
+	e.do(u, e.s.Delete, b.ID)
 	r, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: "sleeper", Restore: true})
 	if err != nil {
 		t.Fatal(err)
