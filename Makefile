@@ -13,8 +13,8 @@ IMAGE := out/images/cbdesk-v$(VERSION)-$(TIER)
 DESK_IMAGE := out/images/cbdesk-v$(VERSION)-desk
 TIERS := $(basename $(notdir $(wildcard image/tiers/*.packages)))
 HELPERS := $(notdir $(wildcard guest/cmd/*))
-# How long each fuzz target runs inside `make test`.
-FUZZTIME ?= 4s
+# How many executions each fuzz target runs inside `make test` (a count, never a duration: tests/fuzz).
+FUZZTIME ?= 20000x
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Under make, a test that cannot run here (not root, no systemd-nspawn)
 # fails saying why instead of skipping (internal/testenv).
@@ -40,7 +40,7 @@ help:
 	@echo 'make unit-test   the unit tests only (no box)'
 	@echo 'make box-test    the booted-box tests only (both tiers)'
 	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
-	@echo 'make fuzz        each fuzz target for FUZZTIME (4s); make fuzz-corpus: longer, keeps the corpus'
+	@echo 'make fuzz        each fuzz target for FUZZTIME executions (20000x); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
 	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck, tests/lint-box-networks, the generated api code checked'
 	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
@@ -127,14 +127,14 @@ box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 desk-test: desk-image
 	COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 30m ./tests/desk/
 
-# Each fuzz target runs for FUZZTIME; a failing input lands in testdata/fuzz.
+# Each fuzz target runs FUZZTIME executions (a count: tests/fuzz says why); a failing input lands in testdata/fuzz.
 fuzz:
 	tests/with-test-database tests/fuzz $(FUZZTIME)
 
 # Longer fuzzing that also keeps the coverage-widening inputs in
 # testdata/fuzz as seed corpus, to commit.
 fuzz-corpus:
-	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),60s)
+	tests/with-test-database tests/fuzz --keep $(or $(FUZZCORPUSTIME),500000x)
 
 # Refused before the tests when the disk cannot hold the run (tests/check-disk).
 check-disk:
