@@ -232,6 +232,14 @@ func TestUsersCommandsOnTheirOwn(t *testing.T) {
 	if _, errs, code := api(t, "", "users", "limits", "nobody", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "nobody"`) {
 		t.Errorf("limits of an unknown user: exit %d, %s", code, errs)
 	}
+	// --state-dir before the verb (it was refused as an unknown verb), and
+	// the verb's own flags after it still override nothing they did not name.
+	if out, errs, code := api(t, "", "users", "--state-dir", dir, "limits", "bob"); code != 0 || out != "bob: max_boxes 4, max_running 2\n" {
+		t.Errorf("users --state-dir DIR limits bob: exit %d, out %q, err %q", code, out, errs)
+	}
+	if _, errs, code := api(t, "", "users", "--state-dir", dir+"/typo", "list"); code != 1 || !strings.Contains(errs, "no state directory "+dir+"/typo") {
+		t.Errorf("users --state-dir TYPO list: exit %d, err %q; want the missing directory named", code, errs)
+	}
 	out, _, _ := api(t, "", "users", "list", "--json", "--state-dir", dir)
 	if !strings.Contains(out, `"name": "bob"`) || !strings.Contains(out, `"disabled": false`) {
 		t.Fatalf("list --json:\n%s", out)
@@ -264,6 +272,8 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"", []string{"users", "add", "carol", "--state-dir", dir}, 1, "no password on standard input"},
 		{"", []string{"users", "add", "--state-dir", dir}, 2, "users add needs a NAME"},
 		{"", []string{"users", "frob", "x"}, 2, `unknown users subcommand "frob"`},
+		{"", []string{"users", "--state-dir", dir}, 2, "users needs a subcommand"},
+		{"", []string{"users", "--json", "list"}, 2, "flag provided but not defined: -json"},
 		{"", []string{"users", "limits", "carol", "--max-boxes", "65", "--state-dir", dir}, 2, `invalid value "65" for flag -max-boxes: a limit is 0 to 64`},
 		{"", []string{"users", "limits", "carol", "--max-running", "-1", "--state-dir", dir}, 2, `invalid value "-1" for flag -max-running: a limit is 0 to 64`},
 		{"", []string{"users", "limits", "carol", "--max-boxes", "99999999999999999999", "--state-dir", dir}, 2, "for flag -max-boxes: a limit is 0 to 64"},

@@ -20,7 +20,7 @@ import (
 
 const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME | passwd NAME
        cocoonbox-api users limits NAME [--max-boxes N] [--max-running N] [--json]
-       (each with [--config FILE] [--state-dir DIR])
+       (each with [--config FILE] [--state-dir DIR], before or after the verb)
 
 A password is read from standard input (its first line) or, at a terminal,
 asked twice; never from the command line. A user name is 1 to 39 of a-z,
@@ -40,15 +40,28 @@ func usersCmd(args []string) error {
 		}
 		return nil
 	}
-	verb := args[0]
+	// --config and --state-dir may come before the verb as well as after it.
 	var c common
+	pre := newFlags("users", "", &c, false)
+	pre.Usage = func() { fmt.Fprint(os.Stderr, usersUsage) }
+	if err := parse(pre, args); err != nil {
+		return err
+	}
+	if pre.NArg() == 0 {
+		return fmt.Errorf("%w: users needs a subcommand", errUsage)
+	}
+	verb, args := pre.Arg(0), pre.Args()
 	var admin, asJSON bool
 	var maxBoxes, maxRunning limitFlag
 	synopsis := "users " + verb + " NAME [flags]"
 	if verb == "list" {
 		synopsis = "users list [flags]"
 	}
+	// Registering a flag writes its default: what came before the verb is
+	// put back, for the verb's own parse to override only when given again.
+	given := c
 	fs := newFlags("users "+verb, synopsis, &c, false)
+	c = given
 	switch verb {
 	case "add":
 		fs.BoolVar(&admin, "admin", false, "make an admin account")
