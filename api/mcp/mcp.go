@@ -93,7 +93,7 @@ func New(d Deps) *Handler {
 			panic(err)
 		}
 		h.tools[s.name] = t
-		srv.AddTool(&sdk.Tool{Name: s.name, Description: s.description, InputSchema: t.input, OutputSchema: t.output}, t.call)
+		srv.AddTool(&sdk.Tool{Name: s.name, Title: s.annotations.Title, Description: s.description, Annotations: s.annotations, InputSchema: t.input, OutputSchema: t.output}, t.call)
 	}
 	srv.AddReceivingMiddleware(h.bind)
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{

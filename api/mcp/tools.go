@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // The tools' names, descriptions and schemas, written here once: tools/list
@@ -25,16 +26,52 @@ const waitArg = `"wait":{"type":"boolean","default":true,"description":"Answer w
 // confirmArg is the confirm argument of box_upgrade and box_delete.
 const confirmArg = `"confirm":{"type":"boolean","description":"true once the user has confirmed this change; anything else refuses it."}`
 
-// spec is one tool as published: name, description, input and output
-// schema (JSON Schema 2020-12 objects, no extra properties).
+// spec is one tool as published: name, description, its annotations (a
+// client's hints: read-only, destructive, idempotent; never the world
+// beyond the caller's boxes), input and output schema (JSON Schema 2020-12
+// objects, no extra properties).
 type spec struct {
 	name, description string
+	annotations       *sdk.ToolAnnotations
 	input, output     string
+}
+
+// readOnly, additive and destructive are the three kinds of tool: one that
+// only reads; one that changes the caller's boxes but loses nothing; one
+// that ends programs or replaces or removes state. Idempotent: a second
+// call with the same arguments changes nothing more (it is refused, or
+// finds the box as the first left it).
+func readOnly(title string) *sdk.ToolAnnotations {
+	return &sdk.ToolAnnotations{Title: title, ReadOnlyHint: true, OpenWorldHint: new(false)}
+}
+
+func additive(title string, idempotent bool) *sdk.ToolAnnotations {
+	return &sdk.ToolAnnotations{Title: title, DestructiveHint: new(false), IdempotentHint: idempotent, OpenWorldHint: new(false)}
+}
+
+func destructive(title string, idempotent bool) *sdk.ToolAnnotations {
+	return &sdk.ToolAnnotations{Title: title, DestructiveHint: new(true), IdempotentHint: idempotent, OpenWorldHint: new(false)}
+}
+
+// hints are a tool's annotations in words, as docs/control-mcp.md shows them.
+func hints(a *sdk.ToolAnnotations) string {
+	if a.ReadOnlyHint {
+		return "read-only"
+	}
+	kind := "additive"
+	if *a.DestructiveHint {
+		kind = "destructive"
+	}
+	if a.IdempotentHint {
+		kind += ", idempotent"
+	}
+	return kind
 }
 
 var specs = []spec{
 	{
 		name:        "box_list",
+		annotations: readOnly("List boxes"),
 		description: "List your cocoonbox boxes, oldest first, with each box's id, name, state, image and last save time. It only reads and answers at once.",
 		input:       `{"type":"object","properties":{},"additionalProperties":false}`,
 		output: `{"type":"object","properties":{"boxes":{"type":"array","items":` + object(
@@ -42,6 +79,7 @@ var specs = []spec{
 	},
 	{
 		name:        "box_status",
+		annotations: readOnly("Box status"),
 		description: "Show a box's state, its image, the latest image and whether an upgrade to it is available; with no box at all the state is \"absent\". It only reads and answers at once.",
 		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
 		output: object("box_id", "string", "name", "string", "state", "string", "image", "string",
@@ -49,12 +87,14 @@ var specs = []spec{
 	},
 	{
 		name:        "box_ensure",
+		annotations: additive("Ensure a box runs", true),
 		description: "Make a box running: wake it when hibernated, boot it when stopped or failed, or create your first box when you have none. With wait (the default) it answers once the box runs; it needs no confirmation.",
 		input:       `{"type":"object","properties":{` + boxArg + `,` + waitArg + `},"additionalProperties":false}`,
 		output:      object("box_id", "string", "state", "string", "operation_id", "string"),
 	},
 	{
 		name:        "box_create",
+		annotations: additive("Create a box", false),
 		description: "Create a new box called name, on image (default: the latest), and boot it. With wait (the default) it answers once the box runs; it needs no confirmation.",
 		input: `{"type":"object","properties":{"name":{"type":"string","description":"The new box's name: 1 to 63 of a-z, 0-9 and -, starting with a letter."},` +
 			`"image":{"type":"string","description":"The image to boot, such as cbdesk:v22-base; without it, the latest."},` + waitArg + `},"required":["name"],"additionalProperties":false}`,
@@ -62,30 +102,35 @@ var specs = []spec{
 	},
 	{
 		name:        "box_hibernate",
+		annotations: additive("Hibernate a box", true),
 		description: "Hibernate a running box: its memory and disk are kept and its programs pause until it is woken (box_ensure). It answers once the box is hibernated; it needs no confirmation.",
 		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
 		output:      object("box_id", "string", "state", "string", "operation_id", "string"),
 	},
 	{
 		name:        "box_save",
+		annotations: destructive("Save a box", false),
 		description: "Save a box's disk state, replacing its previous save; a running box keeps running and a hibernated one stays hibernated. It answers once the save is done, with its size in bytes; it needs no confirmation.",
 		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
 		output:      object("box_id", "string", "last_saved_at_ms", "integer", "operation_id", "string", "bytes", "integer"),
 	},
 	{
 		name:        "box_upgrade",
+		annotations: destructive("Upgrade a box", true),
 		description: "Move a box onto the latest image, keeping /home/user and /workspace; the box restarts, so the programs running in it end. Ask the user first and pass confirm: true; it answers once the upgrade is done.",
 		input:       `{"type":"object","properties":{` + boxArg + `,` + confirmArg + `},"required":["confirm"],"additionalProperties":false}`,
 		output:      object("box_id", "string", "state", "string", "image", "string", "operation_id", "string"),
 	},
 	{
 		name:        "box_delete",
+		annotations: destructive("Delete a box", true),
 		description: "Delete a box for good, keeping only its newest save. Ask the user first, name the box, and pass confirm: true; it answers once the box is gone.",
 		input:       `{"type":"object","properties":{` + boxArg + `,` + confirmArg + `},"required":["box","confirm"],"additionalProperties":false}`,
 		output:      object("box_id", "string", "operation_id", "string"),
 	},
 	{
 		name:        "usage",
+		annotations: readOnly("Model usage"),
 		description: "Show your model usage in micro-dollars, today and this month, your daily cap, whether it is the default cap, and what remains of it today. It only reads and answers at once.",
 		input:       `{"type":"object","properties":{},"additionalProperties":false}`,
 		output: object("today", "integer", "month", "integer", "daily_cap_micros", "integer",

@@ -42,6 +42,9 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 			if tl.Description != s.description {
 				t.Errorf("%s: description %q, want %q", s.name, tl.Description, s.description)
 			}
+			if a, b := mcptest.Canon(t, tl.Annotations), mcptest.Canon(t, s.annotations); a != b || tl.Title != s.annotations.Title {
+				t.Errorf("%s: annotations %s (title %q), want %s", s.name, a, tl.Title, b)
+			}
 			if a, b := mcptest.Canon(t, tl.InputSchema), canonText(t, s.input); a != b {
 				t.Errorf("%s: input schema %s, want %s", s.name, a, b)
 			}
@@ -54,6 +57,9 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 		}
 		if row := "| `" + s.name + "` | " + s.description + " |"; !strings.Contains(string(docs), row) {
 			t.Errorf("docs/control-mcp.md has no row %q", row)
+		}
+		if row := "| `" + s.name + "` | " + s.annotations.Title + " | " + hints(s.annotations) + " |"; !strings.Contains(string(docs), row) {
+			t.Errorf("docs/control-mcp.md has no annotations row %q", row)
 		}
 	}
 }
