@@ -43,7 +43,8 @@ type Config struct {
 	// to the one holding the fewest boxes, and stays there.
 	Hosts map[string]sandbox.Supervisor
 	// RecoverEvery is how often the api looks for operations a dead api
-	// left (default 15 s; it also looks once at start).
+	// left and sweeps a deleted user's leftovers (api.yaml's
+	// boxes.recover_every; 0 is 15 s; it also looks once at start).
 	RecoverEvery time.Duration
 	Log          *slog.Logger
 }
@@ -94,6 +95,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		conn.Close(ctx)
 		return nil, err
 	}
+	s.log.Info("boxes: recovery at start, then every recover_every", "recover_every", s.every.String(), "hosts", s.names)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.recoverLoop() }()
 	return s, nil

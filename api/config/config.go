@@ -41,6 +41,16 @@ type Config struct {
 	Console        Console  `yaml:"console"`
 	HTTP           HTTP     `yaml:"http"`
 	Sandbox        Sandbox  `yaml:"sandbox"`
+	Boxes          Boxes    `yaml:"boxes"`
+}
+
+// Boxes configures the api's box service (api/boxes; docs/box-lifecycle.md).
+type Boxes struct {
+	// RecoverEvery is how often each api adopts the operations a dead api
+	// left and removes a deleted user's machines and saves (1s to 1h; it
+	// also looks once at start). Shorter finds a dead replica's work sooner
+	// at the cost of one query per host each pass.
+	RecoverEvery time.Duration `yaml:"recover_every"`
 }
 
 // Sandbox says where the boxes run (Contract: Boxes (api) ↔ sandboxd):
@@ -123,6 +133,7 @@ func Default() Config {
 		HTTP:           HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16"}},
+		Boxes: Boxes{RecoverEvery: 15 * time.Second},
 	}
 }
 
@@ -326,6 +337,9 @@ func (c *Config) Validate() error {
 		if d.v < MinTimeout || d.v > MaxTimeout {
 			return fmt.Errorf("%s: %s is not 100ms..24h", d.key, d.v)
 		}
+	}
+	if r := c.Boxes.RecoverEvery; r < time.Second || r > time.Hour {
+		return fmt.Errorf("boxes.recover_every: %s is not 1s..1h", r)
 	}
 	return c.Sandbox.validate()
 }

@@ -55,7 +55,7 @@ func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, log *sl
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, Log: log})
+	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery, Log: log})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err

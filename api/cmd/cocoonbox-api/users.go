@@ -156,7 +156,7 @@ func usersCmd(args []string) error {
 		fmt.Printf("deleted %s\n", name)
 		if held > 0 {
 			// The rows went with the user; the machines go at the sweep.
-			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (within 15 s)\n", held)
+			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (boxes.recover_every: %s)\n", held, cfg.Boxes.RecoverEvery)
 		}
 	case "passwd":
 		if err := store.SetPassword(ctx, name, password); err != nil {
