@@ -177,13 +177,13 @@ func (s *Service) WaitOperation(ctx context.Context, userID, opID string, each f
 	if op == nil {
 		return nil, fmt.Errorf("operation %s: %w", opID, ErrNotFound)
 	}
-	var first int64
-	if err := s.pool.QueryRow(ctx, "SELECT coalesce(min(seq), 1) - 1 FROM box_events WHERE operation_id = $1", opID).Scan(&first); err != nil {
-		return nil, fmt.Errorf("operation %s: %w", opID, err)
+	first, err := s.eventsBefore(ctx, opID)
+	if err != nil {
+		return nil, err
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	events, err := s.Watch(ctx, userID, op.BoxID, uint64(first))
+	events, err := s.Watch(ctx, userID, op.BoxID, first)
 	if err != nil {
 		return nil, err
 	}
@@ -203,4 +203,14 @@ func (s *Service) WaitOperation(ctx context.Context, userID, opID string, each f
 		return nil, ctx.Err()
 	}
 	return nil, fmt.Errorf("operation %s: the event log could not be read: %w", opID, ErrUnavailable)
+}
+
+// eventsBefore is the cursor that replays operation opID from its first
+// step: the seq before that step (OperationResponse.events_after).
+func (s *Service) eventsBefore(ctx context.Context, opID string) (uint64, error) {
+	var first int64
+	if err := s.pool.QueryRow(ctx, "SELECT coalesce(min(seq), 1) - 1 FROM box_events WHERE operation_id = $1", opID).Scan(&first); err != nil {
+		return 0, fmt.Errorf("operation %s: %w", opID, err)
+	}
+	return uint64(first), nil
 }

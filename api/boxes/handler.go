@@ -110,7 +110,14 @@ func (h *Handler) mutate(ctx context.Context, what string, c Call, f func(contex
 	if err != nil {
 		return nil, h.status(ctx, what, err)
 	}
-	return opResponse(b, op), nil
+	resp := opResponse(b, op)
+	if op != nil {
+		// A client follows the operation from here, not the box's whole log.
+		if resp.Msg.EventsAfter, err = h.s.eventsBefore(ctx, op.ID); err != nil {
+			return nil, h.status(ctx, what, err)
+		}
+	}
+	return resp, nil
 }
 
 // List answers the caller's boxes, oldest first.

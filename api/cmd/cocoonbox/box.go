@@ -111,7 +111,7 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 		p.nothingToDo()
 		return nil
 	}
-	end, err := follow(ctx, client, resp.Msg.Box.BoxId, op, p)
+	end, err := follow(ctx, client, resp.Msg.Box.BoxId, op, resp.Msg.EventsAfter, p)
 	if err != nil {
 		return st.explainBox(what, err)
 	}

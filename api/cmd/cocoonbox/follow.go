@@ -16,18 +16,19 @@ import (
 // event (the api gone, the connection cut) before follow gives up.
 const reconnectTries = 20
 
-// follow reads the box's events until op ends (phase done or failed) and
-// answers its last state. The box's log is read from its start (Events
-// keeps every event after the cursor, so none of op's is missed however
-// late the stream opens); when a stream drops, the next one asks for what
-// came after the last seq seen. Contract: Boxes (api) ↔ sandboxd (events by
-// cursor).
-func follow(ctx context.Context, c controlv1connect.BoxesClient, boxID string, op *controlv1.Operation, p *progress) (*controlv1.Operation, error) {
+// follow reads the box's events after the cursor after (the call's
+// OperationResponse.events_after, just before op's first step) until op
+// ends (phase done or failed), and answers its last state. Events keeps
+// every event after the cursor, so none of op's is missed however late the
+// stream opens, and a box's older log is not read again; when a stream
+// drops, the next one asks for what came after the last seq seen.
+// Contract: Boxes (api) ↔ sandboxd (events by cursor).
+func follow(ctx context.Context, c controlv1connect.BoxesClient, boxID string, op *controlv1.Operation, after uint64, p *progress) (*controlv1.Operation, error) {
 	p.operation(nil, op)
 	if ended(op) {
 		return op, nil // a repeated request id whose operation is over
 	}
-	var cursor uint64
+	cursor := after
 	wait := 100 * time.Millisecond
 	for fails := 0; ; {
 		before := cursor

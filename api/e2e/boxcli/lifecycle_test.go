@@ -140,6 +140,7 @@ func TestEveryBoxCommandFollowsItsOperationToDone(t *testing.T) {
 		if len(again) != 1 || again[0].OperationID != first.OperationID || again[0].Phase != "done" {
 			t.Fatalf("save with the same request id: %+v, want the first's %s, done", again, first.OperationID)
 		}
+		eventsAfterReplaysTheOperation(t, "boxcli-save-1", first.OperationID)
 	})
 	t.Run("upgrade, its event stream dropped", func(t *testing.T) { droppedStream(t, id) })
 	t.Run("delete", func(t *testing.T) {

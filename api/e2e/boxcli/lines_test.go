@@ -102,3 +102,34 @@ func opLog(t *testing.T, boxID, opID string) []*controlv1.BoxEvent {
 	t.Fatalf("the log of %s ended before operation %s did (%v): %d of its events", boxID, opID, stream.Err(), len(events))
 	return nil
 }
+
+// eventsAfterReplaysTheOperation: a Boxes call's events_after is the
+// cursor just before its operation's first step, so the CLI follows from
+// there instead of reading the box's whole log from seq 0: Events after it
+// starts at that step, and the box's earlier events (its create's) lie
+// before it.
+func eventsAfterReplaysTheOperation(t *testing.T, requestID, opID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	r, err := boxesClient().Save(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: requestID, Box: "web"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, boxID := r.Msg.EventsAfter, r.Msg.Box.BoxId
+	steps := opLog(t, boxID, opID)
+	if after == 0 || steps[0].Seq <= after {
+		t.Fatalf("events_after %d, the operation's first step at seq %d: want 0 < events_after < it", after, steps[0].Seq)
+	}
+	stream, err := boxesClient().Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{Box: boxID, After: after}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Close()
+	if !stream.Receive() {
+		t.Fatalf("Events after %d: nothing (%v)", after, stream.Err())
+	}
+	if got := stream.Msg(); got.Seq != steps[0].Seq || got.GetOperation().GetOperationId() != opID {
+		t.Fatalf("Events after events_after %d began at seq %d (%v), want operation %s's first step at seq %d", after, got.Seq, got.GetOperation(), opID, steps[0].Seq)
+	}
+}

@@ -844,7 +844,11 @@ type OperationResponse struct {
 	Box   *Box                   `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
 	// operation is unset when there was nothing to do (Ensure of a running
 	// box).
-	Operation     *Operation `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	Operation *Operation `protobuf:"bytes,2,opt,name=operation,proto3" json:"operation,omitempty"`
+	// events_after is the cursor for Events (BoxEventsRequest.after) that
+	// replays operation from its first step: the seq before it. 0 when
+	// operation is unset.
+	EventsAfter   uint64 `protobuf:"varint,3,opt,name=events_after,json=eventsAfter,proto3" json:"events_after,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -891,6 +895,13 @@ func (x *OperationResponse) GetOperation() *Operation {
 		return x.Operation
 	}
 	return nil
+}
+
+func (x *OperationResponse) GetEventsAfter() uint64 {
+	if x != nil {
+		return x.EventsAfter
+	}
+	return 0
 }
 
 type UsageRequest struct {
@@ -1372,10 +1383,11 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"request_id\x18\x01 \x01(\tR\trequestId\x12\x10\n" +
 	"\x03box\x18\x02 \x01(\tR\x03box\x12\x18\n" +
 	"\aconfirm\x18\x03 \x01(\bR\aconfirm\x12 \n" +
-	"\vincarnation\x18\x04 \x01(\x03R\vincarnation\"\x7f\n" +
+	"\vincarnation\x18\x04 \x01(\x03R\vincarnation\"\xa2\x01\n" +
 	"\x11OperationResponse\x12+\n" +
 	"\x03box\x18\x01 \x01(\v2\x19.cocoonbox.control.v1.BoxR\x03box\x12=\n" +
-	"\toperation\x18\x02 \x01(\v2\x1f.cocoonbox.control.v1.OperationR\toperation\"\x0e\n" +
+	"\toperation\x18\x02 \x01(\v2\x1f.cocoonbox.control.v1.OperationR\toperation\x12!\n" +
+	"\fevents_after\x18\x03 \x01(\x04R\veventsAfter\"\x0e\n" +
 	"\fUsageRequest\"\xd6\x01\n" +
 	"\rUsageResponse\x12!\n" +
 	"\ftoday_micros\x18\x01 \x01(\x03R\vtodayMicros\x12!\n" +
