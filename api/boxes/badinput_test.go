@@ -38,14 +38,7 @@ func TestBadInputIsRefusedNamingTheRuleAndChangesNothing(t *testing.T) {
 	a := e.create(alice, "alice")
 	// An operation held under way: the test takes the box's advisory lock,
 	// so the hibernate's runner waits as behind another api's.
-	conn, err := e.db.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey("box", a.ID)); err != nil {
-		t.Fatal(err)
-	}
+	release := e.hold(a.ID)
 	_, held, err := e.s.Hibernate(ctx, Call{UserID: alice, RequestID: "held", Box: a.ID})
 	if err != nil {
 		t.Fatal(err)
@@ -116,9 +109,7 @@ func TestBadInputIsRefusedNamingTheRuleAndChangesNothing(t *testing.T) {
 			t.Errorf("%s changed something: before %s, after %s", c.what, before, after)
 		}
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey("box", a.ID)); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	e.wait(alice, held)
 
 	// The running limit: bob may hold 2 boxes but run 1.

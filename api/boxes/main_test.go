@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -126,6 +127,33 @@ func (e *env) user(name string, maxBoxes, maxRunning int) string {
 		e.t.Fatal(err)
 	}
 	return id
+}
+
+// hold takes box boxID's advisory lock on a connection of its own, as the
+// runner of another api holds it, so an operation begun on the box waits
+// under way; the answer lets it go (and is called at the test's end too).
+func (e *env) hold(boxID string) (release func()) {
+	e.t.Helper()
+	ctx := context.Background()
+	conn, err := e.db.Pool.Acquire(ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey("box", boxID)); err != nil {
+		conn.Release()
+		e.t.Fatal(err)
+	}
+	var once sync.Once
+	release = func() {
+		once.Do(func() {
+			if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey("box", boxID)); err != nil {
+				e.t.Error(err)
+			}
+			conn.Release()
+		})
+	}
+	e.t.Cleanup(release)
+	return release
 }
 
 // rid is a request id no other call of the run uses.

@@ -3,10 +3,12 @@ package boxes
 import (
 	"context"
 	"errors"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 )
 
 // Must show: save, delete, restore: a file in /home/user comes back. A
@@ -174,4 +176,52 @@ func TestAHibernatedBoxSavesWithoutWaking(t *testing.T) {
 	if got := sh(t, r.ID, "cat /home/user/notes.txt"); got != "written before the hibernate\n" {
 		t.Fatalf("restored from the hibernated box's save: %q", got)
 	}
+}
+
+// A save run again after a crash left the first run's save on the
+// supervisor, recorded nowhere (the supervisor named saves, so the api
+// could not record one before it existed). The save is now named after
+// its operation: here the first run's save is made under that name while
+// the operation is held under way (the box's advisory lock, as a dead
+// api's runner holds it), and the run that follows replaces it: the box
+// records that save and the machine has no other.
+func TestASaveRunAgainReplacesTheFirstRunsSave(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("resaver", 1, 1)
+	ctx := context.Background()
+	b := e.create(u, "resaved")
+	release := e.hold(b.ID)
+	_, op, err := e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := sup.Save(ctx, b.ID, saveName(op.ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	release()
+	e.wait(u, op)
+	if got := e.box(u, b.ID).SaveID; got != first.ID {
+		t.Fatalf("the box records save %q, not %q, the one its operation's first run made", got, first.ID)
+	}
+	if saves := savesOf(t, b.ID); len(saves) != 1 || saves[0] != first.ID {
+		t.Fatalf("the machine's saves on the supervisor: %v, want %s alone", saves, first.ID)
+	}
+}
+
+// savesOf lists the local supervisor's saves of machine id.
+func savesOf(t *testing.T, id string) []string {
+	t.Helper()
+	all, err := localtest.Saves(filepath.Join(testRoot, "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, info := range all {
+		if info.Machine == id {
+			out = append(out, info.ID)
+		}
+	}
+	return out
 }

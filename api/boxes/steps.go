@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 
@@ -102,9 +103,11 @@ func (r *run) hibernate(ctx context.Context) error {
 }
 
 // save saves the machine (the supervisor flushes its file systems first)
-// and keeps only this newest save.
+// and keeps only this newest save. The save is named after the operation,
+// so one run again after a crash replaces the save its first run may have
+// made instead of leaving it unrecorded on the supervisor.
 func (r *run) save(ctx context.Context) error {
-	info, err := r.sup.Save(ctx, r.b.ID)
+	info, err := r.sup.Save(ctx, r.b.ID, saveName(r.op.ID))
 	if err != nil {
 		return fmt.Errorf("save: %w", supervisorError(err))
 	}
@@ -221,3 +224,7 @@ func (s *Service) syncCap(ctx context.Context, sup sandbox.Supervisor, userID st
 	}
 	return nil
 }
+
+// saveName is the save an operation makes: "save-" and the 16 hex digits of
+// its id ("op-…"), a name the supervisor takes as it is.
+func saveName(opID string) string { return "save-" + strings.TrimPrefix(opID, "op-") }

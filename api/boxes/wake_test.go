@@ -90,14 +90,7 @@ func TestEnsureDuringAHibernateCancelsIt(t *testing.T) {
 	u := e.user("canceller", 1, 1)
 	b := e.create(u, "canceller")
 	ctx := context.Background()
-	conn, err := e.db.Pool.Acquire(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Release()
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey("box", b.ID)); err != nil {
-		t.Fatal(err)
-	}
+	release := e.hold(b.ID)
 	_, hib, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name})
 	if err != nil {
 		t.Fatal(err)
@@ -109,9 +102,7 @@ func TestEnsureDuringAHibernateCancelsIt(t *testing.T) {
 	if err != nil || ens == nil {
 		t.Fatalf("ensure: %v %v", ens, err)
 	}
-	if _, err := conn.Exec(ctx, "SELECT pg_advisory_unlock($1)", lockKey("box", b.ID)); err != nil {
-		t.Fatal(err)
-	}
+	release()
 	last, err := e.s.WaitOperation(ctx, u, hib.ID, nil)
 	if err != nil || last.Phase.String() != "PHASE_FAILED" || !strings.Contains(last.Error, "cancelled") {
 		t.Fatalf("the hibernate ended %v (%v), want failed: cancelled", last, err)

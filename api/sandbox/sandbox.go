@@ -73,8 +73,12 @@ type Supervisor interface {
 
 	// Save records the machine's disk state (running or stopped; a running
 	// one's file systems are flushed first) and returns the save with its
-	// size in bytes. A save outlives its machine.
-	Save(ctx context.Context, id string) (SaveInfo, error)
+	// size in bytes. A save outlives its machine. saveID names it
+	// ("save-" and 16 hex digits, CheckSaveID), or "" for a name the
+	// supervisor picks; a save of that name of the same machine is replaced,
+	// so a caller that names its saves and calls again after a crash holds
+	// one save, not two. A name another machine's save holds is ErrExists.
+	Save(ctx context.Context, id, saveID string) (SaveInfo, error)
 	// Restore makes a stopped machine from a save, for spec's tenant; the
 	// image is the save's unless spec names one.
 	Restore(ctx context.Context, saveID string, spec Spec) (Machine, error)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"slices"
 	"sort"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -182,6 +185,34 @@ func (e *env) agree() {
 	}
 	if fmt.Sprint(sorted(want)) != fmt.Sprint(sorted(got)) {
 		e.t.Fatalf("rows %v, machines %v: they disagree", sorted(want), sorted(got))
+	}
+	e.savesRecorded(tenants)
+}
+
+// savesRecorded fails the test unless every save the sandboxd holds for
+// these tenants is one a row names (a box's save, or a deleted box's kept
+// one), as the daemon's state directory lists them (localtest.Saves).
+func (e *env) savesRecorded(tenants []string) {
+	e.t.Helper()
+	recorded := map[string]bool{}
+	rows, err := e.db.Pool.Query(e.ctx, "SELECT save_id FROM boxes WHERE save_id IS NOT NULL UNION SELECT save_id FROM box_saves")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for rows.Next() {
+		var id string
+		rows.Scan(&id)
+		recorded[id] = true
+	}
+	rows.Close()
+	saves, err := localtest.Saves(filepath.Join(root, "state"))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	for _, info := range saves {
+		if slices.Contains(tenants, info.Tenant) && !recorded[info.ID] {
+			e.t.Errorf("save %s of machine %s is on the sandboxd but no row names it (left by a save run twice?)", info.ID, info.Machine)
+		}
 	}
 }
 

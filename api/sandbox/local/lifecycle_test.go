@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +80,7 @@ func TestSaveDeleteRestoreBringsAFileInHomeBack(t *testing.T) {
 	ctx := context.Background()
 	m := boot(t, v1)
 	mustSh(t, m.ID, `echo "written before the save" >/home/user/notes.txt; chown user:user /home/user/notes.txt`)
-	save, err := sup.Save(ctx, m.ID)
+	save, err := sup.Save(ctx, m.ID, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,6 +109,51 @@ func TestSaveDeleteRestoreBringsAFileInHomeBack(t *testing.T) {
 	}
 	if _, err := sup.Restore(ctx, "save-0000000000000000", sandbox.Spec{ID: newID("t"), Tenant: "tenant-a"}); !errors.Is(err, sandbox.ErrNotFound) {
 		t.Errorf("restore of an unknown save: %v", err)
+	}
+}
+
+// A save named by its caller and asked for again (the api's save run again
+// after a crash) replaces the first: one save of that name, holding the
+// disk as the second call found it; the first could be left unrecorded
+// beside it before saves took a name. Another machine's name is refused,
+// a malformed one named.
+func TestASaveNamedTwiceIsReplacedNotLeftBeside(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	name := fmt.Sprintf("save-%016x", uint64(os.Getpid())<<20|uint64(seq.Add(1)))
+	mustSh(t, m.ID, "echo first >/home/user/first")
+	first, err := sup.Save(ctx, m.ID, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.DeleteSave(ctx, name)
+	mustSh(t, m.ID, "echo second >/home/user/second")
+	second, err := sup.Save(ctx, m.ID, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.ID != name || second.ID != name || second.Created.Before(first.Created) {
+		t.Fatalf("first %+v, second %+v: want both named %s, the second newer", first, second, name)
+	}
+	files, _ := filepath.Glob(sup.savePath(name, "*"))
+	if len(files) != 2 {
+		t.Fatalf("the save's files %v, want its .tar and .json alone", files)
+	}
+	list, err := exec.Command("tar", "-tf", sup.savePath(name, ".tar")).Output()
+	if err != nil || !strings.Contains(string(list), "home/user/second") {
+		t.Fatalf("the replaced save does not hold /home/user/second (%v):\n%s", err, list)
+	}
+	if info, err := sup.readSave(name); err != nil || info != second {
+		t.Fatalf("the save's record %+v (%v), want the second call's %+v", info, err, second)
+	}
+	other := boot(t, v1)
+	if _, err := sup.Save(ctx, other.ID, name); !errors.Is(err, sandbox.ErrExists) {
+		t.Errorf("another machine's save under %s: %v, want ErrExists", name, err)
+	}
+	var inv *sandbox.InvalidError
+	if _, err := sup.Save(ctx, m.ID, "save-XYZ"); !errors.As(err, &inv) || inv.Field != "save_id" {
+		t.Errorf("a malformed save name: %v, want save_id named", err)
 	}
 }
 

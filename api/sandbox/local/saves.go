@@ -30,12 +30,24 @@ func (s *Supervisor) savePath(id, ext string) string {
 
 // Save implements sandbox.Supervisor: a running machine's file systems
 // are flushed first (e2b users lost files written just before a pause).
-func (s *Supervisor) Save(ctx context.Context, id string) (sandbox.SaveInfo, error) {
+func (s *Supervisor) Save(ctx context.Context, id, saveID string) (sandbox.SaveInfo, error) {
+	if saveID == "" {
+		saveID = newSaveID()
+	} else if err := sandbox.CheckSaveID("save_id", saveID); err != nil {
+		return sandbox.SaveInfo{}, err
+	}
 	m, err := s.find(id)
 	if err != nil {
 		return sandbox.SaveInfo{}, err
 	}
 	defer m.op.Unlock()
+	// The machine's op lock orders its saves: a repeated name replaces
+	// the one its first call made, and nobody else's.
+	if old, err := s.readSave(saveID); err == nil && old.Machine != m.ID {
+		return sandbox.SaveInfo{}, fmt.Errorf("save %s is machine %s's: %w", saveID, old.Machine, sandbox.ErrExists)
+	} else if err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+		return sandbox.SaveInfo{}, err
+	}
 	// A running machine is flushed from inside, then frozen while its disk
 	// is read, so the save is one instant of it (no file changes under tar)
 	// and the box goes on where it was.
@@ -53,7 +65,7 @@ func (s *Supervisor) Save(ctx context.Context, id string) (sandbox.SaveInfo, err
 		defer func() { _ = cg.SetFrozen(context.Background(), false) }()
 	}
 	syncDir(m.dir)
-	info := sandbox.SaveInfo{ID: newSaveID(), Machine: m.ID, Tenant: m.Tenant, Image: m.Image, Created: time.Now().UTC()}
+	info := sandbox.SaveInfo{ID: saveID, Machine: m.ID, Tenant: m.Tenant, Image: m.Image, Created: time.Now().UTC()}
 	tmp := s.savePath(info.ID, ".tar.part")
 	if err := tarUpper(m.dir, tmp); err != nil {
 		os.Remove(tmp)

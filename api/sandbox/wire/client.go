@@ -156,8 +156,8 @@ func (c *Client) Wake(ctx context.Context, id string) (sandbox.Machine, error) {
 }
 
 // Save implements sandbox.Supervisor.
-func (c *Client) Save(ctx context.Context, id string) (sandbox.SaveInfo, error) {
-	s, err := call(ctx, "save", c.rpc.Save, &sandboxv1.MachineRef{Id: id})
+func (c *Client) Save(ctx context.Context, id, saveID string) (sandbox.SaveInfo, error) {
+	s, err := call(ctx, "save", c.rpc.Save, &sandboxv1.SaveRequest{Id: id, SaveId: saveID})
 	if err != nil {
 		return sandbox.SaveInfo{}, err
 	}

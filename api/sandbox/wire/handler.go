@@ -102,8 +102,8 @@ func (h *handler) Wake(ctx context.Context, r *connect.Request[sandboxv1.Machine
 	return machineReply(h.sup.Wake(ctx, r.Msg.GetId()))
 }
 
-func (h *handler) Save(ctx context.Context, r *connect.Request[sandboxv1.MachineRef]) (*connect.Response[sandboxv1.SaveInfo], error) {
-	s, err := h.sup.Save(ctx, r.Msg.GetId())
+func (h *handler) Save(ctx context.Context, r *connect.Request[sandboxv1.SaveRequest]) (*connect.Response[sandboxv1.SaveInfo], error) {
+	s, err := h.sup.Save(ctx, r.Msg.GetId(), r.Msg.GetSaveId())
 	return reply(saveToProto(s), err)
 }
 

@@ -223,7 +223,18 @@ func TestWireRelayHibernateWakeEventsAndErrors(t *testing.T) {
 	if fmt.Sprint(seen) != fmt.Sprint(want) {
 		t.Errorf("events %v, want %v", seen, want)
 	}
+	// A save's name crosses the wire: the daemon keeps it under that name.
+	name := fmt.Sprintf("save-%016x", uint64(os.Getpid())<<8|uint64(seq))
+	if s, err := client.Save(ctx, m.ID, name); err != nil || s.ID != name || s.Machine != m.ID || s.Size <= 0 {
+		t.Errorf("save named %s through the wire: %+v %v", name, s, err)
+	}
+	if err := client.DeleteSave(ctx, name); err != nil {
+		t.Errorf("delete save %s: %v", name, err)
+	}
 	var inv *sandbox.InvalidError
+	if _, err := client.Save(ctx, m.ID, "save-1"); !errors.As(err, &inv) || inv.Field != "save_id" {
+		t.Errorf("a malformed save name through the wire: %v", err)
+	}
 	if _, err := client.Create(ctx, sandbox.Spec{ID: "Bad", Tenant: "wire", Image: image}); !errors.As(err, &inv) || inv.Field != "spec.id" {
 		t.Errorf("a bad id through the wire: %v", err)
 	}

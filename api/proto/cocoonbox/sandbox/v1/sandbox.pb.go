@@ -465,6 +465,61 @@ func (x *MachineRef) GetId() string {
 	return ""
 }
 
+// SaveRequest saves machine id as save_id ("save-" and 16 hex digits), or
+// under a name the supervisor picks when save_id is empty; a save of that
+// name of the same machine is replaced (Supervisor.Save).
+type SaveRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	SaveId        string                 `protobuf:"bytes,2,opt,name=save_id,json=saveId,proto3" json:"save_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SaveRequest) Reset() {
+	*x = SaveRequest{}
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SaveRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SaveRequest) ProtoMessage() {}
+
+func (x *SaveRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
+func (*SaveRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SaveRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *SaveRequest) GetSaveId() string {
+	if x != nil {
+		return x.SaveId
+	}
+	return ""
+}
+
 type Machine struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -480,7 +535,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -492,7 +547,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -505,7 +560,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Machine) GetId() string {
@@ -566,7 +621,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +633,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +646,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ListRequest) GetTenant() string {
@@ -610,7 +665,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -622,7 +677,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -635,7 +690,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *ListResponse) GetMachines() []*Machine {
@@ -658,7 +713,7 @@ type PutFileRequest struct {
 
 func (x *PutFileRequest) Reset() {
 	*x = PutFileRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -670,7 +725,7 @@ func (x *PutFileRequest) String() string {
 func (*PutFileRequest) ProtoMessage() {}
 
 func (x *PutFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -683,7 +738,7 @@ func (x *PutFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutFileRequest.ProtoReflect.Descriptor instead.
 func (*PutFileRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *PutFileRequest) GetId() string {
@@ -729,7 +784,7 @@ type PutFileResponse struct {
 
 func (x *PutFileResponse) Reset() {
 	*x = PutFileResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -741,7 +796,7 @@ func (x *PutFileResponse) String() string {
 func (*PutFileResponse) ProtoMessage() {}
 
 func (x *PutFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -754,7 +809,7 @@ func (x *PutFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutFileResponse.ProtoReflect.Descriptor instead.
 func (*PutFileResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
 }
 
 type ClaimEntry struct {
@@ -770,7 +825,7 @@ type ClaimEntry struct {
 
 func (x *ClaimEntry) Reset() {
 	*x = ClaimEntry{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -782,7 +837,7 @@ func (x *ClaimEntry) String() string {
 func (*ClaimEntry) ProtoMessage() {}
 
 func (x *ClaimEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -795,7 +850,7 @@ func (x *ClaimEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimEntry.ProtoReflect.Descriptor instead.
 func (*ClaimEntry) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *ClaimEntry) GetName() string {
@@ -843,7 +898,7 @@ type SetClaimEnvRequest struct {
 
 func (x *SetClaimEnvRequest) Reset() {
 	*x = SetClaimEnvRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -855,7 +910,7 @@ func (x *SetClaimEnvRequest) String() string {
 func (*SetClaimEnvRequest) ProtoMessage() {}
 
 func (x *SetClaimEnvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -868,7 +923,7 @@ func (x *SetClaimEnvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClaimEnvRequest.ProtoReflect.Descriptor instead.
 func (*SetClaimEnvRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *SetClaimEnvRequest) GetId() string {
@@ -893,7 +948,7 @@ type SetClaimEnvResponse struct {
 
 func (x *SetClaimEnvResponse) Reset() {
 	*x = SetClaimEnvResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -905,7 +960,7 @@ func (x *SetClaimEnvResponse) String() string {
 func (*SetClaimEnvResponse) ProtoMessage() {}
 
 func (x *SetClaimEnvResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -918,7 +973,7 @@ func (x *SetClaimEnvResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClaimEnvResponse.ProtoReflect.Descriptor instead.
 func (*SetClaimEnvResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
 }
 
 type WindowSize struct {
@@ -931,7 +986,7 @@ type WindowSize struct {
 
 func (x *WindowSize) Reset() {
 	*x = WindowSize{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -943,7 +998,7 @@ func (x *WindowSize) String() string {
 func (*WindowSize) ProtoMessage() {}
 
 func (x *WindowSize) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -956,7 +1011,7 @@ func (x *WindowSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowSize.ProtoReflect.Descriptor instead.
 func (*WindowSize) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *WindowSize) GetRows() uint32 {
@@ -988,7 +1043,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1000,7 +1055,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1013,7 +1068,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ExecStart) GetId() string {
@@ -1080,7 +1135,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1092,7 +1147,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1105,7 +1160,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *ExecRequest) GetMsg() isExecRequest_Msg {
@@ -1189,7 +1244,7 @@ type ExitStatus struct {
 
 func (x *ExitStatus) Reset() {
 	*x = ExitStatus{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1201,7 +1256,7 @@ func (x *ExitStatus) String() string {
 func (*ExitStatus) ProtoMessage() {}
 
 func (x *ExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1214,7 +1269,7 @@ func (x *ExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
 func (*ExitStatus) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExitStatus) GetCode() int32 {
@@ -1246,7 +1301,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1258,7 +1313,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1271,7 +1326,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecResponse) GetMsg() isExecResponse_Msg {
@@ -1357,7 +1412,7 @@ type RelayRequest struct {
 
 func (x *RelayRequest) Reset() {
 	*x = RelayRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1369,7 +1424,7 @@ func (x *RelayRequest) String() string {
 func (*RelayRequest) ProtoMessage() {}
 
 func (x *RelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1382,7 +1437,7 @@ func (x *RelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayRequest.ProtoReflect.Descriptor instead.
 func (*RelayRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *RelayRequest) GetId() string {
@@ -1423,7 +1478,7 @@ type RelayResponse struct {
 
 func (x *RelayResponse) Reset() {
 	*x = RelayResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1435,7 +1490,7 @@ func (x *RelayResponse) String() string {
 func (*RelayResponse) ProtoMessage() {}
 
 func (x *RelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1448,7 +1503,7 @@ func (x *RelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayResponse.ProtoReflect.Descriptor instead.
 func (*RelayResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *RelayResponse) GetData() []byte {
@@ -1479,7 +1534,7 @@ type SaveInfo struct {
 
 func (x *SaveInfo) Reset() {
 	*x = SaveInfo{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1491,7 +1546,7 @@ func (x *SaveInfo) String() string {
 func (*SaveInfo) ProtoMessage() {}
 
 func (x *SaveInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1504,7 +1559,7 @@ func (x *SaveInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveInfo.ProtoReflect.Descriptor instead.
 func (*SaveInfo) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *SaveInfo) GetId() string {
@@ -1558,7 +1613,7 @@ type SaveRef struct {
 
 func (x *SaveRef) Reset() {
 	*x = SaveRef{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1570,7 +1625,7 @@ func (x *SaveRef) String() string {
 func (*SaveRef) ProtoMessage() {}
 
 func (x *SaveRef) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1583,7 +1638,7 @@ func (x *SaveRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRef.ProtoReflect.Descriptor instead.
 func (*SaveRef) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *SaveRef) GetId() string {
@@ -1601,7 +1656,7 @@ type DeleteSaveResponse struct {
 
 func (x *DeleteSaveResponse) Reset() {
 	*x = DeleteSaveResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1613,7 +1668,7 @@ func (x *DeleteSaveResponse) String() string {
 func (*DeleteSaveResponse) ProtoMessage() {}
 
 func (x *DeleteSaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1626,7 +1681,7 @@ func (x *DeleteSaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSaveResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSaveResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
 }
 
 type RestoreRequest struct {
@@ -1639,7 +1694,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1651,7 +1706,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1664,7 +1719,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *RestoreRequest) GetSaveId() string {
@@ -1691,7 +1746,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1703,7 +1758,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1716,7 +1771,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CloneRequest) GetSourceId() string {
@@ -1743,7 +1798,7 @@ type RebaseRequest struct {
 
 func (x *RebaseRequest) Reset() {
 	*x = RebaseRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1755,7 +1810,7 @@ func (x *RebaseRequest) String() string {
 func (*RebaseRequest) ProtoMessage() {}
 
 func (x *RebaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1768,7 +1823,7 @@ func (x *RebaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebaseRequest.ProtoReflect.Descriptor instead.
 func (*RebaseRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RebaseRequest) GetId() string {
@@ -1793,7 +1848,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1805,7 +1860,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1818,7 +1873,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
 }
 
 type WatchRequest struct {
@@ -1830,7 +1885,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1842,7 +1897,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1855,7 +1910,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *WatchRequest) GetAfter() uint64 {
@@ -1879,7 +1934,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1891,7 +1946,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1904,7 +1959,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -1974,7 +2029,10 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\x1a.cocoonbox.sandbox.v1.SpecR\x04spec\"\x1c\n" +
 	"\n" +
 	"MachineRef\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"\xe0\x01\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"6\n" +
+	"\vSaveRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
+	"\asave_id\x18\x02 \x01(\tR\x06saveId\"\xe0\x01\n" +
 	"\aMachine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2077,7 +2135,7 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\rSTATE_RUNNING\x10\x03\x12\x14\n" +
 	"\x10STATE_HIBERNATED\x10\x04\x12\x10\n" +
 	"\fSTATE_FAILED\x10\x05\x12\x10\n" +
-	"\fSTATE_ABSENT\x10\x062\x98\f\n" +
+	"\fSTATE_ABSENT\x10\x062\x99\f\n" +
 	"\aSandbox\x12S\n" +
 	"\x06Images\x12#.cocoonbox.sandbox.v1.ImagesRequest\x1a$.cocoonbox.sandbox.v1.ImagesResponse\x12e\n" +
 	"\fSetTenantCap\x12).cocoonbox.sandbox.v1.SetTenantCapRequest\x1a*.cocoonbox.sandbox.v1.SetTenantCapResponse\x12L\n" +
@@ -2090,8 +2148,8 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04Exec\x12!.cocoonbox.sandbox.v1.ExecRequest\x1a\".cocoonbox.sandbox.v1.ExecResponse(\x010\x01\x12T\n" +
 	"\x05Relay\x12\".cocoonbox.sandbox.v1.RelayRequest\x1a#.cocoonbox.sandbox.v1.RelayResponse(\x010\x01\x12L\n" +
 	"\tHibernate\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12G\n" +
-	"\x04Wake\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12H\n" +
-	"\x04Save\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1e.cocoonbox.sandbox.v1.SaveInfo\x12N\n" +
+	"\x04Wake\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12I\n" +
+	"\x04Save\x12!.cocoonbox.sandbox.v1.SaveRequest\x1a\x1e.cocoonbox.sandbox.v1.SaveInfo\x12N\n" +
 	"\aRestore\x12$.cocoonbox.sandbox.v1.RestoreRequest\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12U\n" +
 	"\n" +
 	"DeleteSave\x12\x1d.cocoonbox.sandbox.v1.SaveRef\x1a(.cocoonbox.sandbox.v1.DeleteSaveResponse\x12J\n" +
@@ -2113,7 +2171,7 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 }
 
 var file_cocoonbox_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 32)
+var file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
 var file_cocoonbox_sandbox_v1_sandbox_proto_goTypes = []any{
 	(State)(0),                    // 0: cocoonbox.sandbox.v1.State
 	(*Image)(nil),                 // 1: cocoonbox.sandbox.v1.Image
@@ -2124,86 +2182,87 @@ var file_cocoonbox_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Spec)(nil),                  // 6: cocoonbox.sandbox.v1.Spec
 	(*CreateRequest)(nil),         // 7: cocoonbox.sandbox.v1.CreateRequest
 	(*MachineRef)(nil),            // 8: cocoonbox.sandbox.v1.MachineRef
-	(*Machine)(nil),               // 9: cocoonbox.sandbox.v1.Machine
-	(*ListRequest)(nil),           // 10: cocoonbox.sandbox.v1.ListRequest
-	(*ListResponse)(nil),          // 11: cocoonbox.sandbox.v1.ListResponse
-	(*PutFileRequest)(nil),        // 12: cocoonbox.sandbox.v1.PutFileRequest
-	(*PutFileResponse)(nil),       // 13: cocoonbox.sandbox.v1.PutFileResponse
-	(*ClaimEntry)(nil),            // 14: cocoonbox.sandbox.v1.ClaimEntry
-	(*SetClaimEnvRequest)(nil),    // 15: cocoonbox.sandbox.v1.SetClaimEnvRequest
-	(*SetClaimEnvResponse)(nil),   // 16: cocoonbox.sandbox.v1.SetClaimEnvResponse
-	(*WindowSize)(nil),            // 17: cocoonbox.sandbox.v1.WindowSize
-	(*ExecStart)(nil),             // 18: cocoonbox.sandbox.v1.ExecStart
-	(*ExecRequest)(nil),           // 19: cocoonbox.sandbox.v1.ExecRequest
-	(*ExitStatus)(nil),            // 20: cocoonbox.sandbox.v1.ExitStatus
-	(*ExecResponse)(nil),          // 21: cocoonbox.sandbox.v1.ExecResponse
-	(*RelayRequest)(nil),          // 22: cocoonbox.sandbox.v1.RelayRequest
-	(*RelayResponse)(nil),         // 23: cocoonbox.sandbox.v1.RelayResponse
-	(*SaveInfo)(nil),              // 24: cocoonbox.sandbox.v1.SaveInfo
-	(*SaveRef)(nil),               // 25: cocoonbox.sandbox.v1.SaveRef
-	(*DeleteSaveResponse)(nil),    // 26: cocoonbox.sandbox.v1.DeleteSaveResponse
-	(*RestoreRequest)(nil),        // 27: cocoonbox.sandbox.v1.RestoreRequest
-	(*CloneRequest)(nil),          // 28: cocoonbox.sandbox.v1.CloneRequest
-	(*RebaseRequest)(nil),         // 29: cocoonbox.sandbox.v1.RebaseRequest
-	(*DeleteResponse)(nil),        // 30: cocoonbox.sandbox.v1.DeleteResponse
-	(*WatchRequest)(nil),          // 31: cocoonbox.sandbox.v1.WatchRequest
-	(*Event)(nil),                 // 32: cocoonbox.sandbox.v1.Event
-	(*timestamppb.Timestamp)(nil), // 33: google.protobuf.Timestamp
+	(*SaveRequest)(nil),           // 9: cocoonbox.sandbox.v1.SaveRequest
+	(*Machine)(nil),               // 10: cocoonbox.sandbox.v1.Machine
+	(*ListRequest)(nil),           // 11: cocoonbox.sandbox.v1.ListRequest
+	(*ListResponse)(nil),          // 12: cocoonbox.sandbox.v1.ListResponse
+	(*PutFileRequest)(nil),        // 13: cocoonbox.sandbox.v1.PutFileRequest
+	(*PutFileResponse)(nil),       // 14: cocoonbox.sandbox.v1.PutFileResponse
+	(*ClaimEntry)(nil),            // 15: cocoonbox.sandbox.v1.ClaimEntry
+	(*SetClaimEnvRequest)(nil),    // 16: cocoonbox.sandbox.v1.SetClaimEnvRequest
+	(*SetClaimEnvResponse)(nil),   // 17: cocoonbox.sandbox.v1.SetClaimEnvResponse
+	(*WindowSize)(nil),            // 18: cocoonbox.sandbox.v1.WindowSize
+	(*ExecStart)(nil),             // 19: cocoonbox.sandbox.v1.ExecStart
+	(*ExecRequest)(nil),           // 20: cocoonbox.sandbox.v1.ExecRequest
+	(*ExitStatus)(nil),            // 21: cocoonbox.sandbox.v1.ExitStatus
+	(*ExecResponse)(nil),          // 22: cocoonbox.sandbox.v1.ExecResponse
+	(*RelayRequest)(nil),          // 23: cocoonbox.sandbox.v1.RelayRequest
+	(*RelayResponse)(nil),         // 24: cocoonbox.sandbox.v1.RelayResponse
+	(*SaveInfo)(nil),              // 25: cocoonbox.sandbox.v1.SaveInfo
+	(*SaveRef)(nil),               // 26: cocoonbox.sandbox.v1.SaveRef
+	(*DeleteSaveResponse)(nil),    // 27: cocoonbox.sandbox.v1.DeleteSaveResponse
+	(*RestoreRequest)(nil),        // 28: cocoonbox.sandbox.v1.RestoreRequest
+	(*CloneRequest)(nil),          // 29: cocoonbox.sandbox.v1.CloneRequest
+	(*RebaseRequest)(nil),         // 30: cocoonbox.sandbox.v1.RebaseRequest
+	(*DeleteResponse)(nil),        // 31: cocoonbox.sandbox.v1.DeleteResponse
+	(*WatchRequest)(nil),          // 32: cocoonbox.sandbox.v1.WatchRequest
+	(*Event)(nil),                 // 33: cocoonbox.sandbox.v1.Event
+	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
 }
 var file_cocoonbox_sandbox_v1_sandbox_proto_depIdxs = []int32{
 	1,  // 0: cocoonbox.sandbox.v1.ImagesResponse.images:type_name -> cocoonbox.sandbox.v1.Image
 	6,  // 1: cocoonbox.sandbox.v1.CreateRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
 	0,  // 2: cocoonbox.sandbox.v1.Machine.state:type_name -> cocoonbox.sandbox.v1.State
-	33, // 3: cocoonbox.sandbox.v1.Machine.booted:type_name -> google.protobuf.Timestamp
-	9,  // 4: cocoonbox.sandbox.v1.ListResponse.machines:type_name -> cocoonbox.sandbox.v1.Machine
-	14, // 5: cocoonbox.sandbox.v1.SetClaimEnvRequest.entries:type_name -> cocoonbox.sandbox.v1.ClaimEntry
-	17, // 6: cocoonbox.sandbox.v1.ExecStart.tty:type_name -> cocoonbox.sandbox.v1.WindowSize
-	18, // 7: cocoonbox.sandbox.v1.ExecRequest.start:type_name -> cocoonbox.sandbox.v1.ExecStart
-	17, // 8: cocoonbox.sandbox.v1.ExecRequest.resize:type_name -> cocoonbox.sandbox.v1.WindowSize
-	20, // 9: cocoonbox.sandbox.v1.ExecResponse.exit:type_name -> cocoonbox.sandbox.v1.ExitStatus
-	33, // 10: cocoonbox.sandbox.v1.SaveInfo.created:type_name -> google.protobuf.Timestamp
+	34, // 3: cocoonbox.sandbox.v1.Machine.booted:type_name -> google.protobuf.Timestamp
+	10, // 4: cocoonbox.sandbox.v1.ListResponse.machines:type_name -> cocoonbox.sandbox.v1.Machine
+	15, // 5: cocoonbox.sandbox.v1.SetClaimEnvRequest.entries:type_name -> cocoonbox.sandbox.v1.ClaimEntry
+	18, // 6: cocoonbox.sandbox.v1.ExecStart.tty:type_name -> cocoonbox.sandbox.v1.WindowSize
+	19, // 7: cocoonbox.sandbox.v1.ExecRequest.start:type_name -> cocoonbox.sandbox.v1.ExecStart
+	18, // 8: cocoonbox.sandbox.v1.ExecRequest.resize:type_name -> cocoonbox.sandbox.v1.WindowSize
+	21, // 9: cocoonbox.sandbox.v1.ExecResponse.exit:type_name -> cocoonbox.sandbox.v1.ExitStatus
+	34, // 10: cocoonbox.sandbox.v1.SaveInfo.created:type_name -> google.protobuf.Timestamp
 	6,  // 11: cocoonbox.sandbox.v1.RestoreRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
 	6,  // 12: cocoonbox.sandbox.v1.CloneRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
 	0,  // 13: cocoonbox.sandbox.v1.Event.state:type_name -> cocoonbox.sandbox.v1.State
-	33, // 14: cocoonbox.sandbox.v1.Event.time:type_name -> google.protobuf.Timestamp
+	34, // 14: cocoonbox.sandbox.v1.Event.time:type_name -> google.protobuf.Timestamp
 	2,  // 15: cocoonbox.sandbox.v1.Sandbox.Images:input_type -> cocoonbox.sandbox.v1.ImagesRequest
 	4,  // 16: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:input_type -> cocoonbox.sandbox.v1.SetTenantCapRequest
 	7,  // 17: cocoonbox.sandbox.v1.Sandbox.Create:input_type -> cocoonbox.sandbox.v1.CreateRequest
 	8,  // 18: cocoonbox.sandbox.v1.Sandbox.Boot:input_type -> cocoonbox.sandbox.v1.MachineRef
 	8,  // 19: cocoonbox.sandbox.v1.Sandbox.Get:input_type -> cocoonbox.sandbox.v1.MachineRef
-	10, // 20: cocoonbox.sandbox.v1.Sandbox.List:input_type -> cocoonbox.sandbox.v1.ListRequest
-	12, // 21: cocoonbox.sandbox.v1.Sandbox.PutFile:input_type -> cocoonbox.sandbox.v1.PutFileRequest
-	15, // 22: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:input_type -> cocoonbox.sandbox.v1.SetClaimEnvRequest
-	19, // 23: cocoonbox.sandbox.v1.Sandbox.Exec:input_type -> cocoonbox.sandbox.v1.ExecRequest
-	22, // 24: cocoonbox.sandbox.v1.Sandbox.Relay:input_type -> cocoonbox.sandbox.v1.RelayRequest
+	11, // 20: cocoonbox.sandbox.v1.Sandbox.List:input_type -> cocoonbox.sandbox.v1.ListRequest
+	13, // 21: cocoonbox.sandbox.v1.Sandbox.PutFile:input_type -> cocoonbox.sandbox.v1.PutFileRequest
+	16, // 22: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:input_type -> cocoonbox.sandbox.v1.SetClaimEnvRequest
+	20, // 23: cocoonbox.sandbox.v1.Sandbox.Exec:input_type -> cocoonbox.sandbox.v1.ExecRequest
+	23, // 24: cocoonbox.sandbox.v1.Sandbox.Relay:input_type -> cocoonbox.sandbox.v1.RelayRequest
 	8,  // 25: cocoonbox.sandbox.v1.Sandbox.Hibernate:input_type -> cocoonbox.sandbox.v1.MachineRef
 	8,  // 26: cocoonbox.sandbox.v1.Sandbox.Wake:input_type -> cocoonbox.sandbox.v1.MachineRef
-	8,  // 27: cocoonbox.sandbox.v1.Sandbox.Save:input_type -> cocoonbox.sandbox.v1.MachineRef
-	27, // 28: cocoonbox.sandbox.v1.Sandbox.Restore:input_type -> cocoonbox.sandbox.v1.RestoreRequest
-	25, // 29: cocoonbox.sandbox.v1.Sandbox.DeleteSave:input_type -> cocoonbox.sandbox.v1.SaveRef
-	28, // 30: cocoonbox.sandbox.v1.Sandbox.Clone:input_type -> cocoonbox.sandbox.v1.CloneRequest
-	29, // 31: cocoonbox.sandbox.v1.Sandbox.Rebase:input_type -> cocoonbox.sandbox.v1.RebaseRequest
+	9,  // 27: cocoonbox.sandbox.v1.Sandbox.Save:input_type -> cocoonbox.sandbox.v1.SaveRequest
+	28, // 28: cocoonbox.sandbox.v1.Sandbox.Restore:input_type -> cocoonbox.sandbox.v1.RestoreRequest
+	26, // 29: cocoonbox.sandbox.v1.Sandbox.DeleteSave:input_type -> cocoonbox.sandbox.v1.SaveRef
+	29, // 30: cocoonbox.sandbox.v1.Sandbox.Clone:input_type -> cocoonbox.sandbox.v1.CloneRequest
+	30, // 31: cocoonbox.sandbox.v1.Sandbox.Rebase:input_type -> cocoonbox.sandbox.v1.RebaseRequest
 	8,  // 32: cocoonbox.sandbox.v1.Sandbox.Delete:input_type -> cocoonbox.sandbox.v1.MachineRef
-	31, // 33: cocoonbox.sandbox.v1.Sandbox.Watch:input_type -> cocoonbox.sandbox.v1.WatchRequest
+	32, // 33: cocoonbox.sandbox.v1.Sandbox.Watch:input_type -> cocoonbox.sandbox.v1.WatchRequest
 	3,  // 34: cocoonbox.sandbox.v1.Sandbox.Images:output_type -> cocoonbox.sandbox.v1.ImagesResponse
 	5,  // 35: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:output_type -> cocoonbox.sandbox.v1.SetTenantCapResponse
-	9,  // 36: cocoonbox.sandbox.v1.Sandbox.Create:output_type -> cocoonbox.sandbox.v1.Machine
-	9,  // 37: cocoonbox.sandbox.v1.Sandbox.Boot:output_type -> cocoonbox.sandbox.v1.Machine
-	9,  // 38: cocoonbox.sandbox.v1.Sandbox.Get:output_type -> cocoonbox.sandbox.v1.Machine
-	11, // 39: cocoonbox.sandbox.v1.Sandbox.List:output_type -> cocoonbox.sandbox.v1.ListResponse
-	13, // 40: cocoonbox.sandbox.v1.Sandbox.PutFile:output_type -> cocoonbox.sandbox.v1.PutFileResponse
-	16, // 41: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:output_type -> cocoonbox.sandbox.v1.SetClaimEnvResponse
-	21, // 42: cocoonbox.sandbox.v1.Sandbox.Exec:output_type -> cocoonbox.sandbox.v1.ExecResponse
-	23, // 43: cocoonbox.sandbox.v1.Sandbox.Relay:output_type -> cocoonbox.sandbox.v1.RelayResponse
-	9,  // 44: cocoonbox.sandbox.v1.Sandbox.Hibernate:output_type -> cocoonbox.sandbox.v1.Machine
-	9,  // 45: cocoonbox.sandbox.v1.Sandbox.Wake:output_type -> cocoonbox.sandbox.v1.Machine
-	24, // 46: cocoonbox.sandbox.v1.Sandbox.Save:output_type -> cocoonbox.sandbox.v1.SaveInfo
-	9,  // 47: cocoonbox.sandbox.v1.Sandbox.Restore:output_type -> cocoonbox.sandbox.v1.Machine
-	26, // 48: cocoonbox.sandbox.v1.Sandbox.DeleteSave:output_type -> cocoonbox.sandbox.v1.DeleteSaveResponse
-	9,  // 49: cocoonbox.sandbox.v1.Sandbox.Clone:output_type -> cocoonbox.sandbox.v1.Machine
-	9,  // 50: cocoonbox.sandbox.v1.Sandbox.Rebase:output_type -> cocoonbox.sandbox.v1.Machine
-	30, // 51: cocoonbox.sandbox.v1.Sandbox.Delete:output_type -> cocoonbox.sandbox.v1.DeleteResponse
-	32, // 52: cocoonbox.sandbox.v1.Sandbox.Watch:output_type -> cocoonbox.sandbox.v1.Event
+	10, // 36: cocoonbox.sandbox.v1.Sandbox.Create:output_type -> cocoonbox.sandbox.v1.Machine
+	10, // 37: cocoonbox.sandbox.v1.Sandbox.Boot:output_type -> cocoonbox.sandbox.v1.Machine
+	10, // 38: cocoonbox.sandbox.v1.Sandbox.Get:output_type -> cocoonbox.sandbox.v1.Machine
+	12, // 39: cocoonbox.sandbox.v1.Sandbox.List:output_type -> cocoonbox.sandbox.v1.ListResponse
+	14, // 40: cocoonbox.sandbox.v1.Sandbox.PutFile:output_type -> cocoonbox.sandbox.v1.PutFileResponse
+	17, // 41: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:output_type -> cocoonbox.sandbox.v1.SetClaimEnvResponse
+	22, // 42: cocoonbox.sandbox.v1.Sandbox.Exec:output_type -> cocoonbox.sandbox.v1.ExecResponse
+	24, // 43: cocoonbox.sandbox.v1.Sandbox.Relay:output_type -> cocoonbox.sandbox.v1.RelayResponse
+	10, // 44: cocoonbox.sandbox.v1.Sandbox.Hibernate:output_type -> cocoonbox.sandbox.v1.Machine
+	10, // 45: cocoonbox.sandbox.v1.Sandbox.Wake:output_type -> cocoonbox.sandbox.v1.Machine
+	25, // 46: cocoonbox.sandbox.v1.Sandbox.Save:output_type -> cocoonbox.sandbox.v1.SaveInfo
+	10, // 47: cocoonbox.sandbox.v1.Sandbox.Restore:output_type -> cocoonbox.sandbox.v1.Machine
+	27, // 48: cocoonbox.sandbox.v1.Sandbox.DeleteSave:output_type -> cocoonbox.sandbox.v1.DeleteSaveResponse
+	10, // 49: cocoonbox.sandbox.v1.Sandbox.Clone:output_type -> cocoonbox.sandbox.v1.Machine
+	10, // 50: cocoonbox.sandbox.v1.Sandbox.Rebase:output_type -> cocoonbox.sandbox.v1.Machine
+	31, // 51: cocoonbox.sandbox.v1.Sandbox.Delete:output_type -> cocoonbox.sandbox.v1.DeleteResponse
+	33, // 52: cocoonbox.sandbox.v1.Sandbox.Watch:output_type -> cocoonbox.sandbox.v1.Event
 	34, // [34:53] is the sub-list for method output_type
 	15, // [15:34] is the sub-list for method input_type
 	15, // [15:15] is the sub-list for extension type_name
@@ -2216,13 +2275,13 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_init() {
 	if File_cocoonbox_sandbox_v1_sandbox_proto != nil {
 		return
 	}
-	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18].OneofWrappers = []any{
+	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),
 		(*ExecRequest_Stdin)(nil),
 		(*ExecRequest_StdinEof)(nil),
 		(*ExecRequest_Resize)(nil),
 	}
-	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20].OneofWrappers = []any{
+	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21].OneofWrappers = []any{
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Exit)(nil),
@@ -2234,7 +2293,7 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc), len(file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   32,
+			NumMessages:   33,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

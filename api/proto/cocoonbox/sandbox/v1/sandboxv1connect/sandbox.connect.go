@@ -100,7 +100,7 @@ type SandboxClient interface {
 	Relay(context.Context) *connect.BidiStreamForClient[v1.RelayRequest, v1.RelayResponse]
 	Hibernate(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
 	Wake(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
-	Save(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.SaveInfo], error)
+	Save(context.Context, *connect.Request[v1.SaveRequest]) (*connect.Response[v1.SaveInfo], error)
 	Restore(context.Context, *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.Machine], error)
 	DeleteSave(context.Context, *connect.Request[v1.SaveRef]) (*connect.Response[v1.DeleteSaveResponse], error)
 	Clone(context.Context, *connect.Request[v1.CloneRequest]) (*connect.Response[v1.Machine], error)
@@ -193,7 +193,7 @@ func NewSandboxClient(httpClient connect.HTTPClient, baseURL string, opts ...con
 			connect.WithSchema(sandboxMethods.ByName("Wake")),
 			connect.WithClientOptions(opts...),
 		),
-		save: connect.NewClient[v1.MachineRef, v1.SaveInfo](
+		save: connect.NewClient[v1.SaveRequest, v1.SaveInfo](
 			httpClient,
 			baseURL+SandboxSaveProcedure,
 			connect.WithSchema(sandboxMethods.ByName("Save")),
@@ -252,7 +252,7 @@ type sandboxClient struct {
 	relay        *connect.Client[v1.RelayRequest, v1.RelayResponse]
 	hibernate    *connect.Client[v1.MachineRef, v1.Machine]
 	wake         *connect.Client[v1.MachineRef, v1.Machine]
-	save         *connect.Client[v1.MachineRef, v1.SaveInfo]
+	save         *connect.Client[v1.SaveRequest, v1.SaveInfo]
 	restore      *connect.Client[v1.RestoreRequest, v1.Machine]
 	deleteSave   *connect.Client[v1.SaveRef, v1.DeleteSaveResponse]
 	clone        *connect.Client[v1.CloneRequest, v1.Machine]
@@ -322,7 +322,7 @@ func (c *sandboxClient) Wake(ctx context.Context, req *connect.Request[v1.Machin
 }
 
 // Save calls cocoonbox.sandbox.v1.Sandbox.Save.
-func (c *sandboxClient) Save(ctx context.Context, req *connect.Request[v1.MachineRef]) (*connect.Response[v1.SaveInfo], error) {
+func (c *sandboxClient) Save(ctx context.Context, req *connect.Request[v1.SaveRequest]) (*connect.Response[v1.SaveInfo], error) {
 	return c.save.CallUnary(ctx, req)
 }
 
@@ -377,7 +377,7 @@ type SandboxHandler interface {
 	Relay(context.Context, *connect.BidiStream[v1.RelayRequest, v1.RelayResponse]) error
 	Hibernate(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
 	Wake(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
-	Save(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.SaveInfo], error)
+	Save(context.Context, *connect.Request[v1.SaveRequest]) (*connect.Response[v1.SaveInfo], error)
 	Restore(context.Context, *connect.Request[v1.RestoreRequest]) (*connect.Response[v1.Machine], error)
 	DeleteSave(context.Context, *connect.Request[v1.SaveRef]) (*connect.Response[v1.DeleteSaveResponse], error)
 	Clone(context.Context, *connect.Request[v1.CloneRequest]) (*connect.Response[v1.Machine], error)
@@ -605,7 +605,7 @@ func (UnimplementedSandboxHandler) Wake(context.Context, *connect.Request[v1.Mac
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.sandbox.v1.Sandbox.Wake is not implemented"))
 }
 
-func (UnimplementedSandboxHandler) Save(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.SaveInfo], error) {
+func (UnimplementedSandboxHandler) Save(context.Context, *connect.Request[v1.SaveRequest]) (*connect.Response[v1.SaveInfo], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.sandbox.v1.Sandbox.Save is not implemented"))
 }
 
