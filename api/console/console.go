@@ -37,7 +37,7 @@ var migrations embed.FS
 var pages embed.FS
 
 // Schema is the console's migrations (its sessions); they refer to users, so
-// they run after users.Schema.
+// they run after users.Schema. The sign-in's limits need ratelimit.Schema.
 var Schema = database.NewSchema("console_schema_migrations", migrations, "migrations")
 
 var templates = template.Must(template.ParseFS(pages, "pages/*.html"))
@@ -59,7 +59,9 @@ type Deps struct {
 	Secure bool
 	Log    *slog.Logger
 	// SignIn bounds the password sign-in; New panics on a limit below 1 or
-	// a window that is not positive (config.Validate refuses those first).
+	// a window under 1 s (config.Validate refuses those first). The counts
+	// are kept in Pool's rate_limits (ratelimit.Schema), shared by every api
+	// on the database.
 	SignIn SignInLimits
 	// Now is the limits' clock; nil is time.Now.
 	Now func() time.Time
@@ -91,11 +93,11 @@ type Console struct {
 
 // New is the console of d, with the personal token as its first section.
 func New(d Deps) *Console {
-	perUser, err := ratelimit.New(d.SignIn.PerUser, d.SignIn.Window, d.Now)
+	perUser, err := ratelimit.New(d.Pool, "console.sign_in.per_user", d.SignIn.PerUser, d.SignIn.Window, d.Now)
 	if err != nil {
 		panic(fmt.Sprintf("console: Deps.SignIn.PerUser: %v", err))
 	}
-	perAddress, err := ratelimit.New(d.SignIn.PerAddress, d.SignIn.Window, d.Now)
+	perAddress, err := ratelimit.New(d.Pool, "console.sign_in.per_address", d.SignIn.PerAddress, d.SignIn.Window, d.Now)
 	if err != nil {
 		panic(fmt.Sprintf("console: Deps.SignIn.PerAddress: %v", err))
 	}
@@ -201,7 +203,10 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	// Every attempt of an address counts, so a flood also costs at most
 	// per_address password hashes per window.
 	addr := ratelimit.ClientKey(r, c.trusted)
-	if _, wait := c.perAddress.Take(addr); wait > 0 {
+	if _, wait, err := c.perAddress.Take(r.Context(), addr); err != nil {
+		c.fail(w, r, "sign-in", err)
+		return
+	} else if wait > 0 {
 		c.tooMany(w, r, wait, "from this address", "address", addr)
 		return
 	}
@@ -210,7 +215,11 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	var ticket ratelimit.Ticket
 	if users.CheckName(req.User) == nil {
 		var wait time.Duration
-		if ticket, wait = c.perUser.Take(req.User); wait > 0 {
+		var err error
+		if ticket, wait, err = c.perUser.Take(r.Context(), req.User); err != nil {
+			c.fail(w, r, "sign-in", err)
+			return
+		} else if wait > 0 {
 			c.tooMany(w, r, wait, "for this user name", "user", req.User)
 			return
 		}
@@ -218,7 +227,9 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	u, err := c.users.Authenticate(r.Context(), req.User, req.Password)
 	if !errors.Is(err, users.ErrBadCredentials) {
 		// Only a wrong password counts against the name.
-		ticket.Return()
+		if rerr := ticket.Return(r.Context()); rerr != nil {
+			c.log.WarnContext(r.Context(), "console sign-in: the name's attempt not given back", "user", req.User, "err", rerr)
+		}
 	}
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):

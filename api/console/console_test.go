@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -41,7 +42,7 @@ func newEnv(t *testing.T, secure bool) *env { return newLimitedEnv(t, secure, ro
 
 func newLimitedEnv(t *testing.T, secure bool, limits SignInLimits) *env {
 	t.Helper()
-	db := dbtest.New(t, users.Schema, Schema)
+	db := dbtest.New(t, users.Schema, Schema, ratelimit.Schema)
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	us := users.NewStore(db.Pool)
 	us.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -101,5 +103,33 @@ func TestDeviceRevokedOnOneReplicaIsRefusedOnTheOther(t *testing.T) {
 	}
 	if ok, saw := e.refused(b.URL, keeper); ok {
 		t.Fatalf("the device not revoked is refused: %s", saw)
+	}
+}
+
+// The sign-in's limits were each api's own, so a guesser spreading wrong
+// passwords over n replicas got n times per_user. Two cocoonbox-api
+// processes on one PostgreSQL now count one user name's failures together:
+// its default 10 taken across both, the next is refused on either.
+func TestSignInFailuresAreCountedAcrossReplicas(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	apis := []*API{e.api, e.start()}
+	guess := func(a *API) (int, string) {
+		c := &Console{Endpoint: a.URL, Client: http.DefaultClient}
+		status, body, err := c.Post(e.ctx, "/cb/api/session", map[string]string{"user": "alice", "password": "wrong horse"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return status, body
+	}
+	for i := range 10 {
+		if status, body := guess(apis[i%2]); status != http.StatusUnauthorized {
+			t.Fatalf("wrong password %d on api %d: %d %s, want 401", i+1, i%2, status, body)
+		}
+	}
+	for i, a := range apis {
+		if status, body := guess(a); status != http.StatusTooManyRequests || !strings.Contains(body, "too_many") {
+			t.Fatalf("the 11th wrong password on api %d: %d %s, want 429 too_many (the other api's failures counted)", i, status, body)
+		}
 	}
 }

@@ -1,13 +1,18 @@
 package ratelimit
 
 import (
+	"context"
 	"net/http/httptest"
 	"net/netip"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 )
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
 
 // clock is a test's time, moved by hand.
 type clock struct {
@@ -22,85 +27,161 @@ func (c *clock) add(d time.Duration) {
 	c.mu.Unlock()
 }
 
-func newLimiter(t *testing.T, burst int, window time.Duration) (*Limiter, *clock) {
+var ctx = context.Background()
+
+// newLimiter is a Limiter on a fresh database, on a clock of its own.
+func newLimiter(t *testing.T, burst int, window time.Duration) (*Limiter, *clock, *dbtest.DB) {
 	t.Helper()
+	db := dbtest.New(t, Schema)
 	c := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	l, err := New(burst, window, c.now)
+	l, err := New(db.Pool, "test.scope", burst, window, c.now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return l, c
+	return l, c, db
+}
+
+// wait is Take's wait, failing the test on a database error.
+func wait(t *testing.T, l *Limiter, key string) time.Duration {
+	t.Helper()
+	_, w, err := l.Take(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return w
 }
 
 func TestBurstThenOneEveryWindowOverBurst(t *testing.T) {
-	l, c := newLimiter(t, 3, 15*time.Minute)
+	t.Parallel()
+	l, c, _ := newLimiter(t, 3, 15*time.Minute)
 	for i := range 3 {
-		if _, wait := l.Take("alice"); wait != 0 {
-			t.Fatalf("take %d: wait %s, want none within the burst", i+1, wait)
+		if w := wait(t, l, "alice"); w != 0 {
+			t.Fatalf("take %d: wait %s, want none within the burst", i+1, w)
 		}
 	}
 	// The fourth waits for one refill: 15 min / 3 = 5 min.
-	if _, wait := l.Take("alice"); wait != 5*time.Minute {
-		t.Fatalf("fourth take: wait %s, want 5m0s", wait)
+	if w := wait(t, l, "alice"); w != 5*time.Minute {
+		t.Fatalf("fourth take: wait %s, want 5m0s", w)
 	}
 	// Another key has its own bucket.
-	if _, wait := l.Take("bob"); wait != 0 {
-		t.Fatalf("bob waits %s behind alice", wait)
+	if w := wait(t, l, "bob"); w != 0 {
+		t.Fatalf("bob waits %s behind alice", w)
 	}
 	c.add(5*time.Minute - time.Millisecond)
-	if _, wait := l.Take("alice"); wait != time.Second {
-		t.Fatalf("1 ms before the refill: wait %s, want 1s (rounded up)", wait)
+	if w := wait(t, l, "alice"); w != time.Second {
+		t.Fatalf("1 ms before the refill: wait %s, want 1s (rounded up)", w)
 	}
 	c.add(time.Millisecond)
-	if _, wait := l.Take("alice"); wait != 0 {
-		t.Fatalf("at the refill: wait %s, want none", wait)
+	if w := wait(t, l, "alice"); w != 0 {
+		t.Fatalf("at the refill: wait %s, want none", w)
+	}
+}
+
+// The limits were each api's own, in memory, so a client reaching n apis
+// behind a balancer got n times the limit. Two Limiters of one scope on one
+// database (two apis) now share each key's bucket; another scope does not.
+func TestTwoLimitersOnOneDatabaseShareTheirKeys(t *testing.T) {
+	t.Parallel()
+	a, c, db := newLimiter(t, 2, time.Hour)
+	b, err := New(db.Pool, "test.scope", 2, time.Hour, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := New(db.Pool, "test.other", 2, time.Hour, c.now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if wait(t, a, "mallory") != 0 || wait(t, b, "mallory") != 0 {
+		t.Fatal("the burst of 2, one take on each api, was refused")
+	}
+	if w := wait(t, a, "mallory"); w != 30*time.Minute {
+		t.Fatalf("a third take on the first api: wait %s, want 30m0s (the second api's take counted)", w)
+	}
+	if w := wait(t, b, "mallory"); w != 30*time.Minute {
+		t.Fatalf("a third take on the second api: wait %s, want 30m0s", w)
+	}
+	if w := wait(t, other, "mallory"); w != 0 {
+		t.Fatalf("another scope's key waits %s", w)
+	}
+}
+
+// Many takes at once, from many connections, give out exactly the burst.
+func TestConcurrentTakesGiveOutExactlyTheBurst(t *testing.T) {
+	t.Parallel()
+	l, _, _ := newLimiter(t, 5, time.Hour)
+	var mu sync.Mutex
+	var granted int
+	var wg sync.WaitGroup
+	for range 40 {
+		wg.Go(func() {
+			_, w, err := l.Take(ctx, "k")
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if w == 0 {
+				mu.Lock()
+				granted++
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if granted != 5 {
+		t.Fatalf("%d of 40 concurrent takes granted, want the burst, 5", granted)
 	}
 }
 
 // A refused Take takes nothing: hammering a full key does not push its
 // refill further away.
 func TestRefusedTakeTakesNothing(t *testing.T) {
-	l, c := newLimiter(t, 1, time.Minute)
-	l.Take("k")
+	t.Parallel()
+	l, c, _ := newLimiter(t, 1, time.Minute)
+	wait(t, l, "k")
 	for range 100 {
-		l.Take("k")
+		wait(t, l, "k")
 	}
 	c.add(time.Minute)
-	if _, wait := l.Take("k"); wait != 0 {
-		t.Fatalf("after one window: wait %s; refused takes counted", wait)
+	if w := wait(t, l, "k"); w != 0 {
+		t.Fatalf("after one window: wait %s; refused takes counted", w)
 	}
 }
 
 func TestReturnedTicketDoesNotCount(t *testing.T) {
-	l, _ := newLimiter(t, 2, time.Hour)
+	t.Parallel()
+	l, _, _ := newLimiter(t, 2, time.Hour)
 	for range 10 {
-		tk, wait := l.Take("alice")
-		if wait != 0 {
-			t.Fatalf("wait %s although every ticket was returned", wait)
+		tk, w, err := l.Take(ctx, "alice")
+		if err != nil || w != 0 {
+			t.Fatalf("wait %s (%v) although every ticket was returned", w, err)
 		}
-		tk.Return()
-		tk.Return() // twice is once
+		if err := tk.Return(ctx); err != nil {
+			t.Fatal(err)
+		}
+		tk.Return(ctx) // twice is once
 	}
 	var zero Ticket
-	zero.Return()
-	l.Take("alice")
-	l.Take("alice")
-	if _, wait := l.Take("alice"); wait == 0 {
+	zero.Return(ctx)
+	wait(t, l, "alice")
+	wait(t, l, "alice")
+	if w := wait(t, l, "alice"); w == 0 {
 		t.Fatal("the control case: two kept tickets should empty a burst of 2")
 	}
 }
 
 func TestSweepForgetsFullBuckets(t *testing.T) {
-	l, c := newLimiter(t, 2, 10*time.Minute)
-	l.Take("old")
+	t.Parallel()
+	l, c, db := newLimiter(t, 2, 10*time.Minute)
+	wait(t, l, "old")
 	c.add(10 * time.Minute)
-	l.Take("new")
-	if n := l.keyCount(); n != 1 {
-		t.Fatalf("%d keys after a sweep, want 1 (the full bucket of old forgotten)", n)
+	wait(t, l, "new")
+	var n int
+	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM rate_limits").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("%d rows after a sweep (%v), want 1 (the full bucket of old forgotten)", n, err)
 	}
 	c.add(time.Minute)
-	if _, wait := l.Take("new"); wait != 0 {
-		t.Fatalf("a key still refilling was forgotten or miscounted: wait %s", wait)
+	if w := wait(t, l, "new"); w != 0 {
+		t.Fatalf("a key still refilling was forgotten or miscounted: wait %s", w)
 	}
 }
 
@@ -109,8 +190,8 @@ func TestNewRefusesBadLimits(t *testing.T) {
 		burst  int
 		window time.Duration
 		want   string
-	}{{0, time.Minute, "burst 0"}, {1, 0, "window 0s"}, {1, -time.Second, "window -1s"}} {
-		if _, err := New(c.burst, c.window, nil); err == nil || !strings.Contains(err.Error(), c.want) {
+	}{{0, time.Minute, "burst 0"}, {1, 0, "window 0s"}, {1, -time.Second, "window -1s"}, {1, time.Millisecond, "window 1ms: must be at least 1s"}} {
+		if _, err := New(nil, "s", c.burst, c.window, nil); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("New(%d, %s): %v, want an error naming %q", c.burst, c.window, err, c.want)
 		}
 	}
