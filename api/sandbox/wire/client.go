@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"time"
 
@@ -234,26 +235,59 @@ func (c *Client) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (
 	if err := req.Check(); err != nil {
 		return nil, err
 	}
-	s := c.rpc.Exec(ctx)
 	start := &sandboxv1.ExecStart{Id: id, Args: req.Args, Env: req.Env, User: req.User, Login: req.Login, Dir: req.Dir, Tty: sizeToProto(req.TTY)}
-	if err := s.Send(&sandboxv1.ExecRequest{Msg: &sandboxv1.ExecRequest_Start{Start: start}}); err != nil {
+	// The first answer tells a refused exec (wrong state, unknown machine)
+	// from a started one, so Exec's error is the supervisor's.
+	s, first, err := open(ctx, c.rpc.Exec, &sandboxv1.ExecRequest{Msg: &sandboxv1.ExecRequest_Start{Start: start}})
+	if err == nil && !first.GetStarted() {
+		_ = s.CloseRequest()
+		err = errors.New("the exec stream did not start with started")
+	}
+	if err != nil {
 		return nil, fromConnect("exec", err)
 	}
 	p := &remoteProcess{s: s, tty: req.TTY != nil, done: make(chan struct{})}
 	p.stdoutR, p.stdoutW = io.Pipe()
 	p.stderrR, p.stderrW = io.Pipe()
-	// The first message tells a refused exec (wrong state, unknown
-	// machine) from a started one, so Exec's error is the supervisor's.
-	first, err := s.Receive()
-	if err == nil && !first.GetStarted() {
-		err = errors.New("the exec stream did not start with started")
-	}
-	if err != nil {
-		_ = s.CloseRequest()
-		return nil, fromConnect("exec", err)
-	}
 	go p.receive()
 	return p, nil
+}
+
+// open starts a stream with its first message and answers the server's
+// first message on it. A server closing an idle connection (its idle
+// timeout: a graceful GOAWAY) can cross a new stream on the wire; the
+// server never processed that stream, but the transport cannot retry a
+// request whose body it began to send, so open does, up to three times.
+// Only a stream the server refused unprocessed is tried again, so a
+// command never runs twice.
+func open[Req, Res any](ctx context.Context, start func(context.Context) *connect.BidiStreamForClient[Req, Res], first *Req) (*connect.BidiStreamForClient[Req, Res], *Res, error) {
+	for try := 1; ; try++ {
+		s := start(ctx)
+		err := s.Send(first)
+		var m *Res
+		// A Send that meets a stream the server already ended answers only
+		// io.EOF (connect-go's contract); Receive then says why.
+		if err == nil || errors.Is(err, io.EOF) {
+			m, err = s.Receive()
+		}
+		if err == nil {
+			return s, m, nil
+		}
+		_ = s.CloseRequest()
+		_ = s.CloseResponse()
+		if try == 3 || !unprocessed(err) {
+			return nil, nil, err
+		}
+	}
+}
+
+// unprocessed says whether err is HTTP/2's word that the server did not
+// process the stream (RFC 9113 §8.7: a stream above a GOAWAY's last stream
+// id, or refused with REFUSED_STREAM), which makes it safe to send again.
+// Go's transport says so only in these texts.
+func unprocessed(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "graceful shutdown GOAWAY") || strings.Contains(msg, "REFUSED_STREAM")
 }
 
 // remoteProcess is a command run through the Exec stream.
@@ -350,16 +384,12 @@ func (c *Client) Dial(ctx context.Context, id string, port int) (net.Conn, error
 		return nil, err
 	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := c.rpc.Relay(sctx)
-	if err := s.Send(&sandboxv1.RelayRequest{Id: id, Port: int32(port)}); err != nil {
-		cancel()
-		return nil, fromConnect("relay", err)
+	s, m, err := open(sctx, c.rpc.Relay, &sandboxv1.RelayRequest{Id: id, Port: int32(port)})
+	if err == nil && !m.GetConnected() {
+		err = errors.New("the relay stream did not start with connected")
 	}
-	if m, err := s.Receive(); err != nil || !m.GetConnected() {
+	if err != nil {
 		cancel()
-		if err == nil {
-			err = errors.New("the relay stream did not start with connected")
-		}
 		return nil, fromConnect("relay", err)
 	}
 	mine, theirs := net.Pipe()

@@ -1,0 +1,71 @@
+package wire
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	sandboxv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1/sandboxv1connect"
+)
+
+// execCounter is a sandboxd that runs every Exec at once: started, then
+// exit 0, counting the commands it ran.
+type execCounter struct {
+	sandboxv1connect.UnimplementedSandboxHandler
+	ran atomic.Int64
+}
+
+func (e *execCounter) Exec(ctx context.Context, s *connect.BidiStream[sandboxv1.ExecRequest, sandboxv1.ExecResponse]) error {
+	if _, err := s.Receive(); err != nil {
+		return err
+	}
+	e.ran.Add(1)
+	if err := s.Send(&sandboxv1.ExecResponse{Msg: &sandboxv1.ExecResponse_Started{Started: true}}); err != nil {
+		return err
+	}
+	return s.Send(&sandboxv1.ExecResponse{Msg: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{}}})
+}
+
+// CI failed once with "sandboxd exec: http2: Transport: cannot retry err
+// [http2: Transport received Server's graceful shutdown GOAWAY] after
+// Request.Body was written": the daemon's idle timeout closed the
+// connection as an Exec stream crossed it, and the command never ran. Here
+// the server's idle timeout is 2 ms and 300 Execs start at every point
+// around it (the sleeps are the sweep, nothing is waited on): each
+// succeeds, and each runs once.
+func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &execCounter{}
+	mux := http.NewServeMux()
+	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: 2 * time.Millisecond}
+	go srv.Serve(ln)
+	defer srv.Close()
+	c := NewClient(H2CClient("", "", time.Minute), "http://"+ln.Addr().String())
+	const n = 300
+	for i := range n {
+		time.Sleep(time.Duration(i%7) * 500 * time.Microsecond)
+		p, err := c.Exec(context.Background(), "m", sandbox.ExecRequest{Args: []string{"true"}})
+		if err != nil {
+			t.Fatalf("exec %d of %d: %v", i+1, n, err)
+		}
+		if st, err := p.Wait(); err != nil || st.Code != 0 {
+			t.Fatalf("exec %d: %+v %v", i+1, st, err)
+		}
+	}
+	if got := fake.ran.Load(); got != n {
+		t.Fatalf("the server ran %d commands for %d Execs", got, n)
+	}
+}
