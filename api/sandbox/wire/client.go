@@ -257,7 +257,7 @@ func (c *Client) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (
 // first message on it. A server closing an idle connection (its idle
 // timeout: a graceful GOAWAY) can cross a new stream on the wire; the
 // server never processed that stream, but the transport cannot retry a
-// request whose body it began to send, so open does, up to three times.
+// request whose body it began to send, so open does, up to five times.
 // Only a stream the server refused unprocessed is tried again, so a
 // command never runs twice.
 func open[Req, Res any](ctx context.Context, start func(context.Context) *connect.BidiStreamForClient[Req, Res], first *Req) (*connect.BidiStreamForClient[Req, Res], *Res, error) {
@@ -275,19 +275,23 @@ func open[Req, Res any](ctx context.Context, start func(context.Context) *connec
 		}
 		_ = s.CloseRequest()
 		_ = s.CloseResponse()
-		if try == 3 || !unprocessed(err) {
+		if try == 5 || !unprocessed(err) {
 			return nil, nil, err
 		}
 	}
 }
 
-// unprocessed says whether err is HTTP/2's word that the server did not
-// process the stream (RFC 9113 §8.7: a stream above a GOAWAY's last stream
-// id, or refused with REFUSED_STREAM), which makes it safe to send again.
-// Go's transport says so only in these texts.
+// unprocessed says whether err is the transport's word that the server did
+// not process the stream, which makes it safe to send again: HTTP/2's
+// (RFC 9113 §8.7: a stream above a GOAWAY's last stream id, or refused with
+// REFUSED_STREAM), or net/http's "cannot rewind body after connection
+// loss", which for a streaming POST it says only when the connection it
+// picked was gone before the request went out (a closing connection in the
+// pool). Go's transport says so only in these texts.
 func unprocessed(err error) bool {
 	msg := err.Error()
-	return strings.Contains(msg, "graceful shutdown GOAWAY") || strings.Contains(msg, "REFUSED_STREAM")
+	return strings.Contains(msg, "graceful shutdown GOAWAY") || strings.Contains(msg, "REFUSED_STREAM") ||
+		strings.Contains(msg, "cannot rewind body after connection loss")
 }
 
 // remoteProcess is a command run through the Exec stream.

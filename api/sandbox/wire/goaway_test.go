@@ -10,9 +10,9 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	sandboxv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1/sandboxv1connect"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 )
 
 // execCounter is a sandboxd that runs every Exec at once: started, then
@@ -37,7 +37,7 @@ func (e *execCounter) Exec(ctx context.Context, s *connect.BidiStream[sandboxv1.
 // [http2: Transport received Server's graceful shutdown GOAWAY] after
 // Request.Body was written": the daemon's idle timeout closed the
 // connection as an Exec stream crossed it, and the command never ran. Here
-// the server's idle timeout is 2 ms and 300 Execs start at every point
+// the server's idle timeout is 5 ms and 300 Execs start at every point
 // around it (the sleeps are the sweep, nothing is waited on): each
 // succeeds, and each runs once.
 func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
@@ -50,13 +50,13 @@ func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
 	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
 	var protocols http.Protocols
 	protocols.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: 2 * time.Millisecond}
+	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: 5 * time.Millisecond}
 	go srv.Serve(ln)
 	defer srv.Close()
 	c := NewClient(H2CClient("", "", time.Minute), "http://"+ln.Addr().String())
 	const n = 300
 	for i := range n {
-		time.Sleep(time.Duration(i%7) * 500 * time.Microsecond)
+		time.Sleep(time.Duration(i%12) * 500 * time.Microsecond)
 		p, err := c.Exec(context.Background(), "m", sandbox.ExecRequest{Args: []string{"true"}})
 		if err != nil {
 			t.Fatalf("exec %d of %d: %v", i+1, n, err)
