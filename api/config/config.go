@@ -138,7 +138,8 @@ func Default() Config {
 }
 
 // Load reads the file at path over Default and validates the result. Its
-// errors name the file, the line and the key ("database.max_conns").
+// errors name the file and the key ("database.max_conns"), and the line
+// of a value that does not parse (a value out of its range is checked after).
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {

@@ -14,6 +14,9 @@ import (
 // the contract names -32601.
 var methods = map[string]bool{
 	"initialize": true, "ping": true, "tools/list": true, "tools/call": true,
+	// initialize advertises the logging capability (the go-sdk always
+	// does), so its one request is answered, by the sdk.
+	"logging/setLevel": true,
 	// the go-sdk client's first try, answered with the versions served
 	"server/discover": true,
 }
@@ -55,7 +58,7 @@ func gate(next http.Handler) http.Handler {
 		case len(msg.ID) > 0 && msg.Method != "" && !methods[msg.Method]:
 			w.Header().Set("Content-Type", "application/json")
 			json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": msg.ID, "error": map[string]any{
-				"code": -32601, "message": fmt.Sprintf("method %q not found: the control MCP answers initialize, ping, tools/list and tools/call", msg.Method)}})
+				"code": -32601, "message": fmt.Sprintf("method %q not found: the control MCP answers initialize, ping, tools/list, tools/call and logging/setLevel", msg.Method)}})
 		case r.Header.Get("Mcp-Session-Id") == "" && !opens:
 			http.Error(w, "session not found: send initialize first (no Mcp-Session-Id)", http.StatusNotFound)
 		default:

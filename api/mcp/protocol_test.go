@@ -140,6 +140,11 @@ func TestUnknownMethodIsMethodNotFound(t *testing.T) {
 	if r.Error == nil || r.Error.Code != -32601 {
 		t.Fatalf("an unknown method: %+v, want -32601", r)
 	}
+	// initialize advertises logging, so its request is no unknown method
+	// (it was answered -32601).
+	if r := reply(t, e.post(t, e.aliceToken, id, "", `{"jsonrpc":"2.0","id":3,"method":"logging/setLevel","params":{"level":"info"}}`)); r.Error != nil {
+		t.Fatalf("logging/setLevel: %+v, want a result", r.Error)
+	}
 }
 
 // A wrong Mcp-Session-Id is 404, so the client initializes again; a

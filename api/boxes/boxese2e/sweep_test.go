@@ -17,7 +17,7 @@ import (
 
 // `cocoonbox-api users delete` beside a running api whose api.yaml sets
 // boxes.recover_every: the api runs its passes at that interval (its log
-// says so), the admin command names it, and the deleted user's running
+// says so), the admin command names the key, and the deleted user's running
 // box's machine is gone from the daemon at a pass.
 func TestUsersDeleteBesideARunningAPIRemovesTheirMachine(t *testing.T) {
 	e := newEnv(t)
@@ -37,7 +37,7 @@ func TestUsersDeleteBesideARunningAPIRemovesTheirMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "their 1 boxes' machines and saves are removed from their hosts by a running api's next recovery pass (boxes.recover_every: 2s)"; !strings.Contains(out, want) {
+	if want := "their 1 boxes' machines and saves are removed from their hosts by a running api's next recovery pass (every boxes.recover_every of its api.yaml, 15s by default)"; !strings.Contains(out, want) {
 		t.Fatalf("users delete said %q, want %q", out, want)
 	}
 	wait.Eventually(t, time.Minute, "the deleted user's machine removed by a pass", func() (bool, string) {

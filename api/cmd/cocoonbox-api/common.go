@@ -34,10 +34,10 @@ func newFlags(name, synopsis string, c *common, withListen bool) *flag.FlagSet {
 	// The flag package's own error line is dropped: main prints the error
 	// once, after the usage.
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&c.configFile, "config", "", "api.yaml to read (default: none, the built-in defaults)")
-	fs.StringVar(&c.stateDir, "state-dir", "", "the api's state directory (default: state_dir of the config, /var/lib/cocoonbox-api)")
+	fs.Func("config", "the api.yaml `FILE` to read (default: none, the built-in defaults)", nonEmpty(&c.configFile, "a file"))
+	fs.Func("state-dir", "the api's state directory `DIR` (default: state_dir of the config, /var/lib/cocoonbox-api)", nonEmpty(&c.stateDir, "a directory"))
 	if withListen {
-		fs.StringVar(&c.listen, "listen", "", "host:port to serve on (default: listen of the config, 127.0.0.1:18200)")
+		fs.Func("listen", "`HOST:PORT` to serve on (default: listen of the config, 127.0.0.1:18200)", nonEmpty(&c.listen, "host:port"))
 	}
 	fs.Usage = func() {
 		fs.SetOutput(os.Stderr)
@@ -46,6 +46,19 @@ func newFlags(name, synopsis string, c *common, withListen bool) *flag.FlagSet {
 		fs.PrintDefaults()
 	}
 	return fs
+}
+
+// nonEmpty sets *to from a flag's value, refusing an empty one: an empty
+// --state-dir read as "not given" sent an admin command to the default
+// state directory.
+func nonEmpty(to *string, what string) func(string) error {
+	return func(s string) error {
+		if s == "" {
+			return fmt.Errorf("empty: name %s", what)
+		}
+		*to = s
+		return nil
+	}
 }
 
 // parse parses args into fs, turning a flag error into bad usage.

@@ -20,7 +20,8 @@ import (
 
 const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME | passwd NAME
        cocoonbox-api users limits NAME [--max-boxes N] [--max-running N] [--json]
-       (each with [--config FILE] [--state-dir DIR], before or after the verb)
+       (each with [--config FILE] [--state-dir DIR], before or after the verb;
+       a flag given twice counts its last)
 
 A password is read from standard input (its first line) or, at a terminal,
 asked twice; never from the command line. A user name is 1 to 39 of a-z,
@@ -31,6 +32,9 @@ new user has 1 and 1): max_boxes caps the boxes they hold, max_running those
 starting, running or hibernating. Every api applies them at the next create
 or wake; a lowered limit stops nothing already running.
 `
+
+// verbFlags are the flags of one verb or two, which go after it.
+var verbFlags = map[string]string{"admin": "add NAME", "json": "list|limits NAME", "max-boxes": "limits NAME", "max-running": "limits NAME"}
 
 func usersCmd(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -45,6 +49,11 @@ func usersCmd(args []string) error {
 	pre := newFlags("users", "", &c, false)
 	pre.Usage = func() { fmt.Fprint(os.Stderr, usersUsage) }
 	if err := parse(pre, args); err != nil {
+		for flag, verb := range verbFlags {
+			if strings.HasSuffix(err.Error(), "flag provided but not defined: -"+flag) {
+				return fmt.Errorf("%w: --%s goes after the verb: users %s --%s", errUsage, flag, verb, flag)
+			}
+		}
 		return err
 	}
 	if pre.NArg() == 0 {
@@ -156,7 +165,7 @@ func usersCmd(args []string) error {
 		fmt.Printf("deleted %s\n", name)
 		if held > 0 {
 			// The rows went with the user; the machines go at the sweep.
-			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (boxes.recover_every: %s)\n", held, cfg.Boxes.RecoverEvery)
+			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (every boxes.recover_every of its api.yaml, 15s by default)\n", held)
 		}
 	case "passwd":
 		if err := store.SetPassword(ctx, name, password); err != nil {
