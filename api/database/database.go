@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -43,14 +44,20 @@ type DB struct {
 // Open opens the database Options name. Without a URL it takes the state
 // directory's lock and starts the embedded cluster (see Cluster.Start); a
 // second api on the same state directory gets an error wrapping ErrLocked,
-// unless Shared, which connects to the serving api's cluster.
+// unless Shared, which connects to the serving api's cluster. Either waits
+// up to AdminWait for an admin command holding the lock (it stops the
+// cluster it started when it ends), then takes the lock.
 func Open(ctx context.Context, o Options) (*DB, error) {
 	if o.Log == nil {
 		o.Log = slog.New(slog.DiscardHandler)
 	}
 	db := &DB{URL: o.URL}
 	if o.URL == "" {
-		unlock, err := Lock(o.StateDir)
+		role := RoleServe
+		if o.Shared {
+			role = RoleAdmin
+		}
+		unlock, err := lockAfterAdmins(ctx, o.StateDir, role)
 		c := &Cluster{Dir: filepath.Join(o.StateDir, "postgres"), User: o.SystemUser, Log: o.Log}
 		db.URL = c.URL()
 		switch {
@@ -85,6 +92,30 @@ func Open(ctx context.Context, o Options) (*DB, error) {
 		return nil, fmt.Errorf("database: connect to %s: %w", redact(db.URL), err)
 	}
 	return db, nil
+}
+
+// AdminWait bounds how long Open waits for an admin command holding the
+// state directory (two `cocoonbox-api users` at once, or serve just after
+// one): an admin command takes a second or two.
+const AdminWait = time.Minute
+
+// lockAfterAdmins is Lock, tried again every 50 ms while an admin command
+// holds the lock, for up to AdminWait; a serving api's lock is answered
+// at once.
+func lockAfterAdmins(ctx context.Context, dir, role string) (func(), error) {
+	deadline := time.Now().Add(AdminWait)
+	for {
+		unlock, err := Lock(dir, role)
+		var held *LockedError
+		if !errors.As(err, &held) || held.Role != RoleAdmin || time.Now().After(deadline) {
+			return unlock, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (waiting for it: %w)", err, ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Close closes the pool and stops the embedded cluster when this process started it.

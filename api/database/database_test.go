@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/fstest"
 )
@@ -185,5 +186,53 @@ func BenchmarkEmbeddedWarmStart(b *testing.B) {
 		b.StopTimer()
 		db.Close(ctx)
 		b.StartTimer()
+	}
+}
+
+// Two admin commands on a stopped state directory at once: the second took
+// the first for a serving api, connected to the cluster the first was
+// starting (or stopping) and failed with a raw "dial unix ... no such file".
+// Now an admin command's lock says so, and the second admin command and a
+// serve just after it wait until it ends, then start the cluster
+// themselves.
+func TestAnAdminCommandHoldingTheStateDirIsWaitedFor(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, second := range []struct {
+		what   string
+		shared bool
+	}{{"a second admin command", true}, {"serve", false}} {
+		dir := stateDir(t)
+		first, err := open(t, dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if held, _ := os.ReadFile(dir + "/api.lock"); !strings.HasSuffix(strings.TrimSpace(string(held)), " "+RoleAdmin) {
+			t.Fatalf("the admin command's lock file says %q, want its pid and %q", held, RoleAdmin)
+		}
+		var closed atomic.Bool
+		done := make(chan error, 1)
+		go func() {
+			db, err := open(t, dir, second.shared)
+			if err == nil {
+				if !closed.Load() {
+					err = errors.New("it opened while the first admin command still held the state directory")
+				} else if perr := db.Pool.Ping(ctx); perr != nil {
+					err = perr
+				}
+				db.Close(ctx)
+			}
+			done <- err
+		}()
+		if _, err := first.Pool.Exec(ctx, "SELECT 1"); err != nil {
+			t.Fatal(err)
+		}
+		closed.Store(true)
+		if err := first.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("%s after an admin command: %v", second.what, err)
+		}
 	}
 }
