@@ -200,6 +200,10 @@ func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
 		}
 		if err := node.Decode(v.Addr().Interface()); err != nil {
 			if v.Type() == reflect.TypeFor[time.Duration]() {
+				if durationShape.MatchString(node.Value) {
+					// Well formed, but past time.Duration's 292 years.
+					return fmt.Errorf("line %d: %s: %q is longer than any duration can be (2562047h)", node.Line, path, node.Value)
+				}
 				return fmt.Errorf("line %d: %s: %q is not a duration with its unit (e.g. 90s, 15m, 2h)", node.Line, path, node.Value)
 			}
 			return fmt.Errorf("line %d: %s: %q is not a %s", node.Line, path, node.Value, v.Kind())
@@ -346,8 +350,11 @@ func (c *Config) Validate() error {
 }
 
 var (
-	hostNameRule = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	bridgeRule   = regexp.MustCompile(`^[a-z][a-z0-9-]{0,14}$`)
+	// durationShape is time.ParseDuration's grammar, to tell a value too
+	// large for it from one that is not a duration at all.
+	durationShape = regexp.MustCompile(`^[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h))+$`)
+	hostNameRule  = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
+	bridgeRule    = regexp.MustCompile(`^[a-z][a-z0-9-]{0,14}$`)
 )
 
 func (s *Sandbox) validate() error {

@@ -95,6 +95,7 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"boxes:\n  recover_every: 500ms\n":                    "boxes.recover_every: 500ms is not 1s..1h",
 		"boxes:\n  recover_every: 2h\n":                       "boxes.recover_every: 2h0m0s is not 1s..1h",
 		"boxes:\n  recover_evry: 1m\n":                        `unknown key "boxes.recover_evry"`,
+		"boxes:\n  recover_every: 99999999999h\n":             `line 2: boxes.recover_every: "99999999999h" is longer than any duration can be (2562047h)`,
 		"http:\n  ping_after: soon\n":                         `http.ping_after: "soon" is not a duration`,
 		"http:\n  idle_timeout: 10\n":                         `http.idle_timeout: "10" is not a duration`,
 		"http:\n  ping_timeout: 0s\n":                         "http.ping_timeout: 0s is not 100ms..24h",
