@@ -27,6 +27,8 @@ type LockedError struct {
 	Dir, PID, Role string
 }
 
+// Error names the holder: a serving api (stop it, or use another state
+// directory) or an admin command (wait for it).
 func (e *LockedError) Error() string {
 	if e.Role == RoleAdmin {
 		return fmt.Sprintf("%v: an admin command of cocoonbox-api (pid %s) is using %s", ErrLocked, e.PID, e.Dir)
@@ -34,6 +36,7 @@ func (e *LockedError) Error() string {
 	return fmt.Sprintf("%v: another cocoonbox-api (pid %s) is serving %s; stop it first, or give this one another --state-dir", ErrLocked, e.PID, e.Dir)
 }
 
+// Unwrap makes errors.Is(err, ErrLocked) true.
 func (e *LockedError) Unwrap() error { return ErrLocked }
 
 // Lock takes the state directory's lock (an flock on DIR/api.lock holding the

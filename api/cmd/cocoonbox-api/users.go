@@ -66,11 +66,9 @@ func usersCmd(args []string) error {
 	if verb == "list" {
 		synopsis = "users list [flags]"
 	}
-	// Registering a flag writes its default: what came before the verb is
-	// put back, for the verb's own parse to override only when given again.
-	given := c
+	// The common flags set c only when given (newFlags), so those before
+	// the verb stay unless given again after it.
 	fs := newFlags("users "+verb, synopsis, &c, false)
-	c = given
 	switch verb {
 	case "add":
 		fs.BoolVar(&admin, "admin", false, "make an admin account")
