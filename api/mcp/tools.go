@@ -53,21 +53,6 @@ func destructive(title string, idempotent bool) *sdk.ToolAnnotations {
 	return &sdk.ToolAnnotations{Title: title, DestructiveHint: new(true), IdempotentHint: idempotent, OpenWorldHint: new(false)}
 }
 
-// hints are a tool's annotations in words, as docs/control-mcp.md shows them.
-func hints(a *sdk.ToolAnnotations) string {
-	if a.ReadOnlyHint {
-		return "read-only"
-	}
-	kind := "additive"
-	if *a.DestructiveHint {
-		kind = "destructive"
-	}
-	if a.IdempotentHint {
-		kind += ", idempotent"
-	}
-	return kind
-}
-
 var specs = []spec{
 	{
 		name:        "box_list",

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 )
@@ -62,6 +63,22 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 			t.Errorf("docs/control-mcp.md has no annotations row %q", row)
 		}
 	}
+}
+
+// hints are a tool's annotations in words, as docs/control-mcp.md's
+// annotations table shows them.
+func hints(a *sdk.ToolAnnotations) string {
+	if a.ReadOnlyHint {
+		return "read-only"
+	}
+	kind := "additive"
+	if *a.DestructiveHint {
+		kind = "destructive"
+	}
+	if a.IdempotentHint {
+		kind += ", idempotent"
+	}
+	return kind
 }
 
 func canonText(t *testing.T, s string) string {
