@@ -5,12 +5,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -41,11 +41,11 @@ func BenchmarkIdentityWriteToKernelHostname(b *testing.B) {
 		lat = append(lat, parseMicros(b, res.Stdout)...)
 	}
 	b.StopTimer()
-	p50, p99 := percentile(lat, 50), percentile(lat, 99)
+	p50, p99 := latency.Quantile(lat, 0.5), latency.Quantile(lat, 0.99)
 	b.ReportMetric(ms(p50), "ms-p50")
 	b.ReportMetric(ms(p99), "ms-p99")
 	b.Logf("identity write → kernel hostname: %d writes, p50 %.2f ms, p99 %.2f ms, max %.2f ms",
-		len(lat), ms(p50), ms(p99), ms(percentile(lat, 100)))
+		len(lat), ms(p50), ms(p99), ms(latency.Quantile(lat, 1)))
 }
 
 // BenchmarkCloudInitSetHostname times Debian's cloud-init applying a name
@@ -104,14 +104,14 @@ echo $(( (t1 - t0) / 1000 ))`
 		}
 	}
 	b.StopTimer()
-	ciP50, ourP50 := percentile(ci, 50), percentile(our, 50)
+	ciP50, ourP50 := latency.Quantile(ci, 0.5), latency.Quantile(our, 0.5)
 	b.ReportMetric(ms(ciP50), "ms-p50-cloud-init")
-	b.ReportMetric(ms(percentile(ci, 99)), "ms-p99-cloud-init")
+	b.ReportMetric(ms(latency.Quantile(ci, 0.99)), "ms-p99-cloud-init")
 	b.ReportMetric(ms(ourP50), "ms-p50-ours")
-	b.ReportMetric(ms(percentile(our, 99)), "ms-p99-ours")
+	b.ReportMetric(ms(latency.Quantile(our, 0.99)), "ms-p99-ours")
 	b.ReportMetric(float64(ciP50)/float64(ourP50), "x-p50-ratio")
 	b.Logf("%s set_hostname: %d applies, p50 %.1f ms, p99 %.1f ms; identity write → hostname in the same box: %d writes, p50 %.1f ms, p99 %.1f ms; ratio of p50s %.1f×",
-		version, len(ci), ms(ciP50), ms(percentile(ci, 99)), len(our), ms(ourP50), ms(percentile(our, 99)), float64(ciP50)/float64(ourP50))
+		version, len(ci), ms(ciP50), ms(latency.Quantile(ci, 0.99)), len(our), ms(ourP50), ms(latency.Quantile(our, 0.99)), float64(ciP50)/float64(ourP50))
 }
 
 func buildWritetime(b *testing.B) string {
@@ -137,17 +137,6 @@ func parseMicros(b *testing.B, out string) []time.Duration {
 		b.Fatal("no latencies")
 	}
 	return d
-}
-
-// percentile is the nearest-rank p-th percentile.
-func percentile(d []time.Duration, p int) time.Duration {
-	s := append([]time.Duration(nil), d...)
-	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
-	i := (p*len(s)+99)/100 - 1
-	if i < 0 {
-		i = 0
-	}
-	return s[i]
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -2,9 +2,10 @@ package boxcli
 
 import (
 	"context"
-	"slices"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
 
 // BenchmarkCLIEnsureFromHibernated is what a user waits for at a wake:
@@ -23,7 +24,7 @@ func BenchmarkCLIEnsureFromHibernated(b *testing.B) {
 		benchOK(b, "box", "ensure", "bench")
 		took = append(took, time.Since(start))
 	}
-	report(b, took)
+	latency.Report(b, "cli", took)
 }
 
 // BenchmarkCLICreateToRunning is `cocoonbox box create` to done (state
@@ -38,7 +39,7 @@ func BenchmarkCLICreateToRunning(b *testing.B) {
 		benchOK(b, "box", "delete", "bench", "--confirm")
 		b.StartTimer()
 	}
-	report(b, took)
+	latency.Report(b, "cli", took)
 }
 
 // benchBox creates the box "bench" (alice's max_boxes is 1: the tests'
@@ -57,10 +58,4 @@ func benchOK(b *testing.B, args ...string) {
 	if err != nil {
 		b.Fatalf("cocoonbox %v: %v\n%s", args, err, out)
 	}
-}
-
-func report(b *testing.B, took []time.Duration) {
-	slices.Sort(took)
-	b.ReportMetric(float64(took[len(took)/2].Microseconds())/1000, "p50-ms")
-	b.ReportMetric(float64(took[len(took)*99/100].Microseconds())/1000, "p99-ms")
 }
