@@ -332,19 +332,43 @@ func (s *sendRun) index() error {
 		names = append(names, ref)
 	}
 	sort.Strings(names)
+	symrefs, err := symrefs(s.dir)
+	if err != nil {
+		return err
+	}
 	var batch bytes.Buffer
 	for _, ref := range names {
 		// Only refs/…: HEAD and, from a linked worktree, pseudo-refs such as
 		// main-worktree/HEAD name the host's worktrees, not refs to set.
-		if !strings.HasPrefix(ref, "refs/") {
+		// A symref of the copy (refs/remotes/origin/HEAD, which rsync
+		// carried from the host) stays one: its target has its own line,
+		// and a second update through it is refused by git ("multiple
+		// updates ... including one via symref"), which failed the first
+		// offload of every clone.
+		if !strings.HasPrefix(ref, "refs/") || symrefs[ref] {
 			continue
 		}
 		fmt.Fprintf(&batch, "update %s %s\n", ref, bundleRefs[ref])
 	}
-	if _, err := git(s.dir, nil, &batch, "update-ref", "--stdin"); err != nil {
+	if _, err := git(s.dir, nil, &batch, "update-ref", "--no-deref", "--stdin"); err != nil {
 		return fmt.Errorf("set the bundle's refs: %w", err)
 	}
 	return nil
+}
+
+// symrefs is the set of the copy's refs that are symbolic refs.
+func symrefs(dir string) (map[string]bool, error) {
+	out, err := git(dir, nil, nil, "for-each-ref", "--format=%(refname) %(symref)")
+	if err != nil {
+		return nil, fmt.Errorf("list the copy's refs (refs untouched): %w", err)
+	}
+	set := map[string]bool{}
+	for _, l := range strings.Split(out, "\n") {
+		if ref, target, _ := strings.Cut(l, " "); target != "" {
+			set[ref] = true
+		}
+	}
+	return set, nil
 }
 
 // bundleHeader reads a v2 or v3 bundle's header up to its pack: the

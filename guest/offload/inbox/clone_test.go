@@ -1,0 +1,73 @@
+package inbox_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// cloneOfBareOrigin makes a bare origin with main and two more branches,
+// and a "Mac" clone of it (origin/HEAD a symref to origin/main, as git
+// clone leaves it) with an uncommitted change; it returns the clone and
+// the origin.
+func (e *env) cloneOfBareOrigin(name string) (clone, origin string) {
+	e.t.Helper()
+	origin = filepath.Join(e.dir, "origins", name+".git")
+	seed := filepath.Join(e.dir, "seeds", name)
+	must(e.t, os.MkdirAll(seed, 0o755))
+	git(e.t, seed, "init", "-q")
+	must(e.t, os.WriteFile(filepath.Join(seed, "a.txt"), []byte("one\n"), 0o644))
+	git(e.t, seed, "add", ".")
+	git(e.t, seed, "commit", "-q", "-m", "one")
+	for _, b := range []string{"feature", "release"} {
+		git(e.t, seed, "branch", b)
+	}
+	git(e.t, filepath.Dir(seed), "clone", "-q", "--bare", seed, origin)
+	clone = filepath.Join(e.dir, "mac", name)
+	git(e.t, e.dir, "clone", "-q", origin, clone)
+	must(e.t, os.WriteFile(filepath.Join(clone, "a.txt"), []byte("one, uncommitted\n"), 0o644))
+	return clone, origin
+}
+
+// moveRemote pushes a new commit to origin's main from elsewhere and
+// fetches it into clone, so the clone's origin/main moves.
+func (e *env) moveRemote(clone, origin, msg string) {
+	e.t.Helper()
+	other := filepath.Join(e.dir, "other-"+msg)
+	git(e.t, e.dir, "clone", "-q", origin, other)
+	must(e.t, os.WriteFile(filepath.Join(other, msg+".txt"), []byte(msg+"\n"), 0o644))
+	git(e.t, other, "add", ".")
+	git(e.t, other, "commit", "-q", "-m", msg)
+	git(e.t, other, "push", "-q", "origin", "main")
+	git(e.t, clone, "fetch", "-q")
+}
+
+// Contract: Offload, send steps ("then sets its refs"): the first offload
+// of a clone, whose copy has the symref refs/remotes/origin/HEAD from
+// rsync and whose bundle names both it and origin/main, is taken (git
+// update-ref --stdin refused "multiple updates for
+// 'refs/remotes/origin/main' (including one via symref ...)"), and so is
+// the next one after a fetch moved origin/main; origin/HEAD stays a
+// symref in the copy and every ref equals the host's.
+func TestSendOfACloneWithOriginHEAD(t *testing.T) {
+	e := newEnv(t)
+	clone, origin := e.cloneOfBareOrigin("cl")
+	for i, id := range []string{"off1", "off2"} {
+		if i > 0 {
+			e.mustVerb(nil, "end", "--repo", "kc")
+			e.moveRemote(clone, origin, "moved")
+		}
+		send, code := e.macSide(clone, "kc", "cl", "claude", id)
+		if code != 0 || send["accepted"] != true {
+			t.Fatalf("offload %s of a clone: send %d %v", id, code, send)
+		}
+		copyDir := e.paths.Copy("cl")
+		if got := git(t, copyDir, "symbolic-ref", "refs/remotes/origin/HEAD"); got != "refs/remotes/origin/main" {
+			t.Errorf("offload %s: the copy's origin/HEAD is %q, not a symref to origin/main", id, got)
+		}
+		want := git(t, clone, "for-each-ref", "--format=%(refname) %(objectname) %(symref)", "refs/remotes", "refs/heads")
+		if got := git(t, copyDir, "for-each-ref", "--format=%(refname) %(objectname) %(symref)", "refs/remotes", "refs/heads"); got != want {
+			t.Errorf("offload %s: the copy's refs\n%s\nwant the host's\n%s", id, got, want)
+		}
+	}
+}
