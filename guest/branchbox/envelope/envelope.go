@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
-	"regexp"
 	"unicode/utf8"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
@@ -27,10 +26,6 @@ const MaxRequest = 256 << 10
 
 // Version is the one envelope version.
 const Version = "1"
-
-// requestIDRe is a request id: it names <request_id>.json in requests/ and
-// responses/, so it is one safe file-name component.
-var requestIDRe = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$`)
 
 // Binding is what a request must match: the signed run, lease and
 // consumer, the request id its file name carries, and the spool's
@@ -161,7 +156,7 @@ func envelope(fields map[string]json.RawMessage, where string) (*Request, error)
 			return nil, err
 		}
 	}
-	if !requestIDRe.MatchString(r.RequestID) {
+	if !branchbox.ValidRequestID(r.RequestID) {
 		return nil, branchbox.Refuse(branchbox.RuleRequestEnvelope, where, "request_id %q is not [A-Za-z0-9][A-Za-z0-9_.-]{0,127}", r.RequestID)
 	}
 	p := bytes.TrimLeft(fields["payload"], " \t\r\n")

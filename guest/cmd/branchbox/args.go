@@ -28,6 +28,8 @@ type options struct {
 	requestID  string
 	wait       int
 	argv       []string
+	// set are the flags given (an empty --run= is still checked).
+	set map[string]bool
 }
 
 var verbFlags = map[string][]string{
@@ -95,7 +97,9 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 		return nil, code, true
 	}
 	var bad []string
+	o.set = map[string]bool{}
 	fs.Visit(func(f *flag.Flag) {
+		o.set[f.Name] = true
 		for _, a := range allowed {
 			if a == f.Name {
 				return
@@ -106,16 +110,37 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 	switch {
 	case len(bad) > 0:
 		return nil, cmd.UsageError("%s does not take %s", o.verb, strings.Join(bad, ", ")), true
-	case o.runID == "" && !runOptional[o.verb]:
+	case !o.set["run"] && !runOptional[o.verb]:
 		return nil, cmd.UsageError("%s: --run RUN_ID is required", o.verb), true
-	case o.verb == "dispatch-tool" && (o.lease == "" || o.requestID == ""):
+	case o.verb == "dispatch-tool" && (!o.set["lease"] || !o.set["request-id"]):
 		return nil, cmd.UsageError("dispatch-tool: --lease and --request-id are required"), true
 	case o.wait < 0 || o.wait > 3600:
 		return nil, cmd.UsageError("--wait-seconds %d: a wait is 0 to 3600 seconds", o.wait), true
-	case o.verb == "exec" && (o.consumer == "" || o.executable == ""):
+	case o.verb == "exec" && (!o.set["consumer"] || !o.set["executable"]):
 		return nil, cmd.UsageError("exec: --consumer and --executable are required"), true
 	case o.verb != "exec" && len(o.argv) > 0:
 		return nil, cmd.UsageError("%s: unexpected argument %q", o.verb, o.argv[0]), true
 	}
 	return o, cli.OK, false
+}
+
+// arguments are the values given that become a path or a name (NAME, a
+// run id, a lease, a request id, a consumer, an executable, inherited
+// names), each with the manifest field whose grammar it must meet; run
+// checks them all (branchbox.CheckArguments) before it opens any file.
+func (o *options) arguments() []branchbox.Argument {
+	args := []branchbox.Argument{{Flag: "NAME", Field: "feature", Value: o.name}}
+	for _, a := range []branchbox.Argument{{Flag: "--run", Field: "run_id", Value: o.runID},
+		{Flag: "--lease", Field: "lease_id", Value: o.lease}, {Flag: "--request-id", Field: "request_id", Value: o.requestID},
+		{Flag: "--consumer", Field: "consumer", Value: o.consumer}, {Flag: "--executable", Field: "executable", Value: o.executable}} {
+		if o.set[strings.TrimPrefix(a.Flag, "--")] {
+			args = append(args, a)
+		}
+	}
+	if o.set["inherit"] {
+		for _, n := range strings.Split(o.inherit, ",") {
+			args = append(args, branchbox.Argument{Flag: "--inherit", Field: "environment_name", Value: n})
+		}
+	}
+	return args
 }

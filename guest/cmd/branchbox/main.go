@@ -89,7 +89,9 @@ container NAME", network, volume), launch's {"status":"launched",
 "response","cached"}.
 
 exit codes: 0 done; 1 a failure a retry will not fix; 2 usage; 65 the
-assignment breaks a rule (the error names it); 66 no such run; 73 an unsafe
+assignment, or an argument (NAME, --run, --lease, --request-id,
+--consumer, --executable, --inherit: each held to its manifest field's
+grammar before any file is opened), breaks a rule (the error names it); 66 no such run; 73 an unsafe
 path (symlink, owner, mode, links); 74 an I/O error; 75 try again later
 (out of space or memory; another branchbox holds the run's lock,
 DIR/locks/RUN_ID.lock, taken by materialize, exec and teardown); after exec, the provider's own;
@@ -140,7 +142,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	e := &env{o: o, stdout: stdout, stderr: stderr, log: journal.New("branchbox"),
 		opt: branchbox.Options{Root: o.root}}
 	e.log.Stderr = io.Discard
-	if o.runID == "" {
+	if err := branchbox.CheckArguments(o.arguments()...); err != nil {
+		return e.fail(err)
+	}
+	if !o.set["run"] {
 		if o.runID, err = findRun(o.root, o.name); err != nil {
 			return e.fail(err)
 		}

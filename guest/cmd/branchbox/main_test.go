@@ -84,7 +84,7 @@ func TestCheckRefusalNamesRuleAndPath(t *testing.T) {
 	if _, _, code := runIn("feature", "check", "coding-demo", "--run", "run-none", "--root", r.Root); code != exitNoInput {
 		t.Fatalf("a missing run: exit %d", code)
 	}
-	if _, errs, code := runIn("feature", "check", "coding-demo", "--run", "../run-demo", "--root", r.Root); code != exitUnsafe || !strings.Contains(errs, "is not a run id") {
+	if _, errs, code := runIn("feature", "check", "coding-demo", "--run", "../run-demo", "--root", r.Root); code != exitInvalid || !strings.Contains(errs, "--run: \"../run-demo\" is not a run_id") {
 		t.Fatalf("a run id climbing out: exit %d: %s", code, errs)
 	}
 }
@@ -186,7 +186,8 @@ func TestSecurityContractProviderLeaseMatch(t *testing.T) {
 	}{
 		"another executable":     {[]string{"--consumer", "coding-agent", "--executable", "sh", "--inherit", "MODEL_ACCESS_TOKEN"}, "provider-lease-match"},
 		"fewer inherited names":  {[]string{"--consumer", "coding-agent", "--executable", "cat"}, "provider-lease-match"},
-		"more inherited names":   {[]string{"--consumer", "coding-agent", "--executable", "cat", "--inherit", "MODEL_ACCESS_TOKEN,HOME"}, "provider-lease-match"},
+		"more inherited names":   {[]string{"--consumer", "coding-agent", "--executable", "cat", "--inherit", "MODEL_ACCESS_TOKEN,OTHER_TOKEN"}, "provider-lease-match"},
+		"a reserved name":        {[]string{"--consumer", "coding-agent", "--executable", "cat", "--inherit", "MODEL_ACCESS_TOKEN,HOME"}, "environment-name"},
 		"a consumer with none":   {[]string{"--consumer", "primary-tool", "--executable", "cat", "--inherit", "MODEL_ACCESS_TOKEN"}, "provider-lease-match"},
 		"inherited name not set": {[]string{"--consumer", "coding-agent", "--executable", "cat", "--inherit", "MODEL_ACCESS_TOKEN", "--root", r.Root}, "provider-lease-match"},
 	} {
