@@ -52,13 +52,11 @@ func Relay(ctx context.Context, path string, frame []byte, timeout time.Duration
 	if err := uc.CloseWrite(); err != nil {
 		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, path, err)
 	}
+	// ReadBytes copies each buffered chunk out before reading the next:
+	// ReadSlice's result is the reader's own buffer, which the next read
+	// overwrites (an answer over the 64 KiB buffer came back corrupt).
 	r := bufio.NewReaderSize(io.LimitReader(uc, envelope.MaxRequest+2), 64<<10)
-	line, err := r.ReadSlice('\n')
-	for errors.Is(err, bufio.ErrBufferFull) {
-		var more []byte
-		more, err = r.ReadSlice('\n')
-		line = append(append([]byte(nil), line...), more...)
-	}
+	line, err := r.ReadBytes('\n')
 	switch {
 	case len(bytes.TrimSuffix(line, []byte("\n"))) > envelope.MaxRequest:
 		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the response is larger than %d bytes", envelope.MaxRequest)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"path/filepath"
@@ -93,4 +94,23 @@ func TestRelayFailures(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+}
+
+// TestRelayAnswersOver64KiBByteExact: an answer larger than the reader's
+// 64 KiB buffer, up to the 256 KiB bound, comes back byte for byte (the
+// buffer was overwritten before its first chunk was copied, so every
+// answer over 64 KiB came back corrupt and the dispatch failed for good).
+func TestRelayAnswersOver64KiBByteExact(t *testing.T) {
+	for _, n := range []int{64<<10 - 1, 64 << 10, 64<<10 + 1, 100 << 10, 128 << 10, 200 << 10, 256 << 10} {
+		// Every 8 bytes differ, so a chunk copied twice shows.
+		var b strings.Builder
+		for i := 0; b.Len() < n; i++ {
+			fmt.Fprintf(&b, "%07x,", i)
+		}
+		want := []byte(b.String()[:n])
+		got, err := Relay(context.Background(), endpoint(t, append(append([]byte(nil), want...), '\n'), make(chan []byte, 1)), []byte(`{}`), 10*time.Second)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("a %d-byte answer: %d bytes back, equal %v, %v", n, len(got), bytes.Equal(got, want), err)
+		}
+	}
 }
