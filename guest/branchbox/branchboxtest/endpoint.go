@@ -1,6 +1,7 @@
 package branchboxtest
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net"
@@ -91,8 +92,14 @@ func Correlated(frame []byte) []byte {
 	json.Unmarshal(frame, &req)
 	delete(req, "capability")
 	req["payload"] = json.RawMessage(`{"echo":` + string(req["payload"]) + `}`)
-	out, _ := json.Marshal(req)
-	return out
+	// As an endpoint in another language writes it: '&', '<' and '>'
+	// as they are (json.Marshal's \u0026 would hide a record that is not
+	// byte-exact).
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.Encode(req)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // Count is how many frames arrived.

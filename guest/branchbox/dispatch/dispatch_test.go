@@ -2,7 +2,9 @@ package dispatch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,12 +24,12 @@ import (
 func TestDispatchRoundTrip(t *testing.T) {
 	e := branchboxtest.NewEndpoint(t)
 	s := testSpool(t, e.Path, "")
-	write(t, s, "artifact-delivery", request("artifact-delivery", `{"it's": "$${x}"}`))
+	write(t, s, "artifact-delivery", request("artifact-delivery", `{"it's": "$${x}", "url": "https://example.invalid/a?b=1&c=<2>"}`))
 	res, err := Dispatch(context.Background(), s, "artifact-delivery", 10*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if frame := <-e.Got; string(frame) != string(request("artifact-delivery", `{"it's":"$${x}"}`))+"\n" {
+	if frame := <-e.Got; string(frame) != string(request("artifact-delivery", `{"it's":"$${x}","url":"https://example.invalid/a?b=1&c=<2>"}`))+"\n" {
 		t.Fatalf("the endpoint saw %q", frame)
 	}
 	st, err := os.Lstat(res.Response)
@@ -38,7 +40,7 @@ func TestDispatchRoundTrip(t *testing.T) {
 		t.Fatalf("response mode %v uid %d", st.Mode(), st.Sys().(*syscall.Stat_t).Uid)
 	}
 	body, _ := os.ReadFile(res.Response)
-	if !strings.Contains(string(body), `"payload":{"echo":{"it's":"$${x}"}}`) || strings.Contains(string(body), capability) {
+	if !strings.Contains(string(body), `"payload":{"echo":{"it's":"$${x}","url":"https://example.invalid/a?b=1&c=<2>"}}`) || strings.Contains(string(body), capability) {
 		t.Fatalf("response %s", body)
 	}
 	again, err := Dispatch(context.Background(), s, "artifact-delivery", time.Second)
@@ -162,5 +164,73 @@ func TestChangedRequestSameIDTerminal(t *testing.T) {
 	}
 	if e.Count() != 1 {
 		t.Fatalf("the endpoint saw %d frames", e.Count())
+	}
+}
+
+// TestDispatchCachedAnswerWithAmpersandByteExact (the replay record is
+// byte-exact): an endpoint's answer holding '&', '<' and '>' as they are
+// (a URL is enough) is cached byte for byte, so the same request spooled
+// again is answered from the cache and accepted, and a dispatcher that
+// died between the cache and the response file writes the endpoint's own
+// bytes. The record was saved with json.Marshal, which rewrote them as
+// \u0026...: the re-dispatch failed with "already holds another response".
+func TestDispatchCachedAnswerWithAmpersandByteExact(t *testing.T) {
+	e := branchboxtest.NewEndpoint(t)
+	s := testSpool(t, e.Path, "")
+	body := request("r", `{"link":"https://example.invalid/x?a=1&b=<2>"}`)
+	write(t, s, "r", body)
+	res, err := Dispatch(context.Background(), s, "r", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := branchboxtest.Correlated(body)
+	if got, _ := os.ReadFile(res.Response); string(got) != string(want) || !strings.Contains(string(got), "&b=<2>") {
+		t.Fatalf("the response file holds %s, the endpoint answered %s", got, want)
+	}
+	write(t, s, "r", body)
+	if again, err := Dispatch(context.Background(), s, "r", 10*time.Second); err != nil || !again.Cached {
+		t.Fatalf("the same request again: %+v %v", again, err)
+	}
+	// As if the dispatcher died after caching: the cache writes the file.
+	if err := os.Remove(res.Response); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Dispatch(context.Background(), s, "r", time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(res.Response); string(got) != string(want) {
+		t.Fatalf("from the cache: %s, the endpoint answered %s", got, want)
+	}
+	if e.Count() != 1 {
+		t.Fatalf("the endpoint saw %d frames", e.Count())
+	}
+}
+
+// TestDispatch200KiBAnswer: an endpoint answer of 200 KiB (over the
+// relay's 64 KiB buffer, which corrupted it) is cached and answered byte
+// for byte.
+func TestDispatch200KiBAnswer(t *testing.T) {
+	e := branchboxtest.NewEndpoint(t)
+	var big strings.Builder
+	for i := 0; big.Len() < 200<<10; i++ {
+		fmt.Fprintf(&big, "%07x,", i)
+	}
+	var answer []byte
+	e.SetAnswer(func(frame []byte) []byte {
+		var req map[string]json.RawMessage
+		json.Unmarshal(frame, &req)
+		delete(req, "capability")
+		req["payload"] = json.RawMessage(`{"artifact":"` + big.String() + `"}`)
+		answer, _ = json.Marshal(req)
+		return append(answer, '\n')
+	})
+	s := testSpool(t, e.Path, "")
+	write(t, s, "big", request("big", `{}`))
+	res, err := Dispatch(context.Background(), s, "big", 10*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := os.ReadFile(res.Response); len(got) < 200<<10 || string(got) != string(answer) {
+		t.Fatalf("a %d-byte answer came back as %d bytes, equal %v", len(answer), len(got), string(got) == string(answer))
 	}
 }

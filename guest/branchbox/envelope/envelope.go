@@ -105,8 +105,22 @@ func ParseResponse(data []byte, req *Request) (*Response, error) {
 // record keeps: the fields in envelope order, compact, the payload as
 // parsed (compact).
 func (r *Request) Canonical() []byte {
-	out, _ := json.Marshal(r) // strings and a valid compact object: cannot fail
+	out, _ := Marshal(r) // strings and a valid compact object: cannot fail
 	return out
+}
+
+// Marshal is json.Marshal without its HTML escaping: '&', '<' and '>'
+// stay the bytes the consumer or the endpoint wrote (json.Marshal makes
+// them \u0026, \u003c, \u003e), so what BranchBox relays, records and
+// answers is byte-exact.
+func Marshal(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
 // Frame is the request as relayed to the endpoint: the seven fields in
@@ -114,7 +128,7 @@ func (r *Request) Canonical() []byte {
 // the request to the endpoint; Canonical leaves it out of the replay
 // record). No newline: the relay adds the frame's one.
 func (r *Request) Frame(capability []byte) []byte {
-	out, _ := json.Marshal(struct {
+	out, _ := Marshal(struct {
 		Version    string          `json:"version"`
 		RunID      string          `json:"run_id"`
 		LeaseID    string          `json:"lease_id"`

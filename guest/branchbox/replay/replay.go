@@ -101,8 +101,12 @@ func StoreResponse(dir, id string, rec *Record, response []byte) error {
 	return store(dir, id, rec)
 }
 
+// store writes rec byte-exact (envelope.Marshal): json.Marshal would
+// rewrite '&', '<' and '>' in the raw response as \u0026..., so a cached
+// answer holding one (a URL with '&') differed from the consumer's
+// response file and its exact re-dispatch was refused.
 func store(dir, id string, rec *Record) error {
-	data, err := json.Marshal(rec)
+	data, err := envelope.Marshal(rec)
 	if err != nil {
 		return err
 	}
