@@ -1,9 +1,9 @@
 // Package egress is the supervisor's HTTP(S) egress proxy: the one way out
 // of a box (HTTP_PROXY and HTTPS_PROXY in the box name it, on the box
 // network's gateway). It forwards plain HTTP requests and tunnels CONNECT,
-// and refuses any destination that is not a public address, so a box
-// cannot reach the host's loopback, other boxes or a private network
-// through it. It is where the claim env's host-only entries will be
+// and refuses any destination that is not a public address or is one of
+// the host's own, so a box cannot reach the host's services (on loopback
+// or on its public address), other boxes or a private network through it. It is where the claim env's host-only entries will be
 // swapped for their placeholders (Contract: Key vault, Connect injection).
 package egress
 
@@ -17,59 +17,85 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"sync"
+	"syscall"
 	"time"
 )
 
-// Proxy is an http.Handler; serve it on the gateway. Its zero value
-// reaches every public host. It answers a request that is neither an
-// absolute http:// URL nor CONNECT with 400, a refused destination
-// (ErrRefused: not Public, or outside Hosts) with 403, and a destination
-// it cannot reach with 502, each with a text/plain line saying why.
-type Proxy struct {
+// Config is a Proxy's settings.
+type Config struct {
 	// Hosts, when not empty, are the only destinations: a host name equal
 	// to one or below it ("debian.org" allows "deb.debian.org").
 	Hosts []string
 	// Log gets one line per refused or failed request.
 	Log *slog.Logger
 	// Resolver resolves host names (net.DefaultResolver when nil).
-	Resolver  *net.Resolver
-	once      sync.Once
-	transport *http.Transport // forwards plain HTTP; made on first use
+	Resolver *net.Resolver
+}
+
+// Proxy is an http.Handler; serve it on the gateway. It reaches public
+// addresses only (Public) that are not the host's own (HostAddrs), each
+// checked on the name's resolved addresses and again on the address the
+// socket is about to connect to, before any packet leaves. It answers a
+// request that is neither an absolute http:// URL nor CONNECT with 400, a
+// refused destination (ErrRefused) with 403, and a destination it cannot
+// reach with 502, each with a text/plain line saying why.
+type Proxy struct {
+	cfg       Config
+	host      *HostAddrs
+	dialer    net.Dialer
+	transport *http.Transport // forwards plain HTTP
 }
 
 // ErrRefused wraps every refused destination.
 var ErrRefused = errors.New("destination refused")
 
-// special are the ranges a box may never reach through the proxy, beyond
-// what netip calls private, loopback, link-local, multicast or unspecified.
-var special = []netip.Prefix{
-	netip.MustParsePrefix("0.0.0.0/8"),
-	netip.MustParsePrefix("100.64.0.0/10"), // carrier-grade NAT
-	netip.MustParsePrefix("192.0.0.0/24"),
-	netip.MustParsePrefix("198.18.0.0/15"), // benchmarking
-	netip.MustParsePrefix("240.0.0.0/4"),
-	netip.MustParsePrefix("64:ff9b::/96"),
+// New makes a Proxy that follows the host's addresses until Close.
+func New(cfg Config) (*Proxy, error) {
+	host, err := WatchHostAddrs(cfg.Log)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	p := &Proxy{cfg: cfg, host: host}
+	// Control runs on the socket before connect(2), with the address the
+	// kernel is about to be given: whatever the resolver, Go's dialer or
+	// a DNS answer that changed between the check and the dial did, a
+	// refused address gets no packet.
+	p.dialer = net.Dialer{Timeout: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+		ap, err := netip.ParseAddrPort(address)
+		if err != nil {
+			return fmt.Errorf("%w: dial %q: not an address and port", ErrRefused, address)
+		}
+		return p.check(ap.Addr())
+	}}
+	p.transport = &http.Transport{DialContext: p.dial, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
+	return p, nil
 }
 
-// Public says whether a box may reach addr: a global unicast address
-// outside every private and special range.
-func Public(addr netip.Addr) bool {
-	addr = addr.Unmap()
-	if !addr.IsGlobalUnicast() || addr.IsPrivate() || addr.IsLoopback() || addr.IsLinkLocalUnicast() {
-		return false
+// Close stops following the host's addresses and closes idle forwarded
+// connections.
+func (p *Proxy) Close() {
+	p.host.Close()
+	p.transport.CloseIdleConnections()
+}
+
+// check refuses an address that is not public or is the host's own.
+func (p *Proxy) check(a netip.Addr) error {
+	if why := nonPublic(a); why != "" {
+		return fmt.Errorf("%w: %s is not a public address: %s", ErrRefused, a, why)
 	}
-	for _, p := range special {
-		if p.Contains(addr) {
-			return false
-		}
+	if p.host.Has(a) {
+		return fmt.Errorf("%w: %s is an address of this host", ErrRefused, a)
 	}
-	return true
+	return nil
 }
 
 // resolve checks a host:port and returns the address to dial: the first
-// public address of the host, checked here and dialled as such, so a
-// name that resolves differently at dial time cannot slip past the check.
+// address of the host when every one passes check (one that does not
+// refuses the name), so a name that resolves differently at dial time
+// cannot slip past the check.
 func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
 	host, port, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -79,22 +105,18 @@ func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
 		return "", fmt.Errorf("%w: %s is not among the allowed hosts", ErrRefused, host)
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
-		if !Public(a) {
-			return "", fmt.Errorf("%w: %s is not a public address", ErrRefused, a)
+		if err := p.check(a); err != nil {
+			return "", err
 		}
-		return net.JoinHostPort(a.String(), port), nil
+		return net.JoinHostPort(a.Unmap().String(), port), nil
 	}
-	r := p.Resolver
-	if r == nil {
-		r = net.DefaultResolver
-	}
-	addrs, err := r.LookupNetIP(ctx, "ip", host)
+	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
 		return "", fmt.Errorf("resolve %s: %w", host, err)
 	}
 	for _, a := range addrs {
-		if !Public(a) {
-			return "", fmt.Errorf("%w: %s resolves to %s, not a public address", ErrRefused, host, a)
+		if err := p.check(a); err != nil {
+			return "", fmt.Errorf("%s resolves to a refused address: %w", host, err)
 		}
 	}
 	if len(addrs) == 0 {
@@ -104,11 +126,11 @@ func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
 }
 
 func (p *Proxy) allowedName(host string) bool {
-	if len(p.Hosts) == 0 {
+	if len(p.cfg.Hosts) == 0 {
 		return true
 	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
-	for _, h := range p.Hosts {
+	for _, h := range p.cfg.Hosts {
 		if host == h || strings.HasSuffix(host, "."+h) {
 			return true
 		}
@@ -121,8 +143,7 @@ func (p *Proxy) dial(ctx context.Context, _, hostport string) (net.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	d := net.Dialer{Timeout: 30 * time.Second}
-	return d.DialContext(ctx, "tcp", addr)
+	return p.dialer.DialContext(ctx, "tcp", addr)
 }
 
 // ServeHTTP implements http.Handler.
@@ -135,9 +156,6 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "cocoonbox egress proxy: only absolute http:// requests and CONNECT", http.StatusBadRequest)
 		return
 	}
-	p.once.Do(func() {
-		p.transport = &http.Transport{DialContext: p.dial, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
-	})
 	out := r.Clone(r.Context())
 	out.RequestURI = ""
 	out.Header.Del("Proxy-Connection")
@@ -210,8 +228,8 @@ func (p *Proxy) fail(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, ErrRefused) {
 		status = http.StatusForbidden
 	}
-	if p.Log != nil {
-		p.Log.Info("egress refused or failed", "client", r.RemoteAddr, "method", r.Method, "target", r.Host, "err", err)
+	if p.cfg.Log != nil {
+		p.cfg.Log.Info("egress refused or failed", "client", r.RemoteAddr, "method", r.Method, "target", r.Host, "err", err)
 	}
 	http.Error(w, "cocoonbox egress proxy: "+err.Error(), status)
 }

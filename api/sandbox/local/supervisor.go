@@ -163,8 +163,13 @@ func (s *Supervisor) serveProxy() error {
 	if err != nil {
 		return fmt.Errorf("egress proxy on %s: %w", addr, err)
 	}
-	p := &egress.Proxy{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log}
+	p, err := egress.New(egress.Config{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log})
+	if err != nil {
+		ln.Close()
+		return err
+	}
 	s.proxy = &http.Server{Handler: p, ReadHeaderTimeout: 30 * time.Second}
+	s.proxy.RegisterOnShutdown(p.Close)
 	go func() { _ = s.proxy.Serve(ln) }()
 	return nil
 }
