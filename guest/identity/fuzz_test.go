@@ -4,12 +4,13 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 )
 
-// FuzzParse: Parse never panics, and what it accepts the validator
-// accepts too, the standard decoder reads the same record from it, and its
-// canonical form parses back to it.
+// FuzzParse: Parse never panics, what it accepts keeps the package doc's
+// rules (oracleValid, written apart from Validate), the standard decoder
+// reads the same record from it, and its canonical form parses back to it.
 func FuzzParse(f *testing.F) {
 	good := newRecord(f, "fuzz_box")
 	f.Add(good.Marshal())
@@ -25,8 +26,8 @@ func FuzzParse(f *testing.F) {
 			}
 			return
 		}
-		if err := id.Validate(); err != nil {
-			t.Fatalf("Parse accepted what Validate refuses: %v", err)
+		if !oracleValid(*id) {
+			t.Fatalf("Parse accepted %+v, which breaks the package doc's rules", *id)
 		}
 		var std Identity
 		dec := json.NewDecoder(bytes.NewReader(data))
@@ -40,6 +41,46 @@ func FuzzParse(f *testing.F) {
 		}
 		if _, err := id.Hostname(); err != nil && !errors.Is(err, ErrInvalid) {
 			t.Fatalf("Hostname: %v", err)
+		}
+	})
+}
+
+// FuzzValidate: Validate accepts a record exactly when it keeps the
+// package doc's rules (oracleValid), each field fuzzed on its own. FuzzParse
+// rarely reaches a record Parse accepts; this target starts from one.
+func FuzzValidate(f *testing.F) {
+	good := newRecord(f, "fuzz_box")
+	f.Add(good.BoxID, good.WakeID, good.KeyID, good.PublicKey, good.Name)
+	f.Add("cb-"+strings.Repeat("a", 60), strings.Repeat("~", 128), good.KeyID, good.PublicKey, strings.Repeat("Z", 63))
+	// One step over each rule's edge, one field at a time.
+	for _, bad := range []Identity{
+		{BoxID: "cb-" + strings.Repeat("a", 61)}, {BoxID: "cb-a.b"}, {BoxID: "cb-aB"}, {BoxID: "cb-"}, {BoxID: "CB-a"},
+		{WakeID: strings.Repeat("w", 129)}, {WakeID: "w x"}, {WakeID: "w\x7f"}, {WakeID: "w\u00e9"},
+		{KeyID: strings.ToUpper(good.KeyID)}, {KeyID: good.KeyID[:15]},
+		{PublicKey: good.PublicKey + "="}, {PublicKey: strings.NewReplacer("-", "+", "_", "/").Replace(good.PublicKey) + "+"},
+		{Name: strings.Repeat("n", 64)}, {Name: "a.b"}, {Name: "a b"},
+	} {
+		id := *good
+		for _, f := range []struct {
+			to *string
+			v  string
+		}{
+			{&id.BoxID, bad.BoxID}, {&id.WakeID, bad.WakeID}, {&id.KeyID, bad.KeyID}, {&id.PublicKey, bad.PublicKey}, {&id.Name, bad.Name},
+		} {
+			if f.v != "" {
+				*f.to = f.v
+			}
+		}
+		f.Add(id.BoxID, id.WakeID, id.KeyID, id.PublicKey, id.Name)
+	}
+	f.Fuzz(func(t *testing.T, boxID, wakeID, keyID, publicKey, name string) {
+		id := Identity{BoxID: boxID, WakeID: wakeID, KeyID: keyID, PublicKey: publicKey, Name: name}
+		err := id.Validate()
+		if want := oracleValid(id); (err == nil) != want {
+			t.Fatalf("Validate(%+v) = %v, but the package doc's rules say valid=%v", id, err, want)
+		}
+		if err != nil && !errors.Is(err, ErrInvalid) {
+			t.Fatalf("refusal %v is not ErrInvalid", err)
 		}
 	})
 }
