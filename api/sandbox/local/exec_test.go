@@ -93,7 +93,7 @@ func TestExecSurvivesSilenceThenAMegabyte(t *testing.T) {
 func TestExecRunsInTheBoxsCgroup(t *testing.T) {
 	t.Parallel()
 	m := boot(t, v1)
-	pid := strings.TrimSpace(mustSh(t, m.ID, "setsid -f sleep 600 </dev/null >/dev/null 2>&1; sleep 0.1; pgrep -n -x sleep"))
+	pid := detached(t, m.ID)
 	// The box's view: its own root cgroup (nspawn's payload), not the host's.
 	if got := mustSh(t, m.ID, "cat /proc/"+pid+"/cgroup | grep '^0::'"); got != "0::/\n" {
 		t.Fatalf("the box sees the exec'd process in %q", got)

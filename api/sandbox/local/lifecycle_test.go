@@ -23,7 +23,7 @@ func TestHibernateAndWakeTwentyTimesKeepAProcessAndEachFile(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	m := boot(t, v1)
-	pid := strings.TrimSpace(mustSh(t, m.ID, `setsid -f sleep infinity </dev/null >/dev/null 2>&1; sleep 0.1; pgrep -n -x sleep`))
+	pid := detached(t, m.ID)
 	events, err := sup.Watch(ctx, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -150,3 +150,23 @@ func mustSh(t testing.TB, id, line string) string {
 	}
 	return out
 }
+
+// detached starts a process in the machine that outlives the exec (setsid
+// -f) and returns its PID in the box: the process writes its own $$ to a
+// file before it execs, and the test waits for that file. Its command
+// line (sleep 86400.<n>) is unique, checked through /proc: the box runs
+// sleeps of its own (the base tier's `sleep infinity`), which `pgrep -n
+// -x sleep` after a fixed pause returned whenever this one started late.
+func detached(t testing.TB, id string) string {
+	t.Helper()
+	n := seq.Add(1)
+	arg := fmt.Sprintf("86400.%d", n)
+	file := fmt.Sprintf("/run/cocoonbox-test-detached-%d", n)
+	pid := strings.TrimSpace(mustSh(t, id, fmt.Sprintf(`setsid -f sh -c 'echo $$ >%[1]s.tmp && mv %[1]s.tmp %[1]s && exec sleep %[2]s' </dev/null >/dev/null 2>&1
+until [ -s %[1]s ]; do sleep 0.01; done; cat %[1]s; rm -f %[1]s`, file, arg)))
+	// The control: the PID is the process started here, not another sleep.
+	if got := mustSh(t, id, "tr '\\0' ' ' </proc/"+pid+"/cmdline"); got != "sleep "+arg+" " {
+		t.Fatalf("PID %s in the box runs %q, not the test's sleep %s", pid, got, arg)
+	}
+	return pid
+}
