@@ -71,3 +71,36 @@ func TestSendOfACloneWithOriginHEAD(t *testing.T) {
 		}
 	}
 }
+
+// Contract: Offload, Mac side ("the box's own ignored files stay"): an
+// ignored file the box made (.env, tmp/old.log beside the tracked
+// tmp/keep.txt) and the host has not is still there after the next
+// offload's rsync --delete: begin lists ignored files, not only
+// directories.
+func TestTheBoxsOwnIgnoredFilesStay(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("ig")
+	must(t, os.WriteFile(filepath.Join(host, ".gitignore"), []byte("target/\n.env\n*.log\n"), 0o644))
+	must(t, os.MkdirAll(filepath.Join(host, "tmp"), 0o755))
+	must(t, os.WriteFile(filepath.Join(host, "tmp/keep.txt"), []byte("tracked\n"), 0o644))
+	git(t, host, "add", ".")
+	git(t, host, "commit", "-q", "-m", "tmp/ and *.log")
+	if _, code := e.macSide(host, "kg", "ig", "claude", "off1"); code != 0 {
+		t.Fatal("the first send failed")
+	}
+	copyDir := e.paths.Copy("ig")
+	own := map[string]string{".env": "BOX=1\n", "tmp/old.log": "the box's log\n", "target/out.o": "built in the box\n"}
+	for p, body := range own {
+		must(t, os.MkdirAll(filepath.Dir(filepath.Join(copyDir, p)), 0o755))
+		must(t, os.WriteFile(filepath.Join(copyDir, p), []byte(body), 0o644))
+	}
+	e.mustVerb(nil, "end", "--repo", "kg")
+	if _, code := e.macSide(host, "kg", "ig", "claude", "off2"); code != 0 {
+		t.Fatal("the second send failed")
+	}
+	for p, body := range own {
+		if got, err := os.ReadFile(filepath.Join(copyDir, p)); err != nil || string(got) != body {
+			t.Errorf("the box's own ignored %s after the next offload: %q %v", p, got, err)
+		}
+	}
+}

@@ -115,7 +115,9 @@ func TestSendWritesExcludes(t *testing.T) {
 	must(t, os.MkdirAll(filepath.Join(e.paths.State), 0o700))
 	must(t, os.WriteFile(filepath.Join(e.paths.State, "excludes"), []byte("/workspace/other/node_modules/\n"), 0o600))
 	host := e.hostRepo("ex")
-	must(t, os.WriteFile(filepath.Join(host, "target", "out.o"), []byte("x"), 0o644))
+	// target/ built in the box (the host's own is left out of rsync).
+	must(t, os.MkdirAll(filepath.Join(e.paths.Copy("ex"), "target"), 0o755))
+	must(t, os.WriteFile(filepath.Join(e.paths.Copy("ex"), "target", "out.o"), []byte("x"), 0o644))
 	if _, code := e.macSide(host, "kx", "ex", "claude", "off1"); code != 0 {
 		t.Fatal("send failed")
 	}

@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 )
 
 // hostRepo makes a "Mac" repository with two commits and an uncommitted
@@ -45,10 +47,7 @@ func (e *env) macSide(host, key, name, kind, id string, extra ...[2]string) (map
 	must(e.t, err)
 	s := git(e.t, host, "commit-tree", strings.TrimSpace(string(tree)), "-p", "HEAD", "-m", "S")
 	git(e.t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
-	out, err := exec.Command("rsync", "-a", "--delete", "--exclude=/.git/objects/", host+"/", copyDir+"/").CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("rsync: %v: %s", err, out)
-	}
+	e.rsync(host, copyDir, begin)
 	args := []string{"bundle", "create", filepath.Join(e.dir, "offload.bundle"), "--all"}
 	refs, _ := begin["refs"].(map[string]any)
 	if len(refs) > 0 {
@@ -69,6 +68,30 @@ func (e *env) macSide(host, key, name, kind, id string, extra ...[2]string) (map
 		e.t.Logf("send exited %d: %v\nstderr: %s", code, resp, stderr)
 	}
 	return resp, code
+}
+
+// rsync is the contract's rsync of host into the copy: -a --delete, the
+// host's git-ignored paths and begin's ignored left out (each anchored at
+// the top; no --delete-excluded, so the box's own ignored files stay), and
+// .git/objects/.
+func (e *env) rsync(host, copyDir string, begin map[string]any) {
+	e.t.Helper()
+	var ex strings.Builder
+	for _, l := range strings.Split(repocorpus.Git(e.t, host, "ls-files", "-z", "-oi", "--exclude-standard", "--directory"), "\x00") {
+		if l != "" {
+			ex.WriteString("/" + l + "\n")
+		}
+	}
+	ign, _ := begin["ignored"].([]any)
+	for _, l := range ign {
+		ex.WriteString("/" + l.(string) + "\n")
+	}
+	excludes := filepath.Join(e.dir, "rsync-excludes")
+	must(e.t, os.WriteFile(excludes, []byte(ex.String()), 0o600))
+	out, err := exec.Command("rsync", "-a", "--delete", "--exclude-from="+excludes, "--exclude=/.git/objects/", host+"/", copyDir+"/").CombinedOutput()
+	if err != nil {
+		e.t.Fatalf("rsync: %v: %s", err, out)
+	}
 }
 
 const secretValue = "aws_secret_access_key = s3cr3t-value-never-logged"

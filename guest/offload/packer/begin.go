@@ -170,7 +170,9 @@ func hooksBlocked() string {
 
 // BeginResult is begin's answer (Contract: Offload, Verbs, begin): the
 // copy's directory, its state (absent or mirror), its refs (ref → oid),
-// the CLI, its git-ignored directories (ending in /) and the warnings.
+// the CLI, its git-ignored paths (a directory ends in /) and the warnings.
+// The contract's ignored lists directories only; ours lists the ignored
+// files too, so that its "the box's own ignored files stay" holds.
 type BeginResult struct {
 	Dir      string            `json:"dir"`
 	Copy     string            `json:"copy"`
@@ -220,6 +222,19 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 	if err := os.MkdirAll(res.Dir, 0o755); err != nil {
 		return res, fmt.Errorf("make %s: %w", res.Dir, err)
 	}
+	if !noRepo && isGitDir(res.Dir) {
+		res.Refs = gitcmd.Refs(res.Dir)
+		// Every ignored path, files too: the host leaves each out of rsync,
+		// and without --delete-excluded that keeps it, so the box's own
+		// ignored files stay (.env, tmp/old.log under a tracked tmp/;
+		// directories alone let rsync's --delete remove them).
+		// Listed before the copy is taken, so a failure leaves it as it was.
+		all, err := gitcmd.Ignored(res.Dir)
+		if err != nil {
+			return res, fmt.Errorf("list the copy's ignored files (the copy is not taken): %w", err)
+		}
+		res.Ignored = all
+	}
 	c, _, err := p.Store.LoadCopy(key)
 	if err != nil {
 		return res, err
@@ -227,10 +242,6 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 	c.OffloadID, c.Kind = id, kind
 	if err := p.Store.SaveCopy(key, c); err != nil {
 		return res, err
-	}
-	if !noRepo && isGitDir(res.Dir) {
-		res.Refs = gitcmd.Refs(res.Dir)
-		res.Ignored = gitcmd.IgnoredDirs(res.Dir)
 	}
 	p.Progress("begin: copy %s (%s) taken for offload %s", res.Dir, res.Copy, id)
 	return res, nil
