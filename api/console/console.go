@@ -9,13 +9,10 @@ package console
 
 import (
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -26,6 +23,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
+	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
@@ -141,17 +139,10 @@ type apiError struct {
 	Message string `json:"message"`
 }
 
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
 // fail answers an unexpected error: logged in full, told in general.
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	c.log.ErrorContext(r.Context(), what+" failed", "err", err)
-	writeJSON(w, http.StatusInternalServerError, apiError{"internal", what + " failed; try again"})
+	server.WriteJSON(w, http.StatusInternalServerError, apiError{"internal", what + " failed; try again"})
 }
 
 // user runs h for the session's user, or answers 401.
@@ -159,27 +150,24 @@ func (c *Console) user(h func(http.ResponseWriter, *http.Request, users.User)) h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := c.Session(r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, apiError{"signed_out", "sign in to the console first (POST /cb/api/session)"})
+			server.WriteJSON(w, http.StatusUnauthorized, apiError{"signed_out", "sign in to the console first (POST /cb/api/session)"})
 			return
 		}
 		h(w, r, u)
 	})
 }
 
-// readJSON decodes a console call's body: JSON only (a cross-site form
-// cannot send it without CORS), at most 8 KiB, no unknown field.
+// readJSON decodes a console call's body (server.ReadJSON: JSON only,
+// the CSRF defence) of at most 8 KiB, answering 415 or 400 when it fails.
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, apiError{"bad_request", "send the body as Content-Type: application/json"})
-		return false
+	err := server.ReadJSON(r, 8<<10, v)
+	switch {
+	case errors.Is(err, server.ErrNotJSON):
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, apiError{"bad_request", err.Error()})
+	case err != nil:
+		server.WriteJSON(w, http.StatusBadRequest, apiError{"bad_request", err.Error()})
 	}
-	dec := json.NewDecoder(io.LimitReader(r.Body, 8<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		writeJSON(w, http.StatusBadRequest, apiError{"bad_request", fmt.Sprintf("the body is not the call's JSON object: %v", err)})
-		return false
-	}
-	return true
+	return err == nil
 }
 
 type signInRequest struct {
@@ -197,7 +185,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.User == "" || req.Password == "" {
-		writeJSON(w, http.StatusBadRequest, apiError{"bad_request", `give both "user" and "password"`})
+		server.WriteJSON(w, http.StatusBadRequest, apiError{"bad_request", `give both "user" and "password"`})
 		return
 	}
 	// Every attempt of an address counts, so a flood also costs at most
@@ -234,10 +222,10 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case errors.Is(err, users.ErrBadCredentials):
 		c.log.InfoContext(r.Context(), "console sign-in refused", "user", req.User)
-		writeJSON(w, http.StatusUnauthorized, apiError{"invalid_credentials", "wrong user name or password"})
+		server.WriteJSON(w, http.StatusUnauthorized, apiError{"invalid_credentials", "wrong user name or password"})
 		return
 	case errors.Is(err, users.ErrDisabled):
-		writeJSON(w, http.StatusForbidden, apiError{"disabled", "this account is disabled; ask an admin"})
+		server.WriteJSON(w, http.StatusForbidden, apiError{"disabled", "this account is disabled; ask an admin"})
 		return
 	case err != nil:
 		c.fail(w, r, "sign-in", err)
@@ -247,7 +235,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, "sign-in", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, u)
+	server.WriteJSON(w, http.StatusOK, u)
 }
 
 // tooMany answers a sign-in past a limit: 429, and Retry-After in whole
@@ -256,7 +244,7 @@ func (c *Console) tooMany(w http.ResponseWriter, r *http.Request, wait time.Dura
 	c.log.WarnContext(r.Context(), "console sign-in throttled", key, value, "retry_after", wait)
 	secs := int(wait / time.Second)
 	w.Header().Set("Retry-After", strconv.Itoa(secs))
-	writeJSON(w, http.StatusTooManyRequests, apiError{"too_many", fmt.Sprintf("too many sign-in attempts %s; try again in %d s", which, secs)})
+	server.WriteJSON(w, http.StatusTooManyRequests, apiError{"too_many", fmt.Sprintf("too many sign-in attempts %s; try again in %d s", which, secs)})
 }
 
 // signOut is DELETE /cb/api/session: this session ends, 204.
@@ -270,7 +258,7 @@ func (c *Console) signOut(w http.ResponseWriter, r *http.Request) {
 }
 
 func (c *Console) me(w http.ResponseWriter, r *http.Request, u users.User) {
-	writeJSON(w, http.StatusOK, u)
+	server.WriteJSON(w, http.StatusOK, u)
 }
 
 func (c *Console) tokenInfo(w http.ResponseWriter, r *http.Request, u users.User) {
@@ -279,13 +267,15 @@ func (c *Console) tokenInfo(w http.ResponseWriter, r *http.Request, u users.User
 		c.fail(w, r, "read the personal token", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	server.WriteJSON(w, http.StatusOK, p)
 }
 
 // regenerate is POST /cb/api/me/token: {"token"} once; the old one ends.
 func (c *Console) regenerate(w http.ResponseWriter, r *http.Request, u users.User) {
+	// JSON only, an empty body too: a field-less form of another port of
+	// this host (the cookie goes along) must not replace the token.
 	var none struct{}
-	if r.ContentLength != 0 && !readJSON(w, r, &none) {
+	if !readJSON(w, r, &none) {
 		return
 	}
 	secret, err := c.tokens.Regenerate(r.Context(), u.ID)
@@ -293,7 +283,7 @@ func (c *Console) regenerate(w http.ResponseWriter, r *http.Request, u users.Use
 		c.fail(w, r, "make the personal token", err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"token": string(secret)})
+	server.WriteJSON(w, http.StatusOK, map[string]string{"token": string(secret)})
 }
 
 // revokeToken is DELETE /cb/api/me/token: 204, also when there is none.

@@ -219,6 +219,8 @@ func TestExpiredSessionIsRefusedAndRemovedAtTheNextSignIn(t *testing.T) {
 	}
 }
 
+// The personal token's calls; a regenerate without a JSON body is
+// refused (the same-site page that replaced the token).
 func TestPersonalTokenCalls(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t, false)
@@ -239,7 +241,17 @@ func TestPersonalTokenCalls(t *testing.T) {
 	if _, body := e.do(c, "GET", "/cb/api/me/token", "", ""); !strings.Contains(body, `"exists":true`) || strings.Contains(body, made.Token[3:]) {
 		t.Fatalf("info: %s (must say it exists and never show it)", body)
 	}
-	_, body = e.do(c, "POST", "/cb/api/me/token", "", "")
+	// An empty body not sent as JSON (a field-less form of another port
+	// of this host, or a no-cors fetch) is refused, and the token stays.
+	for _, ct := range []string{"", "application/x-www-form-urlencoded", "text/plain"} {
+		if resp, body := e.do(c, "POST", "/cb/api/me/token", ct, ""); resp.StatusCode != http.StatusUnsupportedMediaType {
+			t.Fatalf("an empty body as %q: %d %s; want 415", ct, resp.StatusCode, body)
+		}
+	}
+	if _, err := e.index.Check(made.Token); err != nil {
+		t.Fatalf("a refused regenerate replaced the token: %v", err)
+	}
+	_, body = e.do(c, "POST", "/cb/api/me/token", "application/json", "")
 	var second struct{ Token string }
 	json.Unmarshal([]byte(body), &second)
 	if _, err := e.index.Check(made.Token); err == nil || second.Token == made.Token {

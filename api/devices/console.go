@@ -2,11 +2,11 @@ package devices
 
 import (
 	_ "embed"
-	"encoding/json"
 	"errors"
 	"log/slog"
-	"mime"
 	"net/http"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
 // Console serves the console's Devices section and its JSON calls, for the
@@ -45,7 +45,7 @@ func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		userID, ok := c.session(r)
 		if !ok {
-			writeJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
+			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
 			return
 		}
 		h(w, r, userID)
@@ -61,13 +61,13 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
 	if list == nil {
 		list = []Device{}
 	}
-	writeJSON(w, http.StatusOK, list)
+	server.WriteJSON(w, http.StatusOK, list)
 }
 
 func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) {
 	err := c.store.Revoke(r.Context(), userID, r.PathValue("id"))
 	if errors.Is(err, ErrNotFound) {
-		writeJSON(w, http.StatusNotFound, map[string]string{"error": "no device " + r.PathValue("id") + " of yours"})
+		server.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no device " + r.PathValue("id") + " of yours"})
 		return
 	}
 	if err != nil {
@@ -81,8 +81,12 @@ func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, user
 	// JSON only, like the console's other calls: a form of another page on
 	// the same site (any port of this host: the Strict cookie goes along)
 	// cannot send it, so it cannot sign the user out.
-	if mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type")); mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": "send Content-Type: application/json"})
+	var none struct{}
+	if err := server.ReadJSON(r, 1<<10, &none); errors.Is(err, server.ErrNotJSON) {
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
+		return
+	} else if err != nil {
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
 		return
 	}
 	if err := c.store.SignOutEverywhere(r.Context(), userID); err != nil {
@@ -110,12 +114,5 @@ func (c *Console) page(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "devices call failed", "path", r.URL.Path, "err", err)
-	writeJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
+	server.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
 }

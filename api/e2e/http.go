@@ -78,12 +78,12 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 		return "", err
 	}
 	var a struct {
-		RedirectURI string `json:"redirect_uri"`
+		Redirect string `json:"redirect"`
 	}
 	if status != http.StatusOK || json.Unmarshal([]byte(body), &a) != nil {
 		return "", fmt.Errorf("approve: %d %s", status, body)
 	}
-	cb, err := url.Parse(a.RedirectURI)
+	cb, err := url.Parse(a.Redirect)
 	if err != nil {
 		return "", err
 	}

@@ -5,6 +5,8 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
 // The authorization endpoint (RFC 6749 §4.1.1-4.1.2) as a console page: the
@@ -65,7 +67,7 @@ type checkAnswer struct {
 type refusal struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description"`
-	RedirectURI string `json:"redirect_uri,omitempty"`
+	Redirect    string `json:"redirect,omitempty"`
 }
 
 // request reads a console call's {query}, and answers for it when the
@@ -79,14 +81,14 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) (*AuthorizeReq
 	if perr != nil {
 		ref := refusal{Error: perr.Code, Description: perr.Description}
 		if perr.Redirect {
-			ref.RedirectURI = h.errorCallback(q, perr)
+			ref.Redirect = h.errorCallback(q, perr)
 		}
-		writeJSON(w, http.StatusBadRequest, ref)
+		server.WriteJSON(w, http.StatusBadRequest, ref)
 		return nil, Principal{}, false
 	}
 	p, ok := h.session(r)
 	if !ok {
-		writeJSON(w, http.StatusUnauthorized, refusal{Error: "login_required", Description: "sign in to the console first"})
+		server.WriteJSON(w, http.StatusUnauthorized, refusal{Error: "login_required", Description: "sign in to the console first"})
 		return nil, Principal{}, false
 	}
 	return ar, p, true
@@ -98,7 +100,7 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, checkAnswer{Account: true, DeviceName: ar.DeviceName,
+	server.WriteJSON(w, http.StatusOK, checkAnswer{Account: true, DeviceName: ar.DeviceName,
 		ClientID: ar.Client.ID, ClientName: ar.Client.Name, User: p.UserName, Invite: ar.Invite})
 }
 
@@ -115,8 +117,8 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.log.InfoContext(r.Context(), "sign-in approved", "user", p.UserID, "client", ar.Client.ID, "device_name", ar.DeviceName)
-	writeJSON(w, http.StatusOK, map[string]string{
-		"redirect_uri": h.callbackURL(ar.RedirectURI, url.Values{"code": {code}, "state": {ar.State}}),
+	server.WriteJSON(w, http.StatusOK, map[string]string{
+		"redirect": h.callbackURL(ar.RedirectURI, url.Values{"code": {code}, "state": {ar.State}}),
 	})
 }
 
@@ -127,7 +129,7 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{
-		"redirect_uri": h.errorCallback(ar.Query(), &Error{Code: ErrAccessDenied, Description: "the user denied the sign-in"}),
+	server.WriteJSON(w, http.StatusOK, map[string]string{
+		"redirect": h.errorCallback(ar.Query(), &Error{Code: ErrAccessDenied, Description: "the user denied the sign-in"}),
 	})
 }

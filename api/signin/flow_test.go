@@ -8,9 +8,10 @@ import (
 	"testing"
 )
 
-// The whole exchange over HTTP on a real database: Allow answers the
-// callback with code, state and iss; the token endpoint answers exactly
-// {access_token, token_type: "Bearer", scope: "account"}.
+// The whole exchange over HTTP on a real database: Allow answers
+// {"redirect"} (the contract's name, not redirect_uri), the callback with
+// code, state and iss; the token endpoint answers exactly {access_token,
+// token_type: "Bearer", scope: "account"}.
 func TestApproveThenTokenAnswersTheContractsShape(t *testing.T) {
 	f := newCodeFixture(t)
 	mux := http.NewServeMux()
@@ -18,8 +19,9 @@ func TestApproveThenTokenAnswersTheContractsShape(t *testing.T) {
 	NewHandler(f.store, issuer, sess, nil, slog.New(slog.DiscardHandler)).Mount(mux)
 
 	a := answer(t, serve(mux, consoleRequest("/cb/api/oauth/approve", "application/json", goodQuery())))
-	cb, err := url.Parse(a["redirect_uri"].(string))
-	if err != nil || cb.Host != "127.0.0.1:41234" || cb.Path != "/callback" {
+	redirect, _ := a["redirect"].(string)
+	cb, err := url.Parse(redirect)
+	if err != nil || len(a) != 1 || redirect == "" || cb.Host != "127.0.0.1:41234" || cb.Path != "/callback" {
 		t.Fatalf("approve answered %v", a)
 	}
 	q := cb.Query()

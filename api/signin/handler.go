@@ -2,11 +2,12 @@ package signin
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"log/slog"
-	"mime"
 	"net/http"
 	"net/url"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
 // Principal is the console's signed-in user: the users row's id and
@@ -64,33 +65,22 @@ func (h *Handler) errorCallback(q url.Values, e *Error) string {
 // consent page's calls. It takes JSON only, which a cross-site form cannot
 // send (with the SameSite=Strict session cookie, the CSRF defence).
 func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
-	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
-	if mt != "application/json" {
-		writeJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": ErrInvalidRequest, "error_description": "send application/json"})
-		return nil, false
-	}
 	var body struct {
 		Query string `json:"query"`
 	}
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<10))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "the body must be {\"query\": \"...\"}: " + err.Error()})
+	if err := server.ReadJSON(r, 16<<10, &body); errors.Is(err, server.ErrNotJSON) {
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": ErrInvalidRequest, "error_description": err.Error()})
+		return nil, false
+	} else if err != nil {
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": `the body must be {"query": "..."}: ` + err.Error()})
 		return nil, false
 	}
 	q, err := url.ParseQuery(body.Query)
 	if err != nil {
-		writeJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
 		return nil, false
 	}
 	return q, true
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
 }
 
 // writeOAuthError answers an OAuth error as JSON (RFC 6749 §5.2): 401 for
@@ -103,7 +93,7 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 	case ErrServerError:
 		status = http.StatusInternalServerError
 	}
-	writeJSON(w, status, map[string]string{"error": e.Code, "error_description": e.Description})
+	server.WriteJSON(w, status, map[string]string{"error": e.Code, "error_description": e.Description})
 }
 
 // serverError logs err and answers server_error, never err's text.

@@ -4,6 +4,8 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
 // The token endpoint (RFC 6749 §3.2, §4.1.3 and §5) for the authorization
@@ -88,5 +90,5 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Pragma", "no-cache")
-	writeJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: Scope})
+	server.WriteJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: Scope})
 }
