@@ -104,3 +104,22 @@ func TestTheBoxsOwnIgnoredFilesStay(t *testing.T) {
 		}
 	}
 }
+
+// Contract: Offload, send steps ("its prompt hook, else a new transcript
+// file"): with the hooks blocked, a claude session in a copy whose name
+// has _ and . is seen taking its first prompt by its transcript, under
+// the project directory the CLI makes (every non-alphanumeric character
+// as -; the inbox mapped only / and .).
+func TestTranscriptFallbackForANameWithUnderscore(t *testing.T) {
+	e := newEnv(t)
+	must(t, os.MkdirAll(filepath.Join(e.home, ".standin"), 0o700))
+	must(t, os.WriteFile(filepath.Join(e.home, ".standin/no-hooks"), nil, 0o600))
+	send, code := e.macSide(e.hostRepo("my_app.v2"), "ku", "my_app.v2", "claude", "off1")
+	if code != 0 || send["accepted"] != true {
+		t.Fatalf("send with the hooks blocked: %d %v", code, send)
+	}
+	st := e.mustVerb(nil, "status", "--repo", "ku")["sessions"].([]any)[0].(map[string]any)
+	if st["status"] != "working" || st["hooks_silent"] != true || st["transcript_mtime_ms"].(float64) == 0 {
+		t.Errorf("status with the hooks blocked: %v", st)
+	}
+}

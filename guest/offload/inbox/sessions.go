@@ -387,7 +387,7 @@ func (s *Server) poll(ctx context.Context) {
 
 // transcriptMtime is the newest mtime of the session's transcript: the
 // file a hook named, else the newest under the CLI's transcript directory
-// for the copy (claude: ~/.claude/projects/<dir with / and . as ->/;
+// for the copy (claude: ~/.claude/projects/<claudeProject(dir)>/;
 // codex: ~/.codex/sessions/).
 func (s *Server) transcriptMtime(se *offload.Session) int64 {
 	if se.Transcript != "" {
@@ -397,8 +397,7 @@ func (s *Server) transcriptMtime(se *offload.Session) int64 {
 	var root string
 	switch se.CLI {
 	case "claude":
-		slug := strings.NewReplacer("/", "-", ".", "-").Replace(s.Store.Paths.Copy(se.Name))
-		root = filepath.Join(home, ".claude/projects", slug)
+		root = filepath.Join(home, ".claude/projects", claudeProject(s.Store.Paths.Copy(se.Name)))
 	case "codex":
 		root = filepath.Join(home, ".codex/sessions")
 	}
@@ -412,4 +411,17 @@ func (s *Server) transcriptMtime(se *offload.Session) int64 {
 		return nil
 	})
 	return newest
+}
+
+// claudeProject is the claude CLI's directory name under
+// ~/.claude/projects for a working directory: every character but an
+// ASCII letter or digit becomes '-' (so /workspace/my_app.v2 is
+// -workspace-my-app-v2; only / and . was wrong for a name with _).
+func claudeProject(dir string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '-'
+	}, dir)
 }

@@ -16,7 +16,11 @@
 //   - answers "auth status" (claude) and "login status" (codex) signed in,
 //     or signed out when $HOME/.standin/signed-out exists;
 //   - records its argv, environment and every submitted message under
-//     $HOME/.standin/ for the tests to read.
+//     $HOME/.standin/ for the tests to read;
+//   - writes its transcript where the real CLI does (claude:
+//     ~/.claude/projects/<cwd, every non-alphanumeric as ->/), and calls
+//     no hook while $HOME/.standin/no-hooks exists (hooks blocked by a
+//     managed setting).
 //
 // /exit (claude) or /quit (codex) ends it; claude then calls SessionEnd.
 package main
@@ -27,6 +31,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -194,7 +199,9 @@ func submit(m string) {
 		restore(nil)
 		os.Exit(0)
 	}
-	transcript := filepath.Join(home, ".claude/projects", strings.NewReplacer("/", "-", ".", "-").Replace(mustGetwd()), session+".jsonl")
+	// The real CLI's project directory: every character of the working
+	// directory but [A-Za-z0-9] as '-'.
+	transcript := filepath.Join(home, ".claude/projects", regexp.MustCompile(`[^A-Za-z0-9]`).ReplaceAllString(mustGetwd(), "-"), session+".jsonl")
 	if cli == "codex" {
 		transcript = filepath.Join(home, ".codex/sessions", session+".jsonl")
 	}
@@ -302,6 +309,9 @@ func hook(event string, fields map[string]any) {
 				Command string `json:"command"`
 			} `json:"hooks"`
 		} `json:"hooks"`
+	}
+	if _, err := os.Stat(filepath.Join(stateDir, "no-hooks")); err == nil {
+		return // as under a managed allowManagedHooksOnly: our hooks never run
 	}
 	data, err := os.ReadFile(settings)
 	if err != nil || json.Unmarshal(data, &s) != nil {
