@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/fstest"
+
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
 // stateDir is a short directory (the socket path limit) the cluster's user can enter.
@@ -115,9 +117,7 @@ func TestSharedOpenWithoutServingApiStartsTheCluster(t *testing.T) {
 }
 
 func TestUnreachableStateDirIsNamed(t *testing.T) {
-	if os.Getuid() != 0 {
-		t.Skip("the cluster's user differs from the api's only under root")
-	}
+	testenv.RequireRoot(t, "a cluster run by another user (postgres) than the api")
 	t.Parallel()
 	dir := stateDir(t)
 	if err := os.Chmod(dir, 0o700); err != nil {

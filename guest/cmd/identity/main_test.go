@@ -9,6 +9,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
 func TestExitCodes(t *testing.T) {
@@ -43,7 +44,7 @@ func TestExitCodes(t *testing.T) {
 
 func TestShowWithoutAnIdentityExits66(t *testing.T) {
 	if _, err := os.Stat(identity.Path); err == nil {
-		t.Skip("this machine has an identity file")
+		testenv.SkipOrFail(t, "this machine has an identity file at "+identity.Path+" (a box): the test needs one without")
 	}
 	var out, errb bytes.Buffer
 	if code := run([]string{"show"}, nil, &out, &errb); code != cli.NoInput {
