@@ -14,8 +14,8 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/signin"
-	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 )
 
 // Console is a console session of one user, as a browser keeps it (a cookie jar).
@@ -71,8 +71,8 @@ func (c *Console) Do(ctx context.Context, method, path string, v any) (int, stri
 // It answers the device token.
 func (c *Console) Device(ctx context.Context, deviceName string) (string, error) {
 	verifier := rand.Text() + rand.Text()
-	r := signin.AuthorizeRequest{Client: signin.CLI, RedirectURI: "http://127.0.0.1:9/callback", Scope: signin.Scope,
-		State: rand.Text(), CodeChallenge: signin.S256(verifier), DeviceName: deviceName}
+	r := firstparty.AuthorizeRequest{Client: firstparty.CLI, RedirectURI: "http://127.0.0.1:9/callback", Scope: firstparty.Scope,
+		State: rand.Text(), CodeChallenge: firstparty.S256(verifier), DeviceName: deviceName}
 	status, body, err := c.Post(ctx, "/cb/api/oauth/approve", map[string]string{"query": r.Query().Encode()})
 	if err != nil {
 		return "", err
@@ -87,7 +87,7 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, signin.CLI.ID,
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, firstparty.CLI.ID,
 		loopback.Result{Code: cb.Query().Get("code"), RedirectURI: r.RedirectURI, CodeVerifier: verifier})
 	if err != nil {
 		return "", err
@@ -98,12 +98,12 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 // Account is an Account client calling endpoint with token over gRPC (h2c),
 // as grpcurl -plaintext would.
 func Account(endpoint, token string) controlv1connect.AccountClient {
-	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(tokens.Bearer(token)))
+	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer.Interceptor(token)))
 }
 
 // Boxes is a Boxes client calling endpoint with token over gRPC (h2c).
 func Boxes(endpoint, token string) controlv1connect.BoxesClient {
-	return controlv1connect.NewBoxesClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(tokens.Bearer(token)))
+	return controlv1connect.NewBoxesClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer.Interceptor(token)))
 }
 
 // h2cClient speaks cleartext HTTP/2, as gRPC clients do on a plaintext port.

@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // Request is what the client asks for: its endpoint (the api's issuer, e.g.
@@ -25,7 +25,7 @@ import (
 // and an optional invite code.
 type Request struct {
 	Endpoint   string
-	Client     signin.Client
+	Client     firstparty.Client
 	DeviceName string
 	Invite     string
 }
@@ -83,12 +83,12 @@ func (f *Flow) RedirectURI() string { return f.redirectURI }
 
 // AuthorizeURL is <endpoint>/cb/oauth/authorize with the contract's query.
 func (f *Flow) AuthorizeURL() string {
-	r := signin.AuthorizeRequest{
+	r := firstparty.AuthorizeRequest{
 		Client:        f.req.Client,
 		RedirectURI:   f.redirectURI,
-		Scope:         signin.Scope,
+		Scope:         firstparty.Scope,
 		State:         f.state,
-		CodeChallenge: signin.S256(f.verifier),
+		CodeChallenge: firstparty.S256(f.verifier),
 		DeviceName:    f.req.DeviceName,
 		Invite:        f.req.Invite,
 	}

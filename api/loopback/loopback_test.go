@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 const endpoint = "http://127.0.0.1:18200"
 
-func start(t *testing.T) (*Flow, *signin.AuthorizeRequest) {
+func start(t *testing.T) (*Flow, *firstparty.AuthorizeRequest) {
 	t.Helper()
-	f, err := Start(Request{Endpoint: endpoint + "/", Client: signin.CLI, DeviceName: "laptop"})
+	f, err := Start(Request{Endpoint: endpoint + "/", Client: firstparty.CLI, DeviceName: "laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
@@ -60,7 +61,7 @@ func newEnv(t testing.TB) *env {
 	go func() { srv.Serve(sctx, ln); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	e.base = "http://" + ln.Addr().String()
-	e.url = e.base + Path
+	e.url = e.base + mcpurl.Path
 	return e
 }
 

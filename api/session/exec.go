@@ -12,6 +12,7 @@ import (
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 type stream = connect.BidiStream[controlv1.SessionExecRequest, controlv1.SessionExecResponse]
@@ -106,7 +107,7 @@ func Check(start *controlv1.SessionExecStart) (sandbox.ExecRequest, error) {
 		if term == "" {
 			term = DefaultTerm
 		}
-		if err := CheckTerm(term); err != nil {
+		if err := checkTerm(term); err != nil {
 			return req, err
 		}
 		req.Env = []string{"TERM=" + term}
@@ -119,15 +120,9 @@ func Check(start *controlv1.SessionExecStart) (sandbox.ExecRequest, error) {
 // DefaultTerm is a tty's TERM when start names none.
 const DefaultTerm = "xterm-256color"
 
-// CheckTerm holds a TERM to a terminfo entry's name: 1 to 64 of
-// [A-Za-z0-9._+-], from a letter or digit. It reaches the command's
-// environment and names a file under /usr/share/terminfo.
-func CheckTerm(term string) error {
-	ok := term != "" && len(term) <= 64 && term[0] != '.' && term[0] != '-' && term[0] != '+'
-	for _, c := range term {
-		ok = ok && (c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._+-", c))
-	}
-	if !ok {
+// checkTerm holds a TERM to a terminfo entry's name (execrules.IsTerm).
+func checkTerm(term string) error {
+	if !execrules.IsTerm(term) {
 		return sandbox.Invalid("start.term", "%q is not a terminfo name: 1 to 64 of [A-Za-z0-9._+-], from a letter or digit", term)
 	}
 	return nil
@@ -161,7 +156,7 @@ func (o *sender) send(m *controlv1.SessionExecResponse) error {
 // gone: the command is ended then, and its output drained so it can exit.
 func (o *sender) pump(wg *sync.WaitGroup, cancel context.CancelFunc, r io.Reader, wrap func([]byte) *controlv1.SessionExecResponse) {
 	defer wg.Done()
-	buf := make([]byte, Chunk)
+	buf := make([]byte, execrules.Chunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 && o.send(wrap(append([]byte(nil), buf[:n]...))) != nil {

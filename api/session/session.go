@@ -22,6 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 // Locator finds a user's box and the supervisor holding it: box is its
@@ -64,13 +65,9 @@ func (s *Service) Handler(opts ...connect.HandlerOption) (string, http.Handler) 
 		connect.WithReadMaxBytes(MaxMessage), connect.WithCompression("gzip", nil, nil)}, opts...)...)
 }
 
-// MaxMessage bounds one request message: a stdin chunk of at most Chunk
-// bytes and its framing.
-const MaxMessage = Chunk + 1<<10
-
-// Chunk is the most bytes of output one response carries, and what rsh
-// puts in one stdin message.
-const Chunk = 256 << 10
+// MaxMessage bounds one request message: a stdin chunk of at most
+// execrules.Chunk bytes and its framing.
+const MaxMessage = execrules.Chunk + 1<<10
 
 // status is an error as a connect code, at this one edge: a rule broken
 // is INVALID_ARGUMENT, a box not running FAILED_PRECONDITION, one that is

@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"net/url"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // The whole exchange over HTTP on a real database: Allow answers
@@ -41,7 +43,7 @@ func TestApproveThenTokenAnswersTheContractsShape(t *testing.T) {
 	}
 	// The same code again: invalid_grant.
 	resp = serve(mux, tokenRequest(form))
-	if a := answer(t, resp); resp.StatusCode != 400 || a["error"] != ErrInvalidGrant {
+	if a := answer(t, resp); resp.StatusCode != 400 || a["error"] != firstparty.ErrInvalidGrant {
 		t.Fatalf("a code used twice: %d %v", resp.StatusCode, a)
 	}
 }

@@ -1,3 +1,9 @@
+// Package signin is the authorization server of the first-party clients: the
+// RFC 8252 loopback browser sign-in of the cocoonbox CLI and the app, from the
+// consent page to the device token. One file per endpoint, each following the
+// RFC section it implements.
+//
+// Contract: Browser sign-in and device tokens.
 package signin
 
 import (
@@ -8,6 +14,7 @@ import (
 	"net/url"
 
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // Principal is the console's signed-in user: the users row's id and
@@ -69,15 +76,15 @@ func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 		Query string `json:"query"`
 	}
 	if err := server.ReadJSON(r, 16<<10, &body); errors.Is(err, server.ErrNotJSON) {
-		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": ErrInvalidRequest, "error_description": err.Error()})
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": err.Error()})
 		return nil, false
 	} else if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": `the body must be {"query": "..."}: ` + err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": `the body must be {"query": "..."}: ` + err.Error()})
 		return nil, false
 	}
 	q, err := url.ParseQuery(body.Query)
 	if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
 		return nil, false
 	}
 	return q, true
@@ -88,9 +95,9 @@ func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 func writeOAuthError(w http.ResponseWriter, e *Error) {
 	status := http.StatusBadRequest
 	switch e.Code {
-	case ErrInvalidClient:
+	case firstparty.ErrInvalidClient:
 		status = http.StatusUnauthorized
-	case ErrServerError:
+	case firstparty.ErrServerError:
 		status = http.StatusInternalServerError
 	}
 	server.WriteJSON(w, status, map[string]string{"error": e.Code, "error_description": e.Description})
@@ -99,5 +106,5 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 // serverError logs err and answers server_error, never err's text.
 func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "err", err)
-	writeOAuthError(w, &Error{Code: ErrServerError, Description: "the api failed; try again"})
+	writeOAuthError(w, &Error{Code: firstparty.ErrServerError, Description: "the api failed; try again"})
 }

@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 const issuer = "http://127.0.0.1:18200"
@@ -80,11 +82,11 @@ func TestAuthorizeBadRequestGoesBackToTheCallbackWithItsError(t *testing.T) {
 		change func(url.Values)
 		code   string
 	}{
-		{"plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, ErrInvalidRequest},
-		{"no method", func(q url.Values) { q.Del("code_challenge_method") }, ErrInvalidRequest},
-		{"scope", func(q url.Values) { q.Set("scope", "boxes") }, ErrInvalidScope},
-		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("x", 65)) }, ErrInvalidRequest},
-		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "\xc3") }, ErrInvalidRequest},
+		{"plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, firstparty.ErrInvalidRequest},
+		{"no method", func(q url.Values) { q.Del("code_challenge_method") }, firstparty.ErrInvalidRequest},
+		{"scope", func(q url.Values) { q.Set("scope", "boxes") }, firstparty.ErrInvalidScope},
+		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("x", 65)) }, firstparty.ErrInvalidRequest},
+		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "\xc3") }, firstparty.ErrInvalidRequest},
 	} {
 		q := goodQuery()
 		c.change(q)
@@ -154,13 +156,13 @@ func TestCheckOfABadRequestSaysWhereToGoOnlyWhenItMay(t *testing.T) {
 	q := goodQuery()
 	q.Set("scope", "boxes")
 	a := answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/check", "application/json", q)))
-	if a["error"] != ErrInvalidScope || !strings.HasPrefix(fmt.Sprint(a["redirect"]), "http://127.0.0.1:41234/callback?") {
+	if a["error"] != firstparty.ErrInvalidScope || !strings.HasPrefix(fmt.Sprint(a["redirect"]), "http://127.0.0.1:41234/callback?") {
 		t.Fatalf("bad scope: %v", a)
 	}
 	q = goodQuery()
 	q.Set("redirect_uri", "http://127.0.0.1.evil.com:1/callback")
 	a = answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/check", "application/json", q)))
-	if _, has := a["redirect"]; has || a["error"] != ErrInvalidRequest {
+	if _, has := a["redirect"]; has || a["error"] != firstparty.ErrInvalidRequest {
 		t.Fatalf("bad redirect_uri: %v", a)
 	}
 }
@@ -168,7 +170,7 @@ func TestCheckOfABadRequestSaysWhereToGoOnlyWhenItMay(t *testing.T) {
 func TestDenyGoesBackAsAccessDenied(t *testing.T) {
 	a := answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/deny", "application/json", goodQuery())))
 	loc, _ := url.Parse(fmt.Sprint(a["redirect"]))
-	if q := loc.Query(); len(a) != 1 || q.Get("error") != ErrAccessDenied || q.Get("state") != "st4te" || q.Get("iss") != issuer {
+	if q := loc.Query(); len(a) != 1 || q.Get("error") != firstparty.ErrAccessDenied || q.Get("state") != "st4te" || q.Get("iss") != issuer {
 		t.Fatalf("deny: %v", a)
 	}
 }
@@ -197,12 +199,12 @@ func TestTokenMalformedRequestRefusedBeforeTheCode(t *testing.T) {
 		code   string
 		status int
 	}{
-		{"a 42-character verifier", func(f url.Values) { f.Set("code_verifier", rfcVerifier[:42]) }, ErrInvalidRequest, 400},
-		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, ErrInvalidRequest, 400},
-		{"no code", func(f url.Values) { f.Del("code") }, ErrInvalidRequest, 400},
-		{"another grant", func(f url.Values) { f.Set("grant_type", "refresh_token") }, ErrUnsupportedGrantType, 400},
-		{"an unknown client", func(f url.Values) { f.Set("client_id", "agent") }, ErrInvalidClient, 401},
-		{"a parameter twice", func(f url.Values) { f.Add("code", "cbc_y") }, ErrInvalidRequest, 400},
+		{"a 42-character verifier", func(f url.Values) { f.Set("code_verifier", rfcVerifier[:42]) }, firstparty.ErrInvalidRequest, 400},
+		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, firstparty.ErrInvalidRequest, 400},
+		{"no code", func(f url.Values) { f.Del("code") }, firstparty.ErrInvalidRequest, 400},
+		{"another grant", func(f url.Values) { f.Set("grant_type", "refresh_token") }, firstparty.ErrUnsupportedGrantType, 400},
+		{"an unknown client", func(f url.Values) { f.Set("client_id", "agent") }, firstparty.ErrInvalidClient, 401},
+		{"a parameter twice", func(f url.Values) { f.Add("code", "cbc_y") }, firstparty.ErrInvalidRequest, 400},
 	} {
 		f := goodTokenForm()
 		c.change(f)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -80,7 +81,7 @@ func TestConsentPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = <-callbacks
-	if got.Get("error") != ErrAccessDenied || got.Get("code") != "" || got.Get("state") != "st4te" {
+	if got.Get("error") != firstparty.ErrAccessDenied || got.Get("code") != "" || got.Get("state") != "st4te" {
 		t.Fatalf("Deny went to the callback with %v", got)
 	}
 }

@@ -5,14 +5,14 @@ import (
 	"crypto/subtle"
 	"encoding/base64"
 	"fmt"
+
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
-// PKCE (RFC 7636), S256 only: "plain" and a missing method are refused, since
-// a plain challenge is the verifier itself and protects nothing from a local
+// PKCE (RFC 7636), the server's checks (the client's S256 is in
+// firstparty), S256 only: "plain" and a missing method are refused, since a
+// plain challenge is the verifier itself and protects nothing from a local
 // process that sees the authorize URL.
-
-// MethodS256 is the only code_challenge_method accepted.
-const MethodS256 = "S256"
 
 // isUnreserved reports whether c is in RFC 7636 §4.1's unreserved set
 // ALPHA / DIGIT / "-" / "." / "_" / "~".
@@ -46,19 +46,13 @@ func CheckVerifier(verifier string) error {
 	return nil
 }
 
-// S256 is the challenge of a verifier: BASE64URL(SHA256(verifier)) (RFC 7636 §4.2).
-func S256(verifier string) string {
-	sum := sha256.Sum256([]byte(verifier))
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // VerifyPKCE checks a verifier against the challenge stored with the code
 // (RFC 7636 §4.6), in constant time.
 func VerifyPKCE(challenge, verifier string) error {
 	if err := CheckVerifier(verifier); err != nil {
 		return err
 	}
-	if subtle.ConstantTimeCompare([]byte(S256(verifier)), []byte(challenge)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(firstparty.S256(verifier)), []byte(challenge)) != 1 {
 		return fmt.Errorf("code_verifier does not match the code_challenge")
 	}
 	return nil

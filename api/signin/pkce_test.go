@@ -3,6 +3,8 @@ package signin
 import (
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // RFC 7636 Appendix B's example pair.
@@ -12,7 +14,7 @@ const (
 )
 
 func TestS256MatchesRFC7636AppendixB(t *testing.T) {
-	if got := S256(rfcVerifier); got != rfcChallenge {
+	if got := firstparty.S256(rfcVerifier); got != rfcChallenge {
 		t.Fatalf("S256(%q) = %q, want %q", rfcVerifier, got, rfcChallenge)
 	}
 	if err := VerifyPKCE(rfcChallenge, rfcVerifier); err != nil {
@@ -26,7 +28,7 @@ func TestS256MatchesRFC7636AppendixB(t *testing.T) {
 // Bad input: a 42-character verifier.
 func TestVerifierOf42CharactersRefused(t *testing.T) {
 	v := rfcVerifier[:42]
-	if err := VerifyPKCE(S256(v), v); err == nil {
+	if err := VerifyPKCE(firstparty.S256(v), v); err == nil {
 		t.Fatal("a 42-character verifier was accepted")
 	}
 	if err := CheckVerifier(strings.Repeat("a", 43)); err != nil {

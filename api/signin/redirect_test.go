@@ -1,6 +1,8 @@
 package signin
 
-import "testing"
+import (
+	"testing"
+)
 
 // Contract: Browser sign-in and device tokens: redirect URI
 // http://127.0.0.1/callback on any port (RFC 8252 §7.3), and nothing else.

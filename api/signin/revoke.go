@@ -1,6 +1,10 @@
 package signin
 
-import "net/http"
+import (
+	"net/http"
+
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+)
 
 // Token revocation (RFC 7009 §2): POST /cocoonbox.oauth/revoke with token
 // (and optionally token_type_hint and client_id), form-encoded. A device
@@ -17,14 +21,14 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id := f.Get("client_id"); id != "" {
-		if _, ok := LookupClient(id); !ok {
-			writeOAuthError(w, &Error{Code: ErrInvalidClient, Description: "client_id " + quote(id) + " is not a cocoonbox client"})
+		if _, ok := firstparty.LookupClient(id); !ok {
+			writeOAuthError(w, &Error{Code: firstparty.ErrInvalidClient, Description: "client_id " + quote(id) + " is not a cocoonbox client"})
 			return
 		}
 	}
 	token := f.Get("token")
 	if token == "" {
-		writeOAuthError(w, &Error{Code: ErrInvalidRequest, Description: "token is missing"})
+		writeOAuthError(w, &Error{Code: firstparty.ErrInvalidRequest, Description: "token is missing"})
 		return
 	}
 	if err := h.revoke(r.Context(), token); err != nil {

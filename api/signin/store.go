@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 //go:embed migrations/*.sql
@@ -62,7 +63,7 @@ func hashCode(code string) []byte {
 // IssueCode stores a code for userID's approval of r and answers it (cbc_ and
 // 26 base32 characters, 130 random bits); only its SHA-256 is kept. Codes
 // that expired an hour ago are removed on the way.
-func (s *Store) IssueCode(ctx context.Context, userID string, r *AuthorizeRequest) (string, error) {
+func (s *Store) IssueCode(ctx context.Context, userID string, r *firstparty.AuthorizeRequest) (string, error) {
 	code := "cbc_" + rand.Text()
 	_, err := s.pool.Exec(ctx, `
 		WITH gone AS (DELETE FROM signin_codes WHERE expires_at < now() - interval '1 hour')
@@ -104,14 +105,14 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 			WHERE c.code_sha256 = $1 FOR UPDATE OF c`, hashCode(x.Code)).
 			Scan(&userID, &client, &redirectURI, &challenge, &label, &deviceID, &used, &expired, &disabled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code is unknown: sign in again"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code is unknown: sign in again"}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read the authorization code: %w", err)
 		}
 		if used {
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
 			if deviceID != nil {
 				changed = userID
 				return s.devices.RevokeDevice(ctx, tx, userID, *deviceID)
@@ -123,15 +124,15 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 		}
 		switch {
 		case expired:
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code expired (it lives 60 s): sign in again"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code expired (it lives 60 s): sign in again"}
 		case client != x.ClientID:
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the code was issued to another client"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code was issued to another client"}
 		case redirectURI != x.RedirectURI:
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "redirect_uri is not the one of the authorization request"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "redirect_uri is not the one of the authorization request"}
 		case VerifyPKCE(challenge, x.Verifier) != nil:
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "code_verifier does not match the code_challenge"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "code_verifier does not match the code_challenge"}
 		case disabled:
-			oauthErr = &Error{Code: ErrInvalidGrant, Description: "the account is disabled"}
+			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the account is disabled"}
 		}
 		if oauthErr != nil {
 			return nil

@@ -6,6 +6,7 @@ import (
 	"net/url"
 
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // The token endpoint (RFC 6749 §3.2, §4.1.3 and §5) for the authorization
@@ -30,15 +31,15 @@ type tokenAnswer struct {
 func form(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "application/x-www-form-urlencoded" {
-		return nil, &Error{Code: ErrInvalidRequest, Description: "send the parameters as application/x-www-form-urlencoded"}
+		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "send the parameters as application/x-www-form-urlencoded"}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		return nil, &Error{Code: ErrInvalidRequest, Description: "the body is not a form: " + err.Error()}
+		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "the body is not a form: " + err.Error()}
 	}
 	for name, v := range r.PostForm {
 		if len(v) > 1 {
-			return nil, &Error{Code: ErrInvalidRequest, Description: name + " is given more than once"}
+			return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: name + " is given more than once"}
 		}
 	}
 	return r.PostForm, nil
@@ -51,28 +52,28 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if gt := f.Get("grant_type"); gt != "authorization_code" {
-		writeOAuthError(w, &Error{Code: ErrUnsupportedGrantType, Description: "grant_type " + quote(gt) + " is not supported: it must be authorization_code"})
+		writeOAuthError(w, &Error{Code: firstparty.ErrUnsupportedGrantType, Description: "grant_type " + quote(gt) + " is not supported: it must be authorization_code"})
 		return
 	}
 	// Public clients: the client_id is their whole authentication (§3.2.1).
-	client, ok := LookupClient(f.Get("client_id"))
+	client, ok := firstparty.LookupClient(f.Get("client_id"))
 	if !ok {
-		writeOAuthError(w, &Error{Code: ErrInvalidClient, Description: "client_id " + quote(f.Get("client_id")) + " is not a cocoonbox client"})
+		writeOAuthError(w, &Error{Code: firstparty.ErrInvalidClient, Description: "client_id " + quote(f.Get("client_id")) + " is not a cocoonbox client"})
 		return
 	}
 	x := Exchange{ClientID: client.ID, Code: f.Get("code"), RedirectURI: f.Get("redirect_uri"), Verifier: f.Get("code_verifier")}
 	// A malformed request changes nothing: the code stays usable.
 	switch {
 	case x.Code == "":
-		oerr = &Error{Code: ErrInvalidRequest, Description: "code is missing"}
+		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "code is missing"}
 	case x.RedirectURI == "":
-		oerr = &Error{Code: ErrInvalidRequest, Description: "redirect_uri is missing"}
+		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "redirect_uri is missing"}
 	case x.Verifier == "":
-		oerr = &Error{Code: ErrInvalidRequest, Description: "code_verifier is missing (PKCE is required)"}
+		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "code_verifier is missing (PKCE is required)"}
 	}
 	if oerr == nil {
 		if err := CheckVerifier(x.Verifier); err != nil {
-			oerr = &Error{Code: ErrInvalidRequest, Description: err.Error()}
+			oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: err.Error()}
 		}
 	}
 	if oerr != nil {
@@ -90,5 +91,5 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Pragma", "no-cache")
-	server.WriteJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: Scope})
+	server.WriteJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: firstparty.Scope})
 }

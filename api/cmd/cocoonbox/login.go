@@ -18,7 +18,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/cliconfig"
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
-	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // loginWait bounds how long login waits for the browser.
@@ -37,21 +37,21 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if *tokenStdin {
 		return loginPaste(ctx, st, stdin, stdout)
 	}
-	if *invite != "" && !signin.IsInviteCode(*invite) {
+	if *invite != "" && !firstparty.IsInviteCode(*invite) {
 		return usageError{fmt.Sprintf("--invite %q is not an invite code (cbi_ and 64 hex digits)", *invite)}
 	}
 	name := *deviceName
 	if name == "" {
 		name = hostName()
 	}
-	if len(name) > signin.MaxDeviceName || !utf8.ValidString(name) || name == "" {
-		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, signin.MaxDeviceName)}
+	if len(name) > firstparty.MaxDeviceName || !utf8.ValidString(name) || name == "" {
+		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, firstparty.MaxDeviceName)}
 	}
 
 	if err := reachable(ctx, st.endpoint); err != nil {
 		return err
 	}
-	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: signin.CLI, DeviceName: name, Invite: *invite})
+	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: firstparty.CLI, DeviceName: name, Invite: *invite})
 	if err != nil {
 		return err
 	}
@@ -65,18 +65,18 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	res, err := flow.Wait(wctx)
 	if err != nil {
 		var oe *loopback.OAuthError
-		if errors.As(err, &oe) && oe.Code == signin.ErrAccessDenied {
+		if errors.As(err, &oe) && oe.Code == firstparty.ErrAccessDenied {
 			return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
 		}
 		return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, signin.CLI.ID, res)
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, firstparty.CLI.ID, res)
 	if err != nil {
 		return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
 	}
 	// Contract: a new CLI login revokes the browser token it replaces.
 	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == cliconfig.SourceBrowser && old.Token != tok.AccessToken {
-		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, signin.CLI.ID, old.Token); err != nil {
+		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, firstparty.CLI.ID, old.Token); err != nil {
 			fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
 		}
 	}
@@ -123,7 +123,7 @@ func hostName() string {
 	if err != nil || name == "" {
 		return "cocoonbox CLI"
 	}
-	for len(name) > signin.MaxDeviceName {
+	for len(name) > firstparty.MaxDeviceName {
 		_, size := utf8.DecodeLastRuneInString(name)
 		name = name[:len(name)-size]
 	}

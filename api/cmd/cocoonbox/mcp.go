@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cocoonbox/cocoonbox/api/mcp"
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 )
 
 // mcpClients are the coding CLIs `cocoonbox mcp` writes a snippet for.
@@ -36,7 +36,7 @@ func mcpSnippet(args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	url := st.endpoint + mcp.Path
+	url := st.endpoint + mcpurl.Path
 	for i, c := range which {
 		if i > 0 {
 			fmt.Fprintln(stdout)

@@ -17,8 +17,8 @@ import (
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/session"
-	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/session/execrules"
+	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 )
 
@@ -105,13 +105,13 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		}
 	}
 	client := controlv1connect.NewSessionClient(streamClient(st.endpoint, pingAfter), st.endpoint,
-		connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil), connect.WithInterceptors(tokens.Bearer(token)))
+		connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil), connect.WithInterceptors(bearer.Interceptor(token)))
 	term := newTerminal(a.tty, stdin)
 	defer term.restore()
 	start := &controlv1.SessionExecStart{Box: a.box, Command: a.command}
 	if a.tty {
 		start.Tty, start.Term = term.size(), os.Getenv("TERM")
-		if session.CheckTerm(start.Term) != nil {
+		if !execrules.IsTerm(start.Term) {
 			start.Term = "" // the api's default (xterm-256color) over a refusal
 		} else {
 			uploadTerminfo(ctx, client, a.box, start.Term)
@@ -202,8 +202,8 @@ func runRemote(ctx context.Context, client controlv1connect.SessionClient, start
 }
 
 // stdinChunk is what one stdin message carries at most (the api's
-// session.Chunk).
-const stdinChunk = session.Chunk
+// execrules.Chunk).
+const stdinChunk = execrules.Chunk
 
 // feedStdin sends stdin to its end, then stdin_eof. Without a tty nothing
 // more will be sent, so the request side closes too; with one, resizes

@@ -1,10 +1,11 @@
-// Package signin is the authorization server of the first-party clients: the
-// RFC 8252 loopback browser sign-in of the cocoonbox CLI and the app, from the
-// consent page to the device token. One file per endpoint, each following the
-// RFC section it implements.
+// Package firstparty is what the first-party clients (the cocoonbox CLI,
+// the app) and the sign-in server agree on: the clients and their scope, the
+// authorize request's parameters and bounds, PKCE's S256, and the OAuth
+// error codes. It holds no server code, so the CLI links it without the
+// server's packages (PostgreSQL, migrations, the MCP SDK).
 //
 // Contract: Browser sign-in and device tokens.
-package signin
+package firstparty
 
 // Scope is the only scope of the first-party clients: the whole account.
 // No other client may ask for it, and they may ask for nothing else.

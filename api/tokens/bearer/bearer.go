@@ -1,4 +1,8 @@
-package tokens
+// Package bearer is the client's side of the api's token check, apart from
+// the check itself (api/tokens) so that a client links no server package.
+//
+// Contract: Browser sign-in and device tokens.
+package bearer
 
 import (
 	"context"
@@ -6,10 +10,9 @@ import (
 	"connectrpc.com/connect"
 )
 
-// Bearer is the client's side of the token check: an interceptor that puts
-// token on every call a connect client makes, unary or streaming
-// (Boxes.Events, Session.Exec), as Authorization: Bearer <token>.
-func Bearer(token string) connect.Interceptor { return bearerInterceptor(token) }
+// Interceptor puts token on every call a connect client makes, unary or
+// streaming (Boxes.Events, Session.Exec), as Authorization: Bearer <token>.
+func Interceptor(token string) connect.Interceptor { return bearerInterceptor(token) }
 
 type bearerInterceptor string
 
@@ -28,7 +31,7 @@ func (b bearerInterceptor) WrapStreamingClient(next connect.StreamingClientFunc)
 	}
 }
 
-// WrapStreamingHandler leaves a handler alone: Bearer is a client's.
+// WrapStreamingHandler leaves a handler alone: the interceptor is a client's.
 func (b bearerInterceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return next
 }
