@@ -1,8 +1,11 @@
 package inbox_test
 
 import (
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -121,5 +124,76 @@ func TestTranscriptFallbackForANameWithUnderscore(t *testing.T) {
 	st := e.mustVerb(nil, "status", "--repo", "ku")["sessions"].([]any)[0].(map[string]any)
 	if st["status"] != "working" || st["hooks_silent"] != true || st["transcript_mtime_ms"].(float64) == 0 {
 		t.Errorf("status with the hooks blocked: %v", st)
+	}
+}
+
+// Deliver 5 of issue 22: the inbox's tmux never reads the user's
+// ~/.tmux.conf; there remain-on-exit on kept a dead CLI's pane, and its
+// session stayed working. A server the inbox starts reads its pinned
+// config (-f); in the user's own server, already running with that
+// config, the session's window has it off, so the session ends with the
+// CLI; and a pane kept anyway (a pane option the user's hook set) is seen
+// dead.
+func TestRemainOnExitInTheUsersTmuxConf(t *testing.T) {
+	for _, c := range []struct {
+		name              string
+		usersServer, pane bool
+	}{{"the inbox's server", false, false}, {"the user's server", true, false}, {"a pane kept by the user", true, true}} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			must(t, os.WriteFile(filepath.Join(e.home, ".tmux.conf"), []byte("set -g remain-on-exit on\n"), 0o644))
+			if c.usersServer {
+				must(t, exec.Command("tmux", "new-session", "-d", "-s", "mine").Run())
+			}
+			if _, code := e.macSide(e.hostRepo("roe"), "kr", "roe", "claude", "off1"); code != 0 {
+				t.Fatal("send failed")
+			}
+			out, _ := exec.Command("tmux", "show-options", "-g", "remain-on-exit").Output()
+			if got := strings.TrimSpace(string(out)); got != map[bool]string{false: "remain-on-exit off", true: "remain-on-exit on"}[c.usersServer] {
+				t.Errorf("the server's remain-on-exit: %q", got)
+			}
+			e.waitFor("idle", func() (bool, string) { s := e.status("kr"); return s == "idle", s })
+			if c.pane {
+				must(t, exec.Command("tmux", "set-option", "-p", "-t", "=cb-off-kr-claude:", "remain-on-exit", "on").Run())
+			}
+			e.mustVerb([]byte("standin: die"), "send", "--repo", "kr", "--message")
+			e.waitFor("stopped", func() (bool, string) { s := e.status("kr"); return s == "stopped", s })
+			if gone := exec.Command("tmux", "has-session", "-t", "=cb-off-kr-claude").Run() != nil; gone == c.pane {
+				t.Errorf("the session of the dead CLI: gone %v", gone)
+			}
+		})
+	}
+}
+
+// Deliver 5 of issue 22: an interrupt sent while the session is still
+// starting waits until the CLI took its first prompt, then is delivered
+// (Esc, the paste, Enter); pasted at once, a TUI still starting drops it
+// while the inbox marked it delivered.
+func TestAnInterruptWaitsForTheFirstPrompt(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("ia")
+	hold := filepath.Join(e.home, ".standin/hold-start")
+	must(t, os.MkdirAll(filepath.Dir(hold), 0o700))
+	must(t, os.WriteFile(hold, nil, 0o600))
+	sent := make(chan int, 1)
+	go func() { _, code := e.macSide(host, "ka", "ia", "claude", "off1"); sent <- code }()
+	e.waitFor("the session starting", func() (bool, string) {
+		s := e.status("ka")
+		return s == "starting" && e.standin("claude", "argv.json") != "", s
+	})
+	r := e.mustVerb([]byte("stop that"), "send", "--repo", "ka", "--message", "--interrupt")
+	if r["delivery"] != "queued" {
+		t.Errorf("an interrupt to a starting session: %v, want queued", r)
+	}
+	must(t, os.Remove(hold))
+	if code := <-sent; code != 0 {
+		t.Fatalf("send exited %d", code)
+	}
+	e.waitFor("the interrupt's message after the first prompt", func() (bool, string) {
+		m := e.messages("claude")
+		return len(m) == 2 && m[1] == "stop that", fmt.Sprintf("%q; events %s", m, e.standin("claude", "events.jsonl"))
+	})
+	if ev := e.standin("claude", "events.jsonl"); !strings.Contains(ev, `"interrupt"`) || strings.Contains(ev, "dropped") {
+		t.Errorf("the CLI's events: %s; want the Esc, nothing dropped", ev)
 	}
 }

@@ -83,12 +83,17 @@ func (s *Server) send(req *offload.Request) (map[string]any, error) {
 		}
 		return map[string]any{"seq": m.Seq, "delivery": "started"}, nil
 	}
-	if req.Interrupt {
-		if err := s.tm.key(se.Tmux, "Escape"); err != nil {
+	// An interrupt waits while the session is starting: the CLI has not
+	// taken its first prompt, and what is typed into it then is lost (the
+	// real claude dropped the Esc and the paste's first character and never
+	// submitted it). The first prompt's taking delivers it
+	// (setStatusLocked).
+	switch {
+	case req.Interrupt && se.Status != offload.StatusStarting:
+		if err := s.interruptLocked(se, &m); err != nil {
 			return nil, err
 		}
-	}
-	if idle(se.Status) || req.Interrupt {
+	case idle(se.Status):
 		if err := s.pasteLocked(se, &m); err != nil {
 			return nil, err
 		}
@@ -222,7 +227,7 @@ func (s *Server) status(repo string) (map[string]any, error) {
 		st := SessionStatus{Repo: key, Name: se.Name, CLI: se.CLI, OffloadID: se.OffloadID,
 			Status: se.Status, HookAtMs: se.HookAtMs}
 		st.Copy, _ = s.Store.CopyState(key)
-		if st.TmuxAlive = s.tm.hasSession(se.Tmux); st.TmuxAlive {
+		if st.TmuxAlive = s.tm.alive(se.Tmux); st.TmuxAlive {
 			_, st.WindowActivityMs, _ = s.tm.pane(se.Tmux)
 		}
 		st.TranscriptMtimeMs = s.transcriptMtime(se)

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -72,6 +73,20 @@ func (s *Server) init() {
 	s.envSteps = map[string]chan struct{}{}
 }
 
+// pinTmuxConfig writes Config to tmux.conf in the state directory and
+// points every tmux command at it.
+func (s *Server) pinTmuxConfig() error {
+	if err := os.MkdirAll(s.Store.Paths.State, 0o700); err != nil {
+		return err
+	}
+	conf := filepath.Join(s.Store.Paths.State, "tmux.conf")
+	if err := offload.WriteFile(conf, []byte(Config)); err != nil {
+		return fmt.Errorf("write the pinned tmux config: %w", err)
+	}
+	s.tm = tmux{conf: conf}
+	return nil
+}
+
 // Listen binds the socket at path: a stale socket is removed first, and
 // the umask is 0117 while it is made, so it is 0660 from its first moment
 // (its group is the directory's, cbagent by the setgid bit).
@@ -100,6 +115,9 @@ func Listen(path string) (net.Listener, error) {
 func (s *Server) Serve(ctx context.Context, ln net.Listener, ready func()) error {
 	s.init()
 	s.ctx = ctx
+	if err := s.pinTmuxConfig(); err != nil {
+		return err
+	}
 	s.mu.Lock()
 	err := s.rescanLocked()
 	s.mu.Unlock()

@@ -151,6 +151,7 @@ func (s *Server) eventOf(se *offload.Session) WatchEvent {
 // next queued message.
 func (s *Server) setStatusLocked(se *offload.Session, status string) error {
 	changed := se.Status != status
+	tookFirst := se.Status == offload.StatusStarting && status == offload.StatusWorking
 	se.Status = status
 	if err := s.Store.SaveSession(se); err != nil {
 		return err
@@ -165,7 +166,37 @@ func (s *Server) setStatusLocked(se *offload.Session, status string) error {
 	if idle(status) {
 		return s.deliverNextLocked(se)
 	}
+	if tookFirst {
+		return s.deliverInterruptsLocked(se)
+	}
 	return nil
+}
+
+// deliverInterruptsLocked delivers the interrupts that waited for the
+// session to take its first prompt, oldest first.
+func (s *Server) deliverInterruptsLocked(se *offload.Session) error {
+	msgs, err := s.Store.Messages(se.Repo)
+	if err != nil {
+		return err
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		if m.State == offload.MsgQueued && m.Interrupt && !m.Start && m.OffloadID == se.OffloadID {
+			if err := s.interruptLocked(se, m); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// interruptLocked sends Esc, then pastes m (Contract: Offload, Inbox:
+// "interrupt sends Esc first").
+func (s *Server) interruptLocked(se *offload.Session, m *offload.Message) error {
+	if err := s.tm.key(se.Tmux, "Escape"); err != nil {
+		return err
+	}
+	return s.pasteLocked(se, m)
 }
 
 // deliverNextLocked pastes the next queued message: a BACK first, else the
@@ -282,7 +313,7 @@ func (s *Server) rescanLocked() error {
 					return err
 				}
 				se = s.sessions[key]
-			case se != nil && (m.State == offload.MsgPasting || m.State == offload.MsgPasted) && s.tm.hasSession(se.Tmux):
+			case se != nil && (m.State == offload.MsgPasting || m.State == offload.MsgPasted) && s.tm.alive(se.Tmux):
 				if err := s.finishLocked(se, m); err != nil {
 					return err
 				}
@@ -291,12 +322,12 @@ func (s *Server) rescanLocked() error {
 		// A message stored while the session was idle, whose paste a crash
 		// cut short before it began, is still queued: an idle session gets
 		// it now, not at an idle that may never come.
-		if se != nil && idle(se.Status) && s.tm.hasSession(se.Tmux) {
+		if se != nil && idle(se.Status) && s.tm.alive(se.Tmux) {
 			if err := s.deliverNextLocked(se); err != nil {
 				return err
 			}
 		}
-		if se != nil && se.Status != offload.StatusStopped && !s.tm.hasSession(se.Tmux) {
+		if se != nil && se.Status != offload.StatusStopped && !s.tm.alive(se.Tmux) {
 			s.Log.Send(journal.Notice, msgRestartCheck, fmt.Sprintf("%s session of %s is gone (reboot or restore): restarting it from its last hand-over", se.CLI, key),
 				"COCOONBOX_OFFLOAD_REPO", key)
 			if _, err := s.restartLocked(key); err != nil {
@@ -357,7 +388,8 @@ const RestartPreamble = "Your previous session in this box ended (the box was re
 	"Continue the task from your last hand-over below; the repository in this directory holds your work so far."
 
 // poll watches the sessions that are not stopped: a tmux session that is
-// gone (the CLI exited: the pane's process is the CLI) makes it stopped;
+// gone or whose pane is dead (the CLI exited: the pane's process is the
+// CLI) makes it stopped;
 // a starting session whose transcript appeared is working.
 func (s *Server) poll(ctx context.Context) {
 	t := time.NewTicker(s.PollInterval)
@@ -373,7 +405,7 @@ func (s *Server) poll(ctx context.Context) {
 			if se.Status == offload.StatusStopped {
 				continue
 			}
-			if !s.tm.hasSession(se.Tmux) {
+			if !s.tm.alive(se.Tmux) {
 				s.setStatusLocked(se, offload.StatusStopped)
 				continue
 			}

@@ -11,9 +11,27 @@ import (
 // tmux runs the tmux client against the user's default server, the one
 // `tmux attach -t cb-off-…` reaches (Contract: Offload, Watching). Targets
 // are written "=name:" so a session name never matches another by prefix.
-type tmux struct{}
+// conf, when set, is the pinned config every command passes with -f, so a
+// server the inbox starts never reads the user's ~/.tmux.conf.
+type tmux struct{ conf string }
 
-func (tmux) run(stdin []byte, args ...string) (string, error) {
+// Config is the inbox's pinned tmux config (Deliver 5 of issue 22): a
+// server that the inbox starts reads it instead of ~/.tmux.conf, where a
+// remain-on-exit on kept a dead CLI's pane, and so its session, alive.
+const Config = `# cocoonbox-offload-inbox's tmux server: started with -f this file, never
+# the user's ~/.tmux.conf (the inbox rewrites it at every start).
+# A pane whose CLI exited closes, and its session with it: a CLI that dies
+# without a hook is seen stopped.
+set -g remain-on-exit off
+# The pane runs the user's login shell, tmux's default, on whose PATH the
+# preflight found the CLI.
+set -g default-command ""
+`
+
+func (t tmux) run(stdin []byte, args ...string) (string, error) {
+	if t.conf != "" {
+		args = append([]string{"-f", t.conf}, args...)
+	}
 	cmd := exec.Command("tmux", args...)
 	if stdin != nil {
 		cmd.Stdin = bytes.NewReader(stdin)
@@ -21,7 +39,7 @@ func (tmux) run(stdin []byte, args ...string) (string, error) {
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	if err := cmd.Run(); err != nil {
-		return out.String(), fmt.Errorf("tmux %s: %w: %s", args[0], err, strings.TrimSpace(errb.String()))
+		return out.String(), fmt.Errorf("tmux %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(errb.String()))
 	}
 	return out.String(), nil
 }
@@ -34,15 +52,26 @@ func (t tmux) hasSession(session string) bool {
 	return err == nil
 }
 
+// alive says whether the session exists and its pane's process has not
+// exited (a dead pane that a remain-on-exit keeps is not alive).
+func (t tmux) alive(session string) bool {
+	out, err := t.run(nil, "display-message", "-p", "-t", target(session), "#{pane_dead}")
+	return err == nil && strings.TrimSpace(out) == "0"
+}
+
 // newSession starts a detached session whose one pane runs the user's
 // login shell (tmux's default) in dir, with env in the session's
-// environment.
+// environment. Its window's remain-on-exit is set off, since a server the
+// user started first has read the user's config, not ours.
 func (t tmux) newSession(session, dir string, env []string) error {
 	args := []string{"new-session", "-d", "-s", session, "-c", dir, "-x", "200", "-y", "50"}
 	for _, e := range env {
 		args = append(args, "-e", e)
 	}
-	_, err := t.run(nil, args...)
+	if _, err := t.run(nil, args...); err != nil {
+		return err
+	}
+	_, err := t.run(nil, "set-option", "-w", "-t", target(session), "remain-on-exit", "off")
 	return err
 }
 

@@ -20,7 +20,9 @@
 //   - writes its transcript where the real CLI does (claude:
 //     ~/.claude/projects/<cwd, every non-alphanumeric as ->/), and calls
 //     no hook while $HOME/.standin/no-hooks exists (hooks blocked by a
-//     managed setting).
+//     managed setting);
+//   - stays starting (no prompt taken) while $HOME/.standin/hold-start
+//     exists, and then drops what was typed meanwhile, as a TUI does.
 //
 // /exit (claude) or /quit (codex) ends it; claude then calls SessionEnd.
 package main
@@ -79,8 +81,17 @@ func main() {
 		fatal("no prompt")
 	}
 	prompt := args[len(args)-1]
+	for hold := filepath.Join(stateDir, "hold-start"); exists(hold); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	old := rawMode()
 	defer restore(old)
+	// A TUI taking the terminal drops what was typed before it was ready,
+	// as the real claude did with an Esc and a paste sent while it started.
+	if n := pending(); n > 0 {
+		appendLine("events.jsonl", fmt.Sprintf("dropped %d bytes typed while starting", n))
+	}
+	unix.IoctlSetInt(0, unix.TCFLSH, unix.TCIFLUSH)
 	os.Stdout.WriteString("\x1b[?2004h") // bracketed paste on, as both CLIs do
 	submit(prompt)
 	readLoop()
@@ -103,6 +114,14 @@ func authStatus() {
 		fmt.Println(`{"loggedIn": false, "authMethod": "none"}`)
 		os.Exit(1)
 	}
+}
+
+func exists(path string) bool { _, err := os.Stat(path); return err == nil }
+
+// pending is how many bytes wait unread on the terminal.
+func pending() int {
+	n, _ := unix.IoctlGetInt(0, unix.TIOCINQ)
+	return n
 }
 
 func fatal(format string, a ...any) {
