@@ -197,3 +197,38 @@ func TestAnInterruptWaitsForTheFirstPrompt(t *testing.T) {
 		t.Errorf("the CLI's events: %s; want the Esc, nothing dropped", ev)
 	}
 }
+
+// Contract: Offload, Hand-over ("at most 256 KiB") and Box CLI in tmux:
+// a first prompt with a 200 KiB hand-over reaches the CLI, which takes it
+// (accepted): over MaxPromptArg the argument tells it to read the prompt
+// file, which holds the whole prompt (as one argv word it failed the exec
+// with "Argument list too long" and the session stayed starting).
+func TestA200KiBHandoverReachesTheCLI(t *testing.T) {
+	for _, cli := range []string{"claude", "codex"} {
+		t.Run(cli, func(t *testing.T) {
+			e := newEnv(t)
+			var lines []string
+			for i := 0; len(lines)*64 < 200<<10; i++ {
+				lines = append(lines, fmt.Sprintf("- step %05d of a long plan, written out in the hand-over in full", i))
+			}
+			e.handover = Handover("a long task", lines...)
+			if n := len(e.handover); n < 200<<10 || n > 256<<10 {
+				t.Fatalf("the hand-over is %d bytes", n)
+			}
+			send, code := e.macSide(e.hostRepo("long"), "kl", "long", cli, "off1")
+			if code != 0 || send["accepted"] != true {
+				t.Fatalf("send of a 200 KiB hand-over: %d %v", code, send)
+			}
+			promptFile := filepath.Join(e.paths.State, "kl/prompt.md")
+			prompt, err := os.ReadFile(promptFile)
+			must(t, err)
+			if !strings.Contains(string(prompt), e.handover) {
+				t.Error("prompt.md lacks the hand-over")
+			}
+			m := e.messages(cli)
+			if len(m) == 0 || !strings.Contains(m[0], promptFile) || !strings.Contains(m[0], fmt.Sprint(len(prompt))) {
+				t.Errorf("the CLI's first prompt %.200q does not name %s and its size", m, promptFile)
+			}
+		})
+	}
+}

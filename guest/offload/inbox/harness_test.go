@@ -82,6 +82,8 @@ type env struct {
 	srv   *inbox.Server
 	stop  context.CancelFunc
 	done  chan error
+	// handover, when set, is the hand-over macSide sends.
+	handover string
 }
 
 // newEnv makes the world and starts the inbox. The tests of this file

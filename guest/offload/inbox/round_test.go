@@ -59,7 +59,11 @@ func (e *env) macSide(host, key, name, kind, id string, extra ...[2]string) (map
 	git(e.t, host, args...)
 	bundle, err := os.ReadFile(filepath.Join(e.dir, "offload.bundle"))
 	must(e.t, err)
-	members := [][2]string{{"handover.md", Handover("a test task")},
+	ho := e.handover
+	if ho == "" {
+		ho = Handover("a test task")
+	}
+	members := [][2]string{{"handover.md", ho},
 		{"env.json", `{"v":1,"tools":{},"package_managers":{},"files":[],"lockfiles":[]}`},
 		{"offload.bundle", string(bundle)}}
 	members = append(members, extra...)

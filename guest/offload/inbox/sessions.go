@@ -36,18 +36,38 @@ func (s *Server) hooksFile(repo string) ([]byte, error) {
 	return json.MarshalIndent(map[string]any{"skipDangerousModePermissionPrompt": true, "hooks": hooks}, "", "  ")
 }
 
-// commandLine is the line typed into the session's login shell. exec makes
-// the CLI the pane's process, so the pane (and the session) ends when the
-// CLI does, hook or no hook.
-func (s *Server) commandLine(repo, cli string) string {
-	prompt := shellQuote(filepath.Join(s.Store.Paths.Repo(repo), "prompt.md"))
+// MaxPromptArg is the longest first prompt (bytes) that goes to the CLI
+// as its argument, "$(cat <prompt file>)": Linux caps one argv string at
+// MAX_ARG_STRLEN (128 KiB with its NUL), and a longer one failed the exec
+// ("Argument list too long") with the session left starting. The contract
+// allows a 256 KiB hand-over; a prompt over this stays in the prompt file
+// and the argument is PromptPointer, telling the CLI to read it.
+const MaxPromptArg = 127 << 10
+
+// PromptPointer is the first prompt that stands for a prompt file too
+// long for the command line.
+func PromptPointer(path string, size int) string {
+	return fmt.Sprintf("Your first prompt is too long for a command line (%d bytes), so it is in the file %s. "+
+		"Read that whole file now, in parts if your tool truncates it, and follow it as your first prompt: "+
+		"it holds your instructions, the hand-over of the task and what the packer attached.", size, path)
+}
+
+// commandLine is the line typed into the session's login shell, for a
+// first prompt of size bytes. exec makes the CLI the pane's process, so
+// the pane (and the session) ends when the CLI does, hook or no hook.
+func (s *Server) commandLine(repo, cli string, size int) string {
+	path := filepath.Join(s.Store.Paths.Repo(repo), "prompt.md")
+	prompt := fmt.Sprintf(`"$(cat %s)"`, shellQuote(path))
+	if size > MaxPromptArg {
+		prompt = shellQuote(PromptPointer(path, size))
+	}
 	switch cli {
 	case "codex":
 		notify := fmt.Sprintf(`notify=["%s","offload","event","--repo","%s","--cli","codex","--hook","notify"]`, s.Agent, repo)
-		return fmt.Sprintf(`exec codex --dangerously-bypass-approvals-and-sandbox -c %s "$(cat %s)"`, shellQuote(notify), prompt)
+		return fmt.Sprintf(`exec codex --dangerously-bypass-approvals-and-sandbox -c %s %s`, shellQuote(notify), prompt)
 	default:
 		hooks := shellQuote(filepath.Join(s.Store.Paths.Repo(repo), "hooks.json"))
-		return fmt.Sprintf(`exec claude --dangerously-skip-permissions --settings %s "$(cat %s)"`, hooks, prompt)
+		return fmt.Sprintf(`exec claude --dangerously-skip-permissions --settings %s %s`, hooks, prompt)
 	}
 }
 
@@ -93,7 +113,7 @@ func (s *Server) startLocked(repo, name, cli string, m offload.Message) error {
 	if err := s.tm.newSession(se.Tmux, s.Store.Paths.Copy(name), env); err != nil {
 		return err
 	}
-	if err := s.tm.typeLine(se.Tmux, s.commandLine(repo, cli)); err != nil {
+	if err := s.tm.typeLine(se.Tmux, s.commandLine(repo, cli, len(m.Body))); err != nil {
 		return err
 	}
 	se.PanePID, _, _ = s.tm.pane(se.Tmux)
