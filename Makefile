@@ -42,7 +42,7 @@ help:
 	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
 	@echo 'make fuzz        each fuzz target for FUZZTIME executions (20000x); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
-	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck, tests/lint-box-networks, the generated api code checked'
+	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck, tests/lint-box-networks, tests/lint-links (doc links and cited sections resolve), the generated api code checked'
 	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
 	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 
@@ -110,6 +110,7 @@ lint:
 	go run $(STATICCHECK) ./... ./api/...
 	tests/lint-shell
 	tests/lint-box-networks
+	tests/lint-links
 	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).

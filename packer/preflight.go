@@ -87,7 +87,7 @@ func listFiles(top string) (*repoFiles, error) {
 
 // HostFindings is the host half of the preflight for the repository at
 // top (Contract: Offload, Preflight; each macOS probe has its Linux
-// counterpart, see the README): macOS-only work, local services, VPN-only
+// counterpart, docs/packer.md, "The Mac's paths and probes on Linux"): macOS-only work, local services, VPN-only
 // hosts, secrets not opted in, LFS and submodules. optedIn are repos.json's
 // secret entries of the repo.
 func HostFindings(top, handover string, optedIn []string) ([]Finding, error) {

@@ -220,7 +220,7 @@ func (h *Handler) Delete(ctx context.Context, req *connect.Request[controlv1.Con
 const DefaultDailyCapMicros = 5_000_000
 
 // Usage answers stub figures: zeros and the default cap (model usage is
-// not metered yet; the README says so).
+// not metered yet; docs/box-lifecycle.md, "Configuration (api.yaml)", says so).
 func (h *Handler) Usage(ctx context.Context, _ *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error) {
 	if _, err := h.who(ctx); err != nil {
 		return nil, err

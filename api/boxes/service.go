@@ -14,7 +14,7 @@
 // box take turns on a PostgreSQL advisory lock, so two apis on one database
 // never act on one box at once; an api that dies mid-operation leaves its
 // instance lock free, and any api adopts and finishes (or fails) what it
-// left (recover.go). The README's "Boxes" section tells the whole story.
+// left (recover.go). docs/box-lifecycle.md tells the whole story.
 package boxes
 
 import (

@@ -25,7 +25,7 @@ import (
 // waited on, and a look inside the box that does not go through the api.
 
 // LocalSandbox is api.yaml's sandbox mapping for the api's in-process
-// supervisor (docs/box-lifecycle.md, "api.yaml's sandbox keys"): the image
+// supervisor (docs/box-lifecycle.md, "Configuration (api.yaml)"): the image
 // catalog, the machines' state directory, and a bridge and gateway of the
 // caller's own, so its boxes run beside other packages' tests.
 func LocalSandbox(images, stateDir, bridge, gateway string) string {

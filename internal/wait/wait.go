@@ -1,5 +1,5 @@
 // Package wait is the one way a test, or the demo, waits for something:
-// on a condition, never for a time (DESIGN.md, "Tests": a helper that
+// on a condition, never for a time (STYLE.md, "Tests": a helper that
 // polls a condition with a deadline and on timeout prints what it saw).
 // The booted-box tests, the host-level tests of both modules and `make
 // demo` share it.

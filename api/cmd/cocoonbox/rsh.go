@@ -228,7 +228,7 @@ func feedStdin(stdin io.Reader, tty bool, send func(*controlv1.SessionExecReques
 }
 
 // explainRsh says what failed, with the exit code of the project's table
-// (README, "Exit codes"): 65 a rule the request broke, 66 no such box, 69
+// (docs/conventions.md, "Exit codes"): 65 a rule the request broke, 66 no such box, 69
 // the box or the api is not running, 74 the stream broke, 1 otherwise.
 func (s *state) explainRsh(err error) error {
 	var ce *connect.Error

@@ -52,7 +52,7 @@ func VolumeName(runID, leaseID string) string {
 // WorkspaceVolume is the named volume that carries the run's workspace
 // into the primary container at its workspaceFolder. The contract allows
 // no writable bind, so the checked-out workspace is copied into this
-// volume before the CLI runs (see the README's "BranchBox" section).
+// volume before the CLI runs (docs/branchbox.md, "Managed launches (`feature launch`)").
 func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-workspace" }
 
 // configDropped are devcontainer.json keys a managed launch removes: the

@@ -13,14 +13,14 @@ import (
 // CopyTree copies the checked-out workspace src into dst (an existing empty
 // directory: the workspace volume as the engine holds it), so the primary
 // container gets the workspace without any bind (Security contract: no
-// writable bind; the README's "BranchBox" says why a copy). Directories,
-// regular files and symlinks are copied with their permission bits (no
-// setuid, setgid or sticky bit) and given uid:gid, the container's
-// consumer; symlinks are recreated, never followed; other file types are
-// skipped. The worktree's top-level .git file is left out: it names the
-// guest's shared Git metadata, which stays outside. Every open is on a
-// descriptor below the one before (openat2, no symlink), so a path swapped
-// while it copies is never followed out of src. Run as root.
+// writable bind; docs/branchbox.md, "Managed launches (`feature launch`)",
+// says why a copy). Directories, regular files and symlinks are copied with
+// their permission bits (no setuid, setgid or sticky bit) and given uid:gid,
+// the container's consumer; symlinks are recreated, never followed; other
+// file types are skipped. The worktree's top-level .git file is left out: it
+// names the guest's shared Git metadata, which stays outside. Every open is
+// on a descriptor below the one before (openat2, no symlink), so a path
+// swapped while it copies is never followed out of src. Run as root.
 func CopyTree(src, dst string, uid, gid int) error {
 	sfd, err := rundir.OpenPath(src, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {

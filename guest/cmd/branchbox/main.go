@@ -72,7 +72,7 @@ launch       (version 3, materialized) start the managed Dev Container:
 dispatch-tool  handle one request of tool-request lease L: the provider
              user checked again, then requests/ID.json claimed, recorded,
              relayed to the linked endpoint and answered in responses/ID.json
-             (see the README). Exit 75 with {"status":"not-pending",
+             (docs/branchbox.md). Exit 75 with {"status":"not-pending",
              "retryable":true} when no request arrived within S seconds
              (default 0: look once), or {"status":"transport-retry"} when a
              signed exact replay could not reach the endpoint in time;

@@ -102,7 +102,7 @@ type BoxesClient interface {
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
 	// Usage answers the user's model usage. Stub figures (all zero, the
-	// default cap) until model usage is metered; the README says so.
+	// default cap) until model usage is metered (docs/box-lifecycle.md).
 	Usage(context.Context, *connect.Request[v1.UsageRequest]) (*connect.Response[v1.UsageResponse], error)
 	// Events streams the caller's box events with seq > after (0: from the
 	// oldest kept), then new ones as they happen, until the call ends. A
@@ -290,7 +290,7 @@ type BoxesHandler interface {
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
 	// Usage answers the user's model usage. Stub figures (all zero, the
-	// default cap) until model usage is metered; the README says so.
+	// default cap) until model usage is metered (docs/box-lifecycle.md).
 	Usage(context.Context, *connect.Request[v1.UsageRequest]) (*connect.Response[v1.UsageResponse], error)
 	// Events streams the caller's box events with seq > after (0: from the
 	// oldest kept), then new ones as they happen, until the call ends. A
