@@ -1,6 +1,7 @@
 package offload
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -24,7 +25,12 @@ func BenchmarkReadWaitWakeupInBox(b *testing.B) {
 			offload.Call(sock, &offload.Request{Op: "read", Repo: "bench", Since: since, WaitMs: 10_000}, 20*time.Second)
 			got <- time.Now()
 		}()
-		time.Sleep(5 * time.Millisecond) // the read reaches the inbox first; not part of the measure
+		// The read waits before the post (the status op's parked); not
+		// part of the measure. A sleep let a late read be no long poll.
+		box.Eventually(b, 10*time.Second, "the read parked", func() (bool, string) {
+			resp, err := offload.Call(sock, &offload.Request{Op: "status"}, 10*time.Second)
+			return err == nil && resp["parked"] == float64(1), fmt.Sprint(resp, err)
+		})
 		start := time.Now()
 		resp, err := offload.Call(sock, &offload.Request{Op: "post", Repo: "bench", Kind: "question", Body: "q?"}, 10*time.Second)
 		if err != nil {

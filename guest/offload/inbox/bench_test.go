@@ -25,14 +25,11 @@ func BenchmarkReadWaitWakeup(b *testing.B) {
 	since := int64(0)
 	for i := 0; i < b.N*20; i++ {
 		got := make(chan time.Time, 1)
-		waiting := make(chan struct{})
 		go func() {
-			close(waiting)
 			offload.Call(e.paths.Socket, &offload.Request{Op: "read", Repo: "bench", Since: since, WaitMs: 10_000}, 20*time.Second)
 			got <- time.Now()
 		}()
-		<-waiting
-		time.Sleep(2 * time.Millisecond) // the read reaches the inbox first; not part of the measure
+		e.waitParked(1) // the read waits before the post; not part of the measure
 		start := time.Now()
 		resp, err := offload.Call(e.paths.Socket, &offload.Request{Op: "post", Repo: "bench", Kind: "question", Body: "q?"}, 10*time.Second)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -215,6 +216,16 @@ func (e *env) status(key string) string {
 	}
 	st, _ := ss[0].(map[string]any)["status"].(string)
 	return st
+}
+
+// waitParked waits until n read requests are parked in a long poll (the
+// status op's parked).
+func (e *env) waitParked(n int) {
+	e.t.Helper()
+	e.waitFor(fmt.Sprintf("%d parked reads", n), func() (bool, string) {
+		resp, err := offload.Call(e.paths.Socket, &offload.Request{Op: "status"}, 10*time.Second)
+		return err == nil && resp["parked"] == float64(n), fmt.Sprint(resp, err)
+	})
 }
 
 func must(t testing.TB, err error) {

@@ -172,7 +172,9 @@ func TestVerbWithTheInboxDown(t *testing.T) {
 }
 
 // read --wait long-polls: it returns as soon as a post lands, with that
-// entry once; a read after it returns nothing new.
+// entry once; a read after it returns nothing new. The post waits until
+// the inbox says the read is parked (a sleep let a late read pass
+// without a long poll).
 func TestReadWaitReturnsEachEntryOnce(t *testing.T) {
 	e := newEnv(t)
 	got := make(chan map[string]any, 1)
@@ -180,7 +182,7 @@ func TestReadWaitReturnsEachEntryOnce(t *testing.T) {
 		resp, _, _ := e.verb(nil, "read", "--repo", "k8", "--since", "0", "--wait", "20")
 		got <- resp
 	}()
-	time.Sleep(200 * time.Millisecond) // let the read start waiting; the answer must not depend on it
+	e.waitParked(1) // the post must land while the read waits, or the long poll goes untested
 	e.mustVerb([]byte("Is this a question?"), "post", "--question", "--repo", "k8")
 	resp := <-got
 	es, _ := resp["entries"].([]any)

@@ -172,26 +172,36 @@ func (s *Server) read(ctx context.Context, req *offload.Request) (map[string]any
 			status = se.Status
 		}
 		changed := s.changed
+		left := time.Until(deadline)
+		done := err != nil || len(entries) > 0 || left <= 0
+		if !done {
+			s.parked++
+		}
 		s.mu.Unlock()
 		if err != nil {
 			return nil, err
 		}
-		left := time.Until(deadline)
-		if len(entries) > 0 || left <= 0 {
+		if done {
 			if entries == nil {
 				entries = []offload.Entry{}
 			}
 			return map[string]any{"entries": entries, "status": status}, nil
 		}
 		timer := time.NewTimer(left)
+		var stopping bool
 		select {
 		case <-changed:
 		case <-timer.C:
 		case <-ctx.Done():
-			timer.Stop()
-			return nil, offload.Errorf(offload.CodeFailed, "the inbox is stopping")
+			stopping = true
 		}
 		timer.Stop()
+		s.mu.Lock()
+		s.parked--
+		s.mu.Unlock()
+		if stopping {
+			return nil, offload.Errorf(offload.CodeFailed, "the inbox is stopping")
+		}
 	}
 }
 
@@ -242,7 +252,7 @@ func (s *Server) status(repo string) (map[string]any, error) {
 		}
 		out = append(out, st)
 	}
-	return map[string]any{"sessions": out}, nil
+	return map[string]any{"sessions": out, "parked": s.parked}, nil
 }
 
 // event applies a hook's report (Contract: Offload, Box CLI in tmux: the

@@ -43,6 +43,10 @@ type Server struct {
 	changed  chan struct{}
 	watchers map[chan WatchEvent]struct{}
 	envSteps map[string]chan struct{} // repo → closed when its running step ends
+	// parked is how many read requests wait in a long poll now; the status
+	// op answers it (ours, beside sessions), so a test or benchmark waits
+	// for a read to be parked instead of sleeping.
+	parked int
 }
 
 // WatchEvent is one line of the watch feed: an outbox entry (Entry and
