@@ -64,3 +64,59 @@ func TestSessionSaveWaitsForABusySessionManager(t *testing.T) {
 		}
 	}
 }
+
+// Contract: Desktop restart; issue 25. A restart right after a start whose
+// prepare failed (a regular file at ~/.cache/sessions, then moved away)
+// left the new desktop without its window manager: the old session's
+// xfwm4 was still alive when the new session started, so the new one
+// found the screen managed and exited ("Could not find a screen to
+// manage"), then the old one lost its session manager and went too;
+// xfce4-session stayed busy 32 s and session-save, with its default
+// timeout (10 s), exited 75. A session stop must end every process of the
+// old session before the new one starts.
+func TestDesktopRestartedAfterAFailedPrepareHasItsWindowManager(t *testing.T) {
+	b := bootDesk(t)
+	mustUser(t, b, "rm -rf ~/.cache/sessions && echo not-a-directory >~/.cache/sessions")
+	restartDesktop(t, b)
+	waitDesktop(t, b)
+	old := pids(b, "xfwm4")
+	if old == "" {
+		t.Fatal("the desktop started with the regular file has no xfwm4 to begin with")
+	}
+	mustUser(t, b, "mv ~/.cache/sessions ~/sessions-was-a-file")
+	scope := strings.TrimSpace(b.MustSh(t, `sed -n 's|^0::.*/||p' /proc/$(systemctl show -P MainPID cocoonbox-session.service)/cgroup`))
+	if !strings.HasPrefix(scope, "session-") {
+		t.Fatalf("the desktop's main process is in %q, not a logind session's scope", scope)
+	}
+	restartDesktop(t, b)
+	// The restart's stop is over only when the old session is: not one of
+	// its processes may meet the new desktop.
+	if left := b.MustSh(t, `ps -e -o pid=,comm=,cgroup= | grep -F '/`+scope+`' || true`); strings.TrimSpace(left) != "" {
+		t.Errorf("the restart returned with processes of the old session %s still there:\n%s", scope, left)
+	}
+	// As soon as the new xfce4-session owns its name: a save right after
+	// a restart, with session-save's default timeout.
+	res, err := asUser(b, `until dbus-send --session --print-reply=literal --dest=org.freedesktop.DBus /org/freedesktop/DBus `+
+		`org.freedesktop.DBus.NameHasOwner string:org.xfce.SessionManager 2>/dev/null | grep -q true; do sleep 0.05; done; `+saveTool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitCode != 0 {
+		t.Errorf("session-save right after the restart: exit %d, stderr %q", res.ExitCode, res.Stderr)
+	}
+	waitDesktop(t, b)
+	// Not one process of the old session is left, and the new desktop's
+	// window manager is a new xfwm4 that stays (the old one's end took
+	// the new one with it).
+	box.Eventually(t, 30*time.Second, "a new xfwm4 running in the new session", func() (bool, string) {
+		now := pids(b, "xfwm4")
+		return now != "" && now != old && !strings.Contains(","+now+",", ","+old+","), "xfwm4 PIDs " + now + " (before the restart " + old + ")"
+	})
+	out := mustUser(t, b, saveTool)
+	if !strings.Contains(out, "xfwm4") {
+		t.Errorf("the save after the restart lists no xfwm4: %q", out)
+	}
+	if now := pids(b, "xfwm4"); now == "" {
+		t.Errorf("xfwm4 is gone after the save: the desktop has no window manager")
+	}
+}

@@ -14,13 +14,20 @@
 //	                           newest save under the current host name, so
 //	                           xfce4-session restarts its clients after a
 //	                           rename.
+//	desktop-session end        ExecStopPost= of cocoonbox-session.service,
+//	                           as root ('+'): ends every logind session the
+//	                           unit opened and returns only when none of
+//	                           their processes is left (desktop.EndSessions),
+//	                           so the next start's window manager never meets
+//	                           the old one.
 //	desktop-session mousepad   from the autostart entry cocoonbox-mousepad:
 //	                           starts Mousepad when the last save recorded it
 //	                           open (its session-restore='always' reopens its
 //	                           documents) and it is not running yet.
 //
 // Exit codes (package cli, docs/conventions.md's table): 0 done (also: nothing to
-// adopt, Mousepad not to reopen); 2 bad usage; 1 failure (logged). start does not return once
+// adopt, Mousepad not to reopen, no session to end); 2 bad usage; 1 failure (logged;
+// for end: a process of an old session still there after 15 s). start does not return once
 // xfce4-session runs; it exits 1 only when it cannot exec it.
 package main
 
@@ -46,6 +53,8 @@ const (
 	msgNoSave   = "344bd5969d96453f80366413a34c7fa8"
 	msgFailed   = "fe08587a26b5406aa5df8d4c904a37ce"
 	msgMousepad = "b3ead248fd8249beac04e1e8e6414560"
+	msgEnded    = "218ee97da4ce4801bc9c88dad9019013" // the old desktop sessions ended before the next start
+	msgKilled   = "8d95ec99ba97489a867619ace5c7fdd1" // an old session's processes outlived SIGTERM and were killed
 )
 
 const (
@@ -58,13 +67,24 @@ const (
 var activationEnv = []string{"DISPLAY", "XAUTHORITY", "XDG_CURRENT_DESKTOP",
 	"XDG_SESSION_TYPE", "XDG_SESSION_DESKTOP", "DESKTOP_SESSION"}
 
-const usage = `usage: desktop-session start|prepare|mousepad
+// endGrace is how long an old session's processes have to go after
+// logind's SIGTERM before they are killed; endTimeout bounds the whole
+// end, inside the unit's TimeoutStopSec=20.
+const (
+	endGrace   = 5 * time.Second
+	endTimeout = 15 * time.Second
+)
+
+const usage = `usage: desktop-session start|prepare|end|mousepad
        desktop-session --help | --version
 
   start     prepare, then exec xfce4-session (cocoonbox-session.service)
   prepare   link ~/.cache/sessions to ~/.local/state/xfce4-session and adopt
             the newest saved session under the current host name (run
             before xfce4-session, as the desktop user)
+  end       end the desktop's logind sessions and wait until none of their
+            processes is left (cocoonbox-session.service's ExecStopPost=,
+            as root)
   mousepad  start Mousepad when the last session-save found it open
 
 Exit codes: 0 done; 2 usage; 1 failure (logged to the journal, and to
@@ -90,13 +110,13 @@ func run(args []string) int {
 		return code
 	}
 	if len(rest) != 1 {
-		return cmd.UsageError("one command is needed: start, prepare or mousepad (got %q)", rest)
+		return cmd.UsageError("one command is needed: start, prepare, end or mousepad (got %q)", rest)
 	}
 	verb := rest[0]
 	switch verb {
-	case "start", "prepare", "mousepad":
+	case "start", "prepare", "end", "mousepad":
 	default:
-		return cmd.UsageError("unknown command %q (allowed: start, prepare, mousepad)", verb)
+		return cmd.UsageError("unknown command %q (allowed: start, prepare, end, mousepad)", verb)
 	}
 	log := journal.New("cocoonbox-desktop-session")
 	log.TagBox()
@@ -107,8 +127,11 @@ func run(args []string) int {
 		log.Send(journal.Err, msgFailed, fmt.Sprintf("desktop-session %s failed: %v", verb, err))
 		return cli.Failed
 	}
-	if verb == "mousepad" {
+	switch verb {
+	case "mousepad":
 		return mousepad(log, fail)
+	case "end":
+		return end(log, fail)
 	}
 	code = prepare(log, fail)
 	if verb == "prepare" {
@@ -127,6 +150,29 @@ func run(args []string) int {
 	}
 	if err := syscall.Exec(xfce4SessionPath, []string{"xfce4-session"}, os.Environ()); err != nil {
 		return fail(fmt.Errorf("exec %s: %w", xfce4SessionPath, err))
+	}
+	return cli.OK
+}
+
+// end ends the desktop's logind sessions (desktop.EndSessions) and logs
+// what it ended; what had to be killed is a warning.
+func end(log *journal.Logger, fail func(error) int) int {
+	ctx, cancel := context.WithTimeout(context.Background(), endTimeout)
+	defer cancel()
+	start := time.Now()
+	ended, err := desktop.EndSessions(ctx, endGrace)
+	if err != nil {
+		return fail(err)
+	}
+	for _, e := range ended {
+		if e.Killed {
+			log.Send(journal.Warning, msgKilled, fmt.Sprintf("processes of the old desktop session %s outlived SIGTERM by %s and were killed", e.ID, endGrace),
+				"COCOONBOX_SESSION", e.ID, "COCOONBOX_UNIT", e.Scope)
+		}
+	}
+	if len(ended) > 0 {
+		log.Send(journal.Info, msgEnded, fmt.Sprintf("ended %d old desktop session(s) in %d ms: none of their processes is left", len(ended), time.Since(start).Milliseconds()),
+			"COCOONBOX_SESSIONS", fmt.Sprint(len(ended)))
 	}
 	return cli.OK
 }
