@@ -171,9 +171,11 @@ func inRoot(root, debs, line string) (string, error) {
 }
 
 // plainRoot copies the cached plain Debian 12 root to a fresh directory.
+// The script's answer is its stdout alone: with its stderr too, a cold
+// cache gave cp debootstrap's whole log as the path (issue 25).
 func plainRoot(t *testing.T, repo string) string {
 	t.Helper()
-	src := strings.TrimSpace(run(t, filepath.Join(repo, "tests/deb/plain-root")))
+	src := box.Answer(t, nil, "tests/deb/plain-root")
 	root := filepath.Join(t.TempDir(), "root")
 	run(t, "cp", "-a", "--reflink=auto", src, root)
 	return root
