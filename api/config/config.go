@@ -102,9 +102,14 @@ type SignIn struct {
 // it prints nothing (Contract: Remote command (Session.Exec, cocoonbox rsh)).
 type HTTP struct {
 	ReadHeaderTimeout time.Duration `yaml:"read_header_timeout"`
-	IdleTimeout       time.Duration `yaml:"idle_timeout"`
-	PingAfter         time.Duration `yaml:"ping_after"`
-	PingTimeout       time.Duration `yaml:"ping_timeout"`
+	// ReadTimeout bounds reading the body of a call that is not a stream.
+	ReadTimeout time.Duration `yaml:"read_timeout"`
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
+	PingAfter   time.Duration `yaml:"ping_after"`
+	PingTimeout time.Duration `yaml:"ping_timeout"`
+	// MaxConnsPerAddress is how many connections one client address may
+	// hold open (trusted_proxies not counted), 1..100000.
+	MaxConnsPerAddress int `yaml:"max_conns_per_address"`
 }
 
 // Log says how the api logs (log/slog, on standard error).
@@ -130,7 +135,8 @@ func Default() Config {
 		// Caddy on this host, the deployment the contract describes.
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
-		HTTP:           HTTP{ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second},
+		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
+			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16"}},
 		Boxes: Boxes{RecoverEvery: 15 * time.Second},
@@ -337,11 +343,14 @@ func (c *Config) Validate() error {
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout},
+	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout},
 		{"http.ping_after", c.HTTP.PingAfter}, {"http.ping_timeout", c.HTTP.PingTimeout}} {
 		if d.v < MinTimeout || d.v > MaxTimeout {
 			return fmt.Errorf("%s: %s is not 100ms..24h", d.key, d.v)
 		}
+	}
+	if n := c.HTTP.MaxConnsPerAddress; n < 1 || n > 100000 {
+		return fmt.Errorf("http.max_conns_per_address: %d is not 1..100000", n)
 	}
 	if r := c.Boxes.RecoverEvery; r < time.Second || r > time.Hour {
 		return fmt.Errorf("boxes.recover_every: %s is not 1s..1h", r)

@@ -76,6 +76,9 @@ type Options struct {
 	// Sandbox, when set, is api.yaml's sandbox mapping as YAML text
 	// ("sandbox:\n  hosts: {...}\n"); empty keeps the defaults.
 	Sandbox string
+	// More is more of api.yaml as YAML text, for the sections the
+	// defaults do not fit ("console:\n  sign_in: {per_user: 1000}\n").
+	More string
 }
 
 // Start runs `cocoonbox-api serve` on a free loopback port and waits until
@@ -93,7 +96,7 @@ func Start(ctx context.Context, bin string, o Options) (*API, error) {
 	if o.DatabaseURL != "" {
 		yaml += fmt.Sprintf("database:\n  url: %q\n", o.DatabaseURL)
 	}
-	yaml += o.Sandbox
+	yaml += o.Sandbox + o.More
 	a.Config = filepath.Join(o.StateDir, "api.yaml")
 	if err := os.WriteFile(a.Config, []byte(yaml), 0o644); err != nil {
 		return nil, err
@@ -129,6 +132,9 @@ func (a *API) waitHealthy(ctx context.Context) error {
 		}
 	}
 }
+
+// PID is the api process's id (its memory is in /proc/PID/status).
+func (a *API) PID() int { return a.cmd.Process.Pid }
 
 // Log is what the api printed so far.
 func (a *API) Log() string { return a.log.String() }

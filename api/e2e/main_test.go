@@ -40,14 +40,19 @@ type env struct {
 	ctx context.Context
 	db  *dbtest.DB
 	api *API
+	// more is api.yaml text every api of the env is given.
+	more string
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB) *env { return newEnvWith(t, "") }
+
+// newEnvWith is newEnv with more of api.yaml (Options.More).
+func newEnvWith(t testing.TB, more string) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	t.Cleanup(cancel)
 	db := dbtest.New(t)
-	e := &env{t: t, ctx: ctx, db: db}
+	e := &env{t: t, ctx: ctx, db: db, more: more}
 	e.api = e.start()
 	e.user("alice")
 	return e
@@ -56,7 +61,7 @@ func newEnv(t testing.TB) *env {
 // start runs another api on the test's database.
 func (e *env) start() *API {
 	e.t.Helper()
-	a, err := Start(e.ctx, bins.API, Options{StateDir: e.t.TempDir(), DatabaseURL: e.db.URL})
+	a, err := Start(e.ctx, bins.API, Options{StateDir: e.t.TempDir(), DatabaseURL: e.db.URL, More: e.more})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"time"
 )
 
@@ -25,15 +26,22 @@ type Server struct {
 	health   func(context.Context) error
 	wrap     []func(http.Handler) http.Handler
 	timeouts Timeouts
+	// SetConnLimit's
+	connsPerAddress int
+	connsExempt     []netip.Prefix
 }
 
 // Timeouts are the listener's clocks (api.yaml's http section). None of
-// them ends an open call: there is no read or write timeout, since a
-// stream (Session.Exec, a watch) lives as long as its call, however long
-// it is silent (Contract: Remote command (Session.Exec, cocoonbox rsh)).
+// them ends an open call: there is no write timeout, and no read timeout
+// on a stream's body (HandleStream), since a stream (Session.Exec, a
+// watch) lives as long as its call, however long it is silent (Contract:
+// Remote command (Session.Exec, cocoonbox rsh)).
 type Timeouts struct {
 	// ReadHeader bounds reading one request's headers.
 	ReadHeader time.Duration
+	// Read bounds reading the body of a call mounted with Handle, from
+	// the handler's start to the body's end; 0 is no bound.
+	Read time.Duration
 	// Idle closes a keep-alive connection that has no call open.
 	Idle time.Duration
 	// PingAfter: an HTTP/2 connection with no frame for this long is
@@ -44,7 +52,7 @@ type Timeouts struct {
 
 // DefaultTimeouts are the clocks without configuration.
 func DefaultTimeouts() Timeouts {
-	return Timeouts{ReadHeader: 10 * time.Second, Idle: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second}
+	return Timeouts{ReadHeader: 10 * time.Second, Read: 30 * time.Second, Idle: 2 * time.Minute, PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second}
 }
 
 // Window is the HTTP/2 receive window per stream and per connection: what
@@ -56,17 +64,14 @@ const Window = 16 << 20
 // New makes a server logging to log. health answers /healthz: nil is 200
 // "ok", an error 503 with its text (the database's ping, say).
 func New(log *slog.Logger, health func(context.Context) error) *Server {
-	s := &Server{mux: http.NewServeMux(), log: log, health: health, timeouts: DefaultTimeouts()}
+	s := &Server{mux: http.NewServeMux(), log: log, health: health, timeouts: DefaultTimeouts(),
+		connsPerAddress: DefaultConnsPerAddress}
 	s.mux.HandleFunc("GET /healthz", s.healthz)
 	return s
 }
 
 // SetTimeouts replaces DefaultTimeouts; call it before Serve.
 func (s *Server) SetTimeouts(t Timeouts) { s.timeouts = t }
-
-// Handle mounts h on pattern (net/http.ServeMux's patterns: "GET /cb/api/devices",
-// "/cocoonbox.control.v1.Account/"). Two packages mounting one pattern panic at start.
-func (s *Server) Handle(pattern string, h http.Handler) { s.mux.Handle(pattern, h) }
 
 // Wrap puts mw around the whole mux (inside the request log, so the log still
 // sees what mw answers), for checks that apply to every route.
@@ -115,7 +120,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
+	go func() { served <- srv.Serve(s.capped(ln)) }()
 	select {
 	case err := <-served:
 		return err

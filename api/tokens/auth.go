@@ -2,7 +2,6 @@ package tokens
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"net/http"
 	"strings"
@@ -78,15 +77,58 @@ func (ix *Index) Require(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, done, err := ix.authorize(r.Context(), r.Header.Get("Authorization"))
 		if err != nil {
-			w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
-			w.Header().Set("Content-Type", "application/json")
-			w.WriteHeader(http.StatusUnauthorized)
-			json.NewEncoder(w).Encode(map[string]string{"error": "invalid_token", "message": err.Error()})
+			refuse(w, err)
 			return
 		}
 		defer done()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
+}
+
+// refuse answers a request without a live token: 401 with a JSON error
+// and WWW-Authenticate (RFC 6750).
+func refuse(w http.ResponseWriter, err error) {
+	w.Header().Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "invalid_token", "message": err.Error()})
+}
+
+// Guard is the token check in front of a connect (gRPC) handler, as an
+// http middleware: a call without a live token is answered
+// UNAUTHENTICATED, in the call's protocol (Connect, gRPC, gRPC-Web),
+// before anything reads its body, so an anonymous caller's body (a gzip
+// bomb) is never read nor decompressed. The call's context carries the
+// principal and ends when the token stops working, as Interceptor's;
+// Interceptor behind it (which ends such a call UNAUTHENTICATED) finds
+// the principal there and checks nothing twice.
+func (ix *Index) Guard(next http.Handler) http.Handler {
+	errs := connect.NewErrorWriter()
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, done, err := ix.authorize(r.Context(), r.Header.Get("Authorization"))
+		if err != nil {
+			if !errs.IsSupported(r) {
+				refuse(w, err) // not a connect call: its handler would refuse it anyway
+				return
+			}
+			errs.Write(w, r, connect.NewError(connect.CodeUnauthenticated, err))
+			return
+		}
+		defer done()
+		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, guardedKey{}, true)))
+	})
+}
+
+// guardedKey marks a context Guard bound to its principal.
+type guardedKey struct{}
+
+// check is the interceptors' token check: the principal Guard bound, or
+// the header's token bound now.
+func (ix *Index) check(ctx context.Context, header string) (context.Context, context.CancelFunc, error) {
+	if ctx.Value(guardedKey{}) != nil {
+		if _, ok := FromContext(ctx); ok {
+			return ctx, func() {}, nil
+		}
+	}
+	return ix.authorize(ctx, header)
 }
 
 // Interceptor is the token check of connect (gRPC) handlers: a call without a
@@ -101,7 +143,7 @@ func (i interceptor) WrapUnary(next connect.UnaryFunc) connect.UnaryFunc {
 		if req.Spec().IsClient {
 			return next(ctx, req)
 		}
-		ctx, done, err := i.ix.authorize(ctx, req.Header().Get("Authorization"))
+		ctx, done, err := i.ix.check(ctx, req.Header().Get("Authorization"))
 		if err != nil {
 			return nil, connect.NewError(connect.CodeUnauthenticated, err)
 		}
@@ -117,7 +159,7 @@ func (i interceptor) WrapStreamingClient(next connect.StreamingClientFunc) conne
 
 func (i interceptor) WrapStreamingHandler(next connect.StreamingHandlerFunc) connect.StreamingHandlerFunc {
 	return func(ctx context.Context, conn connect.StreamingHandlerConn) error {
-		ctx, done, err := i.ix.authorize(ctx, conn.RequestHeader().Get("Authorization"))
+		ctx, done, err := i.ix.check(ctx, conn.RequestHeader().Get("Authorization"))
 		if err != nil {
 			return connect.NewError(connect.CodeUnauthenticated, err)
 		}

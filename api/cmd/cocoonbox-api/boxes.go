@@ -11,8 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"connectrpc.com/connect"
-
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -45,8 +43,8 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
 	}
-	path, handler := controlv1connect.NewBoxesHandler(h, connect.WithInterceptors(index.Interceptor()))
-	srv.Handle(path, handler)
+	path, handler := controlv1connect.NewBoxesHandler(h, callOptions(index)...)
+	srv.Handle(path, index.Guard(handler))
 	return h, stop
 }
 

@@ -45,8 +45,9 @@ func serve(args []string) error {
 	index := tokens.NewIndex(db.Pool, db.URL, log)
 
 	srv := server.New(log, func(ctx context.Context) error { return db.Pool.Ping(ctx) })
-	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Idle: cfg.HTTP.IdleTimeout,
+	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Read: cfg.HTTP.ReadTimeout, Idle: cfg.HTTP.IdleTimeout,
 		PingAfter: cfg.HTTP.PingAfter, PingTimeout: cfg.HTTP.PingTimeout})
+	srv.SetConnLimit(cfg.HTTP.MaxConnsPerAddress, cfg.TrustedPrefixes())
 	userStore := users.NewStore(db.Pool)
 	tokenStore := tokens.NewStore(db.Pool, index)
 	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,

@@ -5,7 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -47,8 +46,8 @@ func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *t
 		}
 		return devices.Caller{UserID: p.UserID, DeviceID: p.DeviceID}, true
 	}
-	path, h := controlv1connect.NewAccountHandler(devices.NewAccount(dev, caller, log), connect.WithInterceptors(index.Interceptor()))
-	srv.Handle(path, h)
+	path, h := controlv1connect.NewAccountHandler(devices.NewAccount(dev, caller, log), callOptions(index)...)
+	srv.Handle(path, index.Guard(h))
 }
 
 // signIns is what sign out everywhere ends besides the device tokens.
