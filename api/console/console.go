@@ -112,7 +112,8 @@ func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
 //	GET    /cb/                the sign-in form without a session, else the sections
 //	GET    /cb/token           the personal token page (303 to the sign-in without a session)
 //	POST   /cb/api/session     {"user","password"}: 200 with the user and the cookie; 401
-//	                           invalid_credentials, 403 disabled, 429 too_many (Retry-After)
+//	                           invalid_credentials, 403 disabled, 429 too_many (Retry-After:
+//	                           past a limit, or every password check busy)
 //	DELETE /cb/api/session     204, the cookie cleared
 //	GET    /cb/api/me          200 the user
 //	GET    /cb/api/me/token    200 {exists, created_at, used_at}, never the token
@@ -178,7 +179,8 @@ type signInRequest struct {
 // signIn is POST /cb/api/session {"user","password"}: 200 with the user and
 // a new session cookie; 401 for a wrong name or password, 403 for a
 // disabled account, 429 too_many with Retry-After (seconds) past the
-// limits, before the password is checked.
+// limits, before the password is checked, or when users.MaxHashing checks
+// have run for all of users.HashWait (Retry-After: 1).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	var req signInRequest
 	if !readJSON(w, r, &req) {
@@ -223,6 +225,12 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	case errors.Is(err, users.ErrBadCredentials):
 		c.log.InfoContext(r.Context(), "console sign-in refused", "user", req.User)
 		server.WriteJSON(w, http.StatusUnauthorized, apiError{"invalid_credentials", "wrong user name or password"})
+		return
+	case errors.Is(err, users.ErrBusy):
+		// Nothing was checked: a second's wait, not the window's.
+		c.log.WarnContext(r.Context(), "console sign-in: every password check busy", "user", req.User, "max", users.MaxHashing)
+		w.Header().Set("Retry-After", "1")
+		server.WriteJSON(w, http.StatusTooManyRequests, apiError{"too_many", "the api is checking too many passwords at once; try again in 1 s"})
 		return
 	case errors.Is(err, users.ErrDisabled):
 		server.WriteJSON(w, http.StatusForbidden, apiError{"disabled", "this account is disabled; ask an admin"})

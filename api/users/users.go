@@ -10,6 +10,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"runtime"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -70,10 +72,52 @@ type Store struct {
 	// dummy is a hash to verify against for an unknown name, so timing tells nothing.
 	dummy     string
 	dummyOnce sync.Once
+	// hashing holds a place for each password check running (Authenticate).
+	hashing chan struct{}
 }
 
-// NewStore is a store on pool with DefaultKDF.
-func NewStore(pool *pgxpool.Pool) *Store { return &Store{pool: pool, KDF: DefaultKDF} }
+// NewStore is a store on pool with DefaultKDF, checking at most
+// MaxHashing passwords at once.
+func NewStore(pool *pgxpool.Pool) *Store {
+	return &Store{pool: pool, KDF: DefaultKDF, hashing: make(chan struct{}, MaxHashing)}
+}
+
+// MaxHashing is how many password checks (argon2id, DefaultKDF's 64 MiB
+// each) a store runs at once: the cores' number, more would only wait for
+// a core while holding their memory. Thirty wrong sign-ins at once took
+// the api to ~2 GB before.
+var MaxHashing = runtime.NumCPU()
+
+// HashWait is how long a sign-in waits for a place among MaxHashing
+// before it is ErrBusy.
+const HashWait = 2 * time.Second
+
+// ErrBusy is Authenticate's answer when MaxHashing password checks were
+// running for all of HashWait: nothing was checked; the caller answers
+// 429 and asks the client to come back in a second (Retry-After).
+var ErrBusy = errors.New("too many sign-ins at once: try again in a second")
+
+// startHash takes a place among MaxHashing, waiting up to HashWait; the
+// returned func gives it back.
+func (s *Store) startHash(ctx context.Context) (func(), error) {
+	t := time.NewTimer(HashWait)
+	defer t.Stop()
+	select {
+	case s.hashing <- struct{}{}:
+		return func() {
+			<-s.hashing
+			// The hash's 64 MiB are garbage now: given back at once, the
+			// resident set stays near MaxHashing hashes' memory; left to
+			// the GC's pace, garbage of finished hashes piled up beside
+			// the running ones (5 hashes' worth with 2 running).
+			debug.FreeOSMemory()
+		}, nil
+	case <-t.C:
+		return nil, ErrBusy
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
 
 const columns = "id, name, admin, disabled_at IS NOT NULL, created_at"
 
@@ -139,15 +183,21 @@ func (s *Store) one(ctx context.Context, col, v string) (User, error) {
 
 // Authenticate checks a console sign-in. An unknown name and a wrong
 // password are both ErrBadCredentials and cost the same hashing; a right
-// password of a disabled account is ErrDisabled.
+// password of a disabled account is ErrDisabled. At most MaxHashing run
+// at once; past HashWait waiting for a place it is ErrBusy.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (User, error) {
+	done, err := s.startHash(ctx)
+	if err != nil {
+		return User{}, err
+	}
+	defer done()
 	// The dummy is made by the first sign-in of any name: made by the first
 	// unknown one only, it would cost that one a hash more than a known
 	// name's.
 	s.dummyOnce.Do(func() { s.dummy = s.KDF.Hash("no such user") })
 	var hash string
 	var u User
-	err := s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
+	err = s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
 		Scan(&hash, &u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt)
 	if errors.Is(err, pgx.ErrNoRows) || len(password) > MaxPassword {
 		Verify(s.dummy, password)
