@@ -77,6 +77,13 @@ func TestConsentPageInChromium(t *testing.T) {
 
 	// Deny, with the session kept from before.
 	b.Go(ctx, srv.URL+"/cb/oauth/authorize?"+q.Encode())
+	// The buttons are hidden until the page's check answers: a click
+	// before it met a hidden button on a loaded host.
+	if err := b.WaitFor(ctx, "the consent question again", func(_, text string) bool {
+		return strings.Contains(text, "Sign in the cocoonbox CLI on laptop?")
+	}); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.Click(ctx, "#deny"); err != nil {
 		t.Fatal(err)
 	}
