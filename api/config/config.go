@@ -24,6 +24,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -58,10 +60,16 @@ type Boxes struct {
 // local supervisor inside the api (host "local").
 type Sandbox struct {
 	// Hosts maps a host name (1 to 63 of [a-z0-9-], a letter first) to its
-	// cocoonbox-sandboxd: unix:/PATH or http://HOST:PORT.
+	// cocoonbox-sandboxd: unix:/PATH, https://HOST:PORT, or
+	// http://HOST:PORT on a loopback address only (see SandboxdURL).
 	Hosts map[string]string `yaml:"hosts"`
-	// TokenFile's first line is the bearer token an http:// sandboxd needs.
+	// TokenFile's first line is the bearer token a TCP sandboxd needs.
 	TokenFile string `yaml:"token_file"`
+	// CAFile is a PEM file of the certificates an https:// sandboxd's
+	// certificate must chain to: the fleet's CA, or a daemon's own
+	// self-signed certificate (which pins it). Needed when a host is
+	// https://; the name in the host's URL must be in the certificate.
+	CAFile string `yaml:"ca_file"`
 	// PingAfter: a connection to a sandboxd with no frame for this long is
 	// pinged, and closed when no answer comes within as long again (a
 	// daemon gone without a word); a silent exec stream keeps it.
@@ -374,6 +382,12 @@ func (s *Sandbox) validate() error {
 		if _, _, err := SandboxdURL(u); err != nil {
 			return fmt.Errorf("sandbox.hosts.%s: %w", name, err)
 		}
+		if strings.HasPrefix(u, "https://") && s.CAFile == "" {
+			return fmt.Errorf("sandbox.hosts.%s is https:// but sandbox.ca_file is empty (the PEM file of the CA that signs the daemons' certificates, or the daemon's own certificate)", name)
+		}
+	}
+	if s.CAFile != "" && !filepath.IsAbs(s.CAFile) {
+		return fmt.Errorf("sandbox.ca_file: %q is not an absolute path", s.CAFile)
 	}
 	if s.TokenFile != "" && !filepath.IsAbs(s.TokenFile) {
 		return fmt.Errorf("sandbox.token_file: %q is not an absolute path", s.TokenFile)
@@ -397,7 +411,11 @@ func (s *Sandbox) validate() error {
 }
 
 // SandboxdURL reads a sandbox.hosts value: unix:/PATH (socket is the path,
-// base http://sandboxd) or http://HOST:PORT (socket empty).
+// base http://sandboxd), https://HOST:PORT, or http://HOST:PORT where HOST
+// is a loopback address or localhost (socket empty). Cleartext TCP to
+// another machine is refused: the bearer token (root over every box of
+// that host) and every exec's input and output would cross the network
+// readable.
 func SandboxdURL(v string) (base, socket string, err error) {
 	if path, ok := strings.CutPrefix(v, "unix:"); ok {
 		if !filepath.IsAbs(path) || filepath.Clean(path) != path {
@@ -406,8 +424,11 @@ func SandboxdURL(v string) (base, socket string, err error) {
 		return "http://sandboxd", path, nil
 	}
 	u, err := url.Parse(v)
-	if err != nil || u.Scheme != "http" || u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
-		return "", "", fmt.Errorf("%q is neither unix:/PATH nor http://HOST:PORT", v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Port() == "" || u.Hostname() == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.User != nil {
+		return "", "", fmt.Errorf("%q is neither unix:/PATH, https://HOST:PORT nor http://HOST:PORT", v)
+	}
+	if u.Scheme == "http" && !sandbox.CleartextHost(u.Hostname()) {
+		return "", "", fmt.Errorf("%q: cleartext http:// is for a loopback address only (the token and every exec's input and output would cross the network readable): use https:// with sandbox.ca_file, or unix:/PATH", v)
 	}
 	return strings.TrimSuffix(v, "/"), "", nil
 }

@@ -71,7 +71,7 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"listen: 1:1\n---\nlog: {}\n":                         "second YAML document",
 		"listen: [\n":                                         "not YAML",
 		"sandbox:\n  hosts: {Bad: unix:/s}\n":                 `sandbox.hosts: "Bad" is not a host name`,
-		"sandbox:\n  hosts: {a: ftp://x}\n":                   `sandbox.hosts.a: "ftp://x" is neither unix:/PATH nor http://HOST:PORT`,
+		"sandbox:\n  hosts: {a: ftp://x}\n":                   `sandbox.hosts.a: "ftp://x" is neither unix:/PATH, https://HOST:PORT nor http://HOST:PORT`,
 		"sandbox:\n  hosts: {a: unix:rel}\n":                  "sandbox.hosts.a:",
 		"sandbox:\n  hosts: [a]\n":                            "sandbox.hosts: want a mapping",
 		"sandbox:\n  hosts: {a: unix:/s, a: unix:/t}\n":       `key "sandbox.hosts.a" given twice`,
@@ -110,18 +110,36 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 }
 
 func TestSandboxHostsAreReadByName(t *testing.T) {
-	c, err := Parse([]byte("sandbox:\n  hosts:\n    host-a: unix:/run/sandboxd.sock\n    host-b: http://10.0.0.2:18300\n"))
+	c, err := Parse([]byte("sandbox:\n  hosts:\n    host-a: unix:/run/sandboxd.sock\n    host-b: https://10.0.0.2:18300\n  ca_file: /etc/cocoonbox/sandboxd-ca.pem\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]string{"host-a": "unix:/run/sandboxd.sock", "host-b": "http://10.0.0.2:18300"}
+	want := map[string]string{"host-a": "unix:/run/sandboxd.sock", "host-b": "https://10.0.0.2:18300"}
 	if !reflect.DeepEqual(c.Sandbox.Hosts, want) {
 		t.Fatalf("hosts %v, want %v", c.Sandbox.Hosts, want)
 	}
-	for v, want := range map[string][2]string{"unix:/run/s.sock": {"http://sandboxd", "/run/s.sock"}, "http://h:1/": {"http://h:1", ""}} {
+	for v, want := range map[string][2]string{"unix:/run/s.sock": {"http://sandboxd", "/run/s.sock"}, "http://127.0.0.1:1/": {"http://127.0.0.1:1", ""},
+		"http://localhost:1": {"http://localhost:1", ""}, "http://[::1]:1": {"http://[::1]:1", ""}, "https://h:1": {"https://h:1", ""}} {
 		base, socket, err := SandboxdURL(v)
 		if err != nil || base != want[0] || socket != want[1] {
 			t.Errorf("%s: %q %q %v, want %v", v, base, socket, err, want)
+		}
+	}
+}
+
+// Issue 24: a remote sandboxd was reachable only in cleartext. Cleartext
+// TCP is refused unless its address is loopback, naming the rule; an
+// https:// host needs the CA file.
+func TestACleartextSandboxdOnANonLoopbackAddressIsRefused(t *testing.T) {
+	for text, want := range map[string]string{
+		"sandbox:\n  hosts: {a: 'http://10.0.0.2:18300'}\n":      `sandbox.hosts.a: "http://10.0.0.2:18300": cleartext http:// is for a loopback address only`,
+		"sandbox:\n  hosts: {a: 'http://sandboxd.lan:18300'}\n":  "cleartext http:// is for a loopback address only",
+		"sandbox:\n  hosts: {a: 'http://[2001:db8::2]:18300'}\n": "cleartext http:// is for a loopback address only",
+		"sandbox:\n  hosts: {a: 'https://10.0.0.2:18300'}\n":     "sandbox.hosts.a is https:// but sandbox.ca_file is empty",
+		"sandbox:\n  ca_file: ca.pem\n":                          `sandbox.ca_file: "ca.pem" is not an absolute path`,
+	} {
+		if _, err := Parse([]byte(text)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want one containing %q", text, err, want)
 		}
 	}
 }

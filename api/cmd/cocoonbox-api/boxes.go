@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -92,13 +93,24 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		f.Close()
 		token = strings.TrimSpace(line)
 	}
+	var roots *tls.Config
+	if c.CAFile != "" {
+		var err error
+		if roots, err = wire.ClientTLS(c.CAFile); err != nil {
+			return nil, nil, fmt.Errorf("sandbox.ca_file: %w", err)
+		}
+	}
 	hosts := map[string]sandbox.Supervisor{}
 	for name, u := range c.Hosts {
 		base, socket, err := config.SandboxdURL(u)
 		if err != nil {
 			return nil, nil, err
 		}
-		hosts[name] = wire.NewClient(wire.H2CClient(socket, token, c.PingAfter), base)
+		hc := wire.H2CClient(socket, token, c.PingAfter)
+		if strings.HasPrefix(base, "https://") {
+			hc = wire.TLSClient(roots, token, c.PingAfter)
+		}
+		hosts[name] = wire.NewClient(hc, base)
 	}
 	return hosts, func() {}, nil
 }

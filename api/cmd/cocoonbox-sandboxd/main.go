@@ -1,17 +1,20 @@
 // Command cocoonbox-sandboxd is the box supervisor as a daemon: the local
 // supervisor (api/sandbox/local) served over the wire protocol
-// (cocoonbox.sandbox.v1.Sandbox, connect-go over cleartext HTTP/2), so one
-// api drives the boxes of several hosts (Contract: Boxes (api) ↔ sandboxd).
+// (cocoonbox.sandbox.v1.Sandbox, connect-go over HTTP/2), so one api
+// drives the boxes of several hosts (Contract: Boxes (api) ↔ sandboxd).
 //
-// It listens on a unix socket (root only) by default; on TCP every call
-// must carry the bearer token from --token-file. Exit codes: 0 stopped by
-// SIGTERM or SIGINT, 1 failed, 2 bad usage.
+// It listens on a unix socket (root only, cleartext) by default; on TCP
+// every call must carry the bearer token from --token-file, and the
+// connection is TLS (--tls-cert, --tls-key) unless the address is
+// loopback. Exit codes: 0 stopped by SIGTERM or SIGINT, 1 failed, 2 bad
+// usage.
 package main
 
 import (
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -26,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 )
@@ -52,6 +56,7 @@ var errUsage = errors.New("usage")
 
 type options struct {
 	listen, tokenFile, stateDir, images, egressHosts string
+	tlsCert, tlsKey                                  string
 	bridge, gateway                                  string
 	pingAfter, idle                                  time.Duration
 }
@@ -65,7 +70,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
 	fs.Usage = func() {
 		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
-		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...]")
+		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...]")
 		fs.PrintDefaults()
 	}
 	for _, a := range args {
@@ -73,8 +78,10 @@ func run(args []string) error {
 			fs.SetOutput(os.Stdout)
 		}
 	}
-	fs.StringVar(&o.listen, "listen", "unix:"+defaultSocket, "unix:PATH (root only) or HOST:PORT (needs --token-file)")
+	fs.StringVar(&o.listen, "listen", "unix:"+defaultSocket, "unix:PATH (root only) or HOST:PORT (needs --token-file, and --tls-cert unless HOST is loopback)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file whose first line is the bearer token every call must carry")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with on TCP; the api's sandbox.ca_file must verify it")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "PEM private key of --tls-cert")
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/cocoonbox-sandboxd", "the machines' disks and the saves")
 	fs.StringVar(&o.images, "images", "/var/lib/cocoonbox-sandboxd/images", "the directory of image roots cbdesk-vN-TIER")
 	fs.StringVar(&o.egressHosts, "egress-hosts", "", "comma-separated hosts the egress proxy alone reaches (empty: every public host)")
@@ -98,15 +105,11 @@ func run(args []string) error {
 
 func serve(ctx context.Context, o options) error {
 	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
-	token, err := readToken(o.tokenFile)
+	ep, err := openEndpoint(o)
 	if err != nil {
 		return err
 	}
-	ln, err := listen(o.listen, token != "")
-	if err != nil {
-		return err
-	}
-	defer ln.Close()
+	defer ep.ln.Close()
 	var hosts []string
 	if o.egressHosts != "" {
 		hosts = strings.Split(o.egressHosts, ",")
@@ -121,20 +124,10 @@ func serve(ctx context.Context, o options) error {
 		return err
 	}
 	defer sup.Close()
-	mux := http.NewServeMux()
-	path, h := wire.NewHandler(sup)
-	mux.Handle(path, requireToken(token, h))
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	// No ReadTimeout or WriteTimeout: an exec or relay stream lives as long
-	// as its command; pings find a dead peer instead.
-	srv := &http.Server{Handler: mux, Protocols: &protocols, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
-		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter,
-			MaxReceiveBufferPerStream: wire.Window, MaxReceiveBufferPerConnection: wire.Window},
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	srv := newServer(o, ep, sup, log)
 	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	log.Info("serving", "listen", o.listen, "state_dir", o.stateDir, "images", o.images, "proxy", sup.ProxyURL())
+	go func() { served <- ep.serve(srv) }()
+	log.Info("serving", "listen", o.listen, "tls", ep.tls != nil, "state_dir", o.stateDir, "images", o.images, "proxy", sup.ProxyURL())
 	select {
 	case err := <-served:
 		return err
@@ -145,6 +138,98 @@ func serve(ctx context.Context, o options) error {
 	defer cancel()
 	_ = srv.Shutdown(grace)
 	return nil
+}
+
+// newServer is the HTTP/2 server of the wire protocol for sup, behind the
+// endpoint's token.
+func newServer(o options, ep *endpoint, sup sandbox.Supervisor, log *slog.Logger) *http.Server {
+	mux := http.NewServeMux()
+	path, h := wire.NewHandler(sup)
+	mux.Handle(path, requireToken(ep.token, h))
+	var protocols http.Protocols
+	if ep.tls != nil {
+		protocols.SetHTTP2(true)
+	} else {
+		protocols.SetUnencryptedHTTP2(true)
+	}
+	// No ReadTimeout or WriteTimeout: an exec or relay stream lives as long
+	// as its command; pings find a dead peer instead.
+	return &http.Server{Handler: mux, Protocols: &protocols, TLSConfig: ep.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
+		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter,
+			MaxReceiveBufferPerStream: wire.Window, MaxReceiveBufferPerConnection: wire.Window},
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+}
+
+// endpoint is where the daemon listens and what a call must bring: the
+// listener, its TLS configuration (nil: cleartext) and the bearer token
+// (empty on a unix socket without --token-file).
+type endpoint struct {
+	ln    net.Listener
+	tls   *tls.Config
+	token string
+}
+
+// serve serves srv on the endpoint, over TLS when it has a certificate.
+func (ep *endpoint) serve(srv *http.Server) error {
+	if ep.tls != nil {
+		return srv.ServeTLS(ep.ln, "", "")
+	}
+	return srv.Serve(ep.ln)
+}
+
+// openEndpoint reads the token and the certificate and listens, by the
+// rules of --listen: a unix socket is root's (0600, its directory 0700)
+// and cleartext; TCP needs the token, and TLS unless the address is
+// loopback, because the token (root over every box of this host) and
+// every exec's input and output would otherwise cross the network
+// readable.
+func openEndpoint(o options) (*endpoint, error) {
+	token, err := readToken(o.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := serverTLS(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, err
+	}
+	ep := &endpoint{tls: cfg, token: token}
+	if p, ok := strings.CutPrefix(o.listen, "unix:"); ok {
+		if cfg != nil {
+			return nil, fmt.Errorf("%w: --tls-cert is for a TCP --listen; unix:%s is cleartext, root's alone", errUsage, p)
+		}
+		ep.ln, err = listenUnix(p)
+		return ep, err
+	}
+	if token == "" {
+		return nil, fmt.Errorf("%w: --listen %s is TCP: give --token-file, or listen on unix:PATH", errUsage, o.listen)
+	}
+	host, _, err := net.SplitHostPort(o.listen)
+	if err != nil {
+		return nil, fmt.Errorf("%w: --listen %q is neither unix:PATH nor HOST:PORT", errUsage, o.listen)
+	}
+	if cfg == nil && !sandbox.CleartextHost(host) {
+		return nil, fmt.Errorf("%w: --listen %s is cleartext TCP on a non-loopback address (the token and every exec's input and output would cross the network readable): give --tls-cert and --tls-key, or listen on loopback or unix:PATH", errUsage, o.listen)
+	}
+	if ep.ln, err = net.Listen("tcp", o.listen); err != nil {
+		return nil, err
+	}
+	return ep, nil
+}
+
+// serverTLS loads --tls-cert and --tls-key (both or neither; nil for
+// neither): TLS 1.3, the api's client being ours.
+func serverTLS(certFile, keyFile string) (*tls.Config, error) {
+	if (certFile == "") != (keyFile == "") {
+		return nil, fmt.Errorf("%w: --tls-cert and --tls-key go together", errUsage)
+	}
+	if certFile == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(certFile, keyFile)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-cert %s, --tls-key %s: %w", certFile, keyFile, err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS13}, nil
 }
 
 func readToken(path string) (string, error) {
@@ -162,30 +247,23 @@ func readToken(path string) (string, error) {
 	return token, nil
 }
 
-// listen opens unix:PATH (made 0600, its directory 0700) or a TCP address,
-// which is refused without a token.
-func listen(addr string, haveToken bool) (net.Listener, error) {
-	if p, ok := strings.CutPrefix(addr, "unix:"); ok {
-		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
-			return nil, err
-		}
-		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return nil, err
-		}
-		ln, err := net.Listen("unix", p)
-		if err != nil {
-			return nil, err
-		}
-		if err := os.Chmod(p, 0o600); err != nil {
-			ln.Close()
-			return nil, err
-		}
-		return ln, nil
+// listenUnix opens a unix socket made 0600, its directory 0700.
+func listenUnix(p string) (net.Listener, error) {
+	if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+		return nil, err
 	}
-	if !haveToken {
-		return nil, fmt.Errorf("%w: --listen %s is TCP: give --token-file, or listen on unix:PATH", errUsage, addr)
+	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, err
 	}
-	return net.Listen("tcp", addr)
+	ln, err := net.Listen("unix", p)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		ln.Close()
+		return nil, err
+	}
+	return ln, nil
 }
 
 // requireToken refuses a call without the bearer token (compared in

@@ -2,11 +2,14 @@ package wire
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -30,25 +33,61 @@ func NewClient(httpClient connect.HTTPClient, baseURL string, opts ...connect.Cl
 	return &Client{rpc: sandboxv1connect.NewSandboxClient(httpClient, baseURL, append([]connect.ClientOption{connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil)}, opts...)...)}
 }
 
-// H2CClient is an HTTP client for a cleartext HTTP/2 sandboxd: on TCP, or
-// on a unix socket when socket is set (the host part of the URL is then
-// ignored). token, when set, goes as a bearer token on every call. It
-// pings a connection after pingAfter without a frame (0 for 15 s), so a
-// silent exec keeps its connection and a dead peer is found.
+// H2CClient is an HTTP client for a cleartext HTTP/2 sandboxd: on a unix
+// socket when socket is set (the host part of the URL is then ignored),
+// or on TCP, which is for loopback only (config.SandboxdURL refuses
+// another address). token, when set, goes as a bearer token on every
+// call. It pings a connection after pingAfter without a frame (0 for
+// 15 s), so a silent exec keeps its connection and a dead peer is found.
 func H2CClient(socket, token string, pingAfter time.Duration) *http.Client {
-	if pingAfter == 0 {
-		pingAfter = 15 * time.Second
-	}
-	var p http.Protocols
-	p.SetUnencryptedHTTP2(true)
-	t := &http.Transport{Protocols: &p, HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter,
-		MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window}}
+	t := transport(pingAfter)
+	t.Protocols.SetUnencryptedHTTP2(true)
 	if socket != "" {
 		t.DialContext = func(ctx context.Context, _, _ string) (net.Conn, error) {
 			var d net.Dialer
 			return d.DialContext(ctx, "unix", socket)
 		}
 	}
+	return withToken(t, token)
+}
+
+// TLSClient is an HTTP client for an https:// sandboxd: HTTP/2 over TLS
+// (1.3, negotiated by ALPN), the daemon's certificate checked against
+// tlsConfig's roots (see ClientTLS) and the URL's host; token and
+// pingAfter as for H2CClient.
+func TLSClient(tlsConfig *tls.Config, token string, pingAfter time.Duration) *http.Client {
+	t := transport(pingAfter)
+	t.Protocols.SetHTTP2(true)
+	t.TLSClientConfig = tlsConfig.Clone()
+	return withToken(t, token)
+}
+
+// ClientTLS is the TLS configuration of a client that trusts the
+// certificates of the PEM file caFile (a CA, or a daemon's own
+// self-signed certificate, which pins it) and nothing else.
+func ClientTLS(caFile string) (*tls.Config, error) {
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxd CA file: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("sandboxd CA file %s: no PEM certificate in it", caFile)
+	}
+	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}, nil
+}
+
+// transport is an HTTP/2 transport (its Protocols empty: the caller says
+// which) with the wire's windows and pings.
+func transport(pingAfter time.Duration) *http.Transport {
+	if pingAfter == 0 {
+		pingAfter = 15 * time.Second
+	}
+	return &http.Transport{Protocols: new(http.Protocols), HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter,
+		MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window}}
+}
+
+func withToken(t *http.Transport, token string) *http.Client {
 	var rt http.RoundTripper = t
 	if token != "" {
 		rt = bearer{token: token, next: t}
