@@ -429,7 +429,8 @@ func scanCRLF(data []byte, atEOF bool) (int, []byte, error) {
 }
 
 // makeBundle is git bundle create <file> --all --not <every value of
-// begin's refs the host has>; false when git refuses it as empty.
+// begin's refs the host has>, the index's tree held at IndexRef meanwhile;
+// false when git refuses it as empty.
 func makeBundle(top, file string, boxRefs any) (bool, error) {
 	refs, _ := boxRefs.(map[string]any)
 	var oids strings.Builder
@@ -450,6 +451,7 @@ func makeBundle(top, file string, boxRefs any) (bool, error) {
 			}
 		}
 	}
+	defer holdIndexTree(top)()
 	_, err := gitcmd.Run(top, nil, strings.NewReader(not.String()), "bundle", "create", "-q", file, "--all", "--stdin")
 	if err != nil && strings.Contains(err.Error(), "Refusing to create empty bundle") {
 		os.Remove(file)
