@@ -101,13 +101,18 @@ func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w: %q is not host:port", ErrRefused, hostport)
 	}
-	if !p.allowedName(host) {
-		return "", fmt.Errorf("%w: %s is not among the allowed hosts", ErrRefused, host)
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
+	// An address is judged by the address rules first, so the answer
+	// names the one that matters (an address is never a listed host).
+	a, err := netip.ParseAddr(host)
+	if err == nil {
 		if err := p.check(a); err != nil {
 			return "", err
 		}
+	}
+	if !p.allowedName(host) {
+		return "", fmt.Errorf("%w: %s is not among the allowed hosts", ErrRefused, host)
+	}
+	if a.IsValid() {
 		return net.JoinHostPort(a.Unmap().String(), port), nil
 	}
 	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)

@@ -115,7 +115,7 @@ func TestProxyRefusesNonPublicAndUnlistedDestinations(t *testing.T) {
 	port, reached := listen(t)
 	_, listed := newProxy(t, Config{Hosts: []string{"debian.org"}})
 	connectAll(t, listed, map[string]string{"example.com:443": "not among the allowed hosts",
-		fmt.Sprintf("127.0.0.1:%d", port): "not among the allowed hosts"})
+		fmt.Sprintf("127.0.0.1:%d", port): "loopback", "151.101.2.132:443": "not among the allowed hosts"})
 	_, open := newProxy(t, Config{})
 	connectAll(t, open, map[string]string{fmt.Sprintf("127.0.0.1:%d", port): "loopback",
 		fmt.Sprintf("localhost:%d", port): "resolves to a refused address"})

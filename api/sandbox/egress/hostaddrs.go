@@ -66,7 +66,13 @@ func (h *HostAddrs) Close() {
 func (h *HostAddrs) subscribe() (chan netlink.AddrUpdate, error) {
 	ch := make(chan netlink.AddrUpdate, 64)
 	err := netlink.AddrSubscribeWithOptions(ch, h.done, netlink.AddrSubscribeOptions{
-		ErrorCallback: func(err error) { h.log.Warn("egress: netlink address updates", "err", err) },
+		ErrorCallback: func(err error) {
+			select {
+			case <-h.done: // Close closed the socket under the read
+			default:
+				h.log.Warn("egress: netlink address updates", "err", err)
+			}
+		},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("egress: follow the host's addresses (netlink): %w", err)

@@ -6,13 +6,16 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -117,6 +120,58 @@ func TestTwoBoxesAreIsolatedFromEachOtherAndFromHostListeners(t *testing.T) {
 	if !strings.Contains(out, " 403 ") {
 		t.Errorf("the proxy's answer to CONNECT 127.0.0.1:%d: %q, want 403", hostPort, out)
 	}
+}
+
+// Issue 24, Must show: a box cannot reach any host address through the
+// proxy (a CONNECT to the host's own address reached a service on
+// 0.0.0.0). From a booted box, every address of every host interface, on
+// the port of a host service listening on 0.0.0.0 and [::], is answered
+// 403 and the service is never reached.
+func TestABoxReachesNoHostAddressThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	m := boot(t, v1)
+	host, err := net.Listen("tcp", ":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer host.Close()
+	var reached atomic.Int64
+	go func() {
+		for {
+			c, err := host.Accept()
+			if err != nil {
+				return
+			}
+			reached.Add(1)
+			c.Close()
+		}
+	}()
+	port := host.Addr().(*net.TCPAddr).Port
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var script strings.Builder
+	for _, a := range addrs {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		dest := net.JoinHostPort(ip.Unmap().String(), fmt.Sprint(port))
+		fmt.Fprintf(&script, "exec 3<>/dev/tcp/%s/%d; printf 'CONNECT %s HTTP/1.1\\r\\nHost: %[3]s\\r\\n\\r\\n' >&3; echo \"%[3]s $(head -1 <&3)\"; exec 3<&-\n",
+			sup.cfg.Network.Gateway.Addr(), DefaultProxyPort, dest)
+	}
+	out, _ := shell(t, m.ID, "bash", script.String())
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != len(addrs) {
+		t.Fatalf("%d answers for the host's %d addresses:\n%s", len(lines), len(addrs), out)
+	}
+	for _, l := range lines {
+		if !strings.Contains(l, " 403 ") {
+			t.Errorf("CONNECT from the box to the host's address: %q, want 403", l)
+		}
+	}
+	if n := reached.Load(); n != 0 {
+		t.Errorf("the host service on 0.0.0.0:%d was reached %d times from the box", port, n)
+	}
+	t.Logf("%d host addresses refused", len(addrs))
 }
 
 // Must show (several desk boxes at once, each its own 127.0.0.1:PORT): the
