@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // Write validates id and writes it as dir/identity (Contract: Box
@@ -25,8 +27,9 @@ import (
 // was left by a writer killed mid-write, and is removed (200 kills at
 // random points left 3 behind before this).
 //
-// renameio is not used: it works on names, and the directory check must
-// hold for the write.
+// The write itself is internal/durable's, on the checked directory's
+// descriptor (renameio works on names; the directory check must hold for
+// the write).
 func Write(dir string, id *Identity) error {
 	if err := id.Validate(); err != nil {
 		return err
@@ -63,46 +66,9 @@ func Write(dir string, id *Identity) error {
 	var rnd [tmpRandom]byte
 	_, _ = rand.Read(rnd[:])
 	tmp := tmpPrefix + hex.EncodeToString(rnd[:])
-	fd, err := openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	err = durable.WriteAt(dfd, File, durable.File{Data: data, Mode: 0o644, Chown: true, UID: 0, GID: 0, Temp: tmp})
 	if err != nil {
-		return fmt.Errorf("create a temporary file in %s: %w", dir, err)
-	}
-	done := false
-	defer func() {
-		if fd >= 0 {
-			unix.Close(fd)
-		}
-		if !done {
-			_ = unix.Unlinkat(dfd, tmp, 0)
-		}
-	}()
-	for b := data; len(b) > 0; {
-		n, err := unix.Write(fd, b)
-		if err != nil {
-			return fmt.Errorf("write %s/%s: %w", dir, tmp, err)
-		}
-		b = b[n:]
-	}
-	if err := unix.Fchown(fd, 0, 0); err != nil {
-		return fmt.Errorf("chown %s/%s: %w", dir, tmp, err)
-	}
-	if err := unix.Fchmod(fd, 0o644); err != nil {
-		return fmt.Errorf("chmod %s/%s: %w", dir, tmp, err)
-	}
-	if err := unix.Fsync(fd); err != nil {
-		return fmt.Errorf("fsync %s/%s: %w", dir, tmp, err)
-	}
-	if err := unix.Close(fd); err != nil {
-		fd = -1
-		return fmt.Errorf("close %s/%s: %w", dir, tmp, err)
-	}
-	fd = -1
-	if err := unix.Renameat(dfd, tmp, dfd, File); err != nil {
-		return fmt.Errorf("rename into %s/%s: %w", dir, File, err)
-	}
-	done = true
-	if err := unix.Fsync(dfd); err != nil {
-		return fmt.Errorf("fsync %s: %w", dir, err)
+		return fmt.Errorf("write %s/%s: %w", dir, File, err)
 	}
 	return nil
 }
