@@ -2,8 +2,6 @@ package packages
 
 import (
 	"bytes"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +10,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // The list's place under the user's home: ~/.config/cocoonbox/packages.
@@ -132,8 +132,8 @@ func (h Home) OpenList() (*os.File, error) {
 // WriteList writes names, one a line, as the user's list, the safe way:
 // a new file beside it (O_EXCL, O_NOFOLLOW), fsync, renamed over the old
 // name, the directory fsynced, all relative to the directory descriptor
-// openDir checked. (renameio works on path names, which would be resolved
-// again; this stays on the descriptor.) A symlink or other non-directory
+// openDir checked (internal/durable.WriteAt; renameio works on path names,
+// which would be resolved again). A symlink or other non-directory
 // entry at the list's name is replaced, never followed: replaced says what
 // was there ("" for nothing or a regular file). A list that already holds
 // exactly these lines is left untouched (changed false).
@@ -168,41 +168,13 @@ func (h Home) WriteList(names []string) (changed bool, replaced string, err erro
 		}
 	}
 
-	tmp := "." + ListName + ".tmp-" + randomHex(6)
-	fd, err := unix.Openat(dir, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
-	if err != nil {
-		return false, "", fmt.Errorf("create %s: %w", filepath.Join(h.Dir, ListDir, tmp), err)
-	}
-	f := os.NewFile(uintptr(fd), tmp)
-	fail := func(err error) (bool, string, error) {
-		f.Close()
-		_ = unix.Unlinkat(dir, tmp, 0)
+	err = durable.WriteAt(dir, ListName, durable.File{Data: buf.Bytes(), Mode: 0o644,
+		Chown: os.Geteuid() == 0, UID: h.UID, GID: h.GID})
+	switch {
+	case errors.Is(err, durable.ErrNotSynced):
+		return true, replaced, fmt.Errorf("write %s: %w", h.Path(), err)
+	case err != nil:
 		return false, "", fmt.Errorf("write %s: %w", h.Path(), err)
-	}
-	if _, err := f.Write(buf.Bytes()); err != nil {
-		return fail(err)
-	}
-	if err := unix.Fchmod(fd, 0o644); err != nil {
-		return fail(err)
-	}
-	if os.Geteuid() == 0 {
-		if err := unix.Fchown(fd, h.UID, h.GID); err != nil {
-			return fail(err)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
-		return false, "", fmt.Errorf("write %s: %w", h.Path(), err)
-	}
-	if err := unix.Renameat(dir, tmp, dir, ListName); err != nil {
-		_ = unix.Unlinkat(dir, tmp, 0)
-		return false, "", fmt.Errorf("rename into %s: %w", h.Path(), err)
-	}
-	if err := unix.Fsync(dir); err != nil {
-		return true, replaced, fmt.Errorf("fsync %s: %w", filepath.Dir(h.Path()), err)
 	}
 	return true, replaced, nil
 }
@@ -231,10 +203,4 @@ func fileType(mode uint32) string {
 		return "a device node"
 	}
 	return "an odd file"
-}
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
 }
