@@ -19,6 +19,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // Ledger is what materialize did for one run.
@@ -64,27 +65,8 @@ func WriteFile(dir, name string, data []byte) error {
 		return fmt.Errorf("open %s: %w", dir, err)
 	}
 	defer unix.Close(dfd)
-	tmp := fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
+	err = durable.WriteAt(dfd, name, durable.File{Data: data, Mode: 0o600, Temp: fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())})
 	if err != nil {
-		return fmt.Errorf("create %s/%s: %w", dir, tmp, err)
-	}
-	f := os.NewFile(uintptr(fd), dir+"/"+tmp)
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat(dfd, tmp, dfd, name)
-	}
-	if err == nil {
-		err = unix.Fsync(dfd)
-	}
-	if err != nil {
-		unix.Unlinkat(dfd, tmp, 0)
 		return fmt.Errorf("write %s/%s: %w", dir, name, err)
 	}
 	return nil
