@@ -12,6 +12,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // ResponsesDir is the root-owned 0755 directory the consumer reads answers in.
@@ -38,36 +39,17 @@ func Respond(dir, id string, response []byte, consumerUID uint32) error {
 		return fmt.Errorf("spool %s: %s: %w", dir, ResponsesDir, err)
 	}
 	defer unix.Close(rfd)
-	tmp := fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())
-	fd, err := unix.Openat(rfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o400)
-	if err != nil {
+	err = durable.WriteAt(rfd, name, durable.File{Data: response, Mode: 0o400, Chown: true, UID: int(consumerUID), GID: -1,
+		Temp: fmt.Sprintf(".%s.%d.tmp", name, os.Getpid()), NoReplace: true})
+	switch {
+	case errors.Is(err, durable.ErrNotSynced):
+		return err
+	case errors.Is(err, unix.EEXIST):
+		return same(rfd, name, where, response)
+	case err != nil:
 		return fmt.Errorf("%s: %w", where, err)
 	}
-	f := os.NewFile(uintptr(fd), where)
-	_, err = f.Write(response)
-	if err == nil {
-		err = unix.Fchown(fd, int(consumerUID), -1)
-	}
-	if err == nil {
-		err = unix.Fchmod(fd, 0o400)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = unix.Renameat2(rfd, tmp, rfd, name, unix.RENAME_NOREPLACE)
-	}
-	if err != nil {
-		unix.Unlinkat(rfd, tmp, 0)
-		if errors.Is(err, unix.EEXIST) {
-			return same(rfd, name, where, response)
-		}
-		return fmt.Errorf("%s: %w", where, err)
-	}
-	return unix.Fsync(rfd)
+	return nil
 }
 
 // same accepts an existing response only when it holds exactly response.
