@@ -2,12 +2,11 @@ package offload
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // Every file under the state directory is written the durable way (temp
@@ -15,12 +14,15 @@ import (
 // crash at any point leaves the old or the new record, never half of one
 // (Contract: Offload, Directories: "the state layer saves it").
 
-// WriteFile replaces path with data (mode 0600) durably.
+// WriteFile replaces path with data durably (internal/durable): a new file
+// is 0600, a regular file there keeps its mode (git's HEAD and index,
+// restored into a copy, stay as git made them).
 func WriteFile(path string, data []byte) error {
-	if err := renameio.WriteFile(path, data, 0o600); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
+	mode := os.FileMode(0o600)
+	if st, err := os.Lstat(path); err == nil && st.Mode().IsRegular() {
+		mode = st.Mode().Perm()
 	}
-	return syncDir(filepath.Dir(path))
+	return durable.WriteFile(path, data, mode)
 }
 
 // WriteJSON is WriteFile of v as one JSON document and a newline.
@@ -69,7 +71,7 @@ func CreateFile(path string, data []byte) error {
 	if err := os.Link(tmp, path); err != nil {
 		return fmt.Errorf("create %s: %w", path, err)
 	}
-	return syncDir(dir)
+	return durable.SyncDir(dir)
 }
 
 // MkdirPrivate makes dir and its missing parents 0700 and puts an existing
@@ -80,18 +82,6 @@ func MkdirPrivate(dir string) error {
 	}
 	if err := os.Chmod(dir, 0o700); err != nil {
 		return fmt.Errorf("chmod 0700 %s: %w", dir, err)
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open %s to fsync it: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, os.ErrInvalid) {
-		return fmt.Errorf("fsync %s: %w", dir, err)
 	}
 	return nil
 }
