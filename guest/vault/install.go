@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // The file names inside the vault directory.
@@ -64,7 +66,7 @@ func Install(dir string, f *Files) error {
 	if err := os.Chmod(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := syncDir(tmp); err != nil {
+	if err := durable.SyncDir(tmp); err != nil {
 		return err
 	}
 	err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_EXCHANGE)
@@ -74,7 +76,7 @@ func Install(dir string, f *Files) error {
 		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, dir, unix.RENAME_NOREPLACE)
 		if err == nil {
 			done = true
-			return syncDir(parent)
+			return durable.SyncDir(parent)
 		}
 	}
 	if err != nil {
@@ -85,7 +87,7 @@ func Install(dir string, f *Files) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("remove the previous render (now %s): %w", tmp, err)
 	}
-	return syncDir(parent)
+	return durable.SyncDir(parent)
 }
 
 func writeFile(dir, name string, data []byte) error {
@@ -108,18 +110,6 @@ func writeFile(dir, name string, data []byte) error {
 		return fmt.Errorf("fsync %s: %w", path, err)
 	}
 	return fd.Close()
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("fsync %s: %w", dir, err)
-	}
-	return nil
 }
 
 // ReadNames returns the names of the vault at dir (none when there is no
