@@ -138,3 +138,17 @@ func SyncDir(dir string) error {
 	}
 	return nil
 }
+
+// SyncFile fsyncs the file at path: one another program wrote (tar), made
+// durable before it is renamed into place.
+func SyncFile(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("open %s to fsync it: %w", path, err)
+	}
+	defer f.Close()
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("fsync %s: %w", path, err)
+	}
+	return nil
+}

@@ -307,7 +307,9 @@ func (s *Supervisor) Clone(ctx context.Context, sourceID string, spec sandbox.Sp
 	srcDir := src.dir
 	defer src.op.Unlock()
 	// A running source is flushed first; its copy is what is on disk.
-	syncDir(srcDir)
+	if err := syncFS(srcDir); err != nil {
+		return sandbox.Machine{}, err
+	}
 	return s.newMachine(spec, func(m *machine) error {
 		if err := copyUpper(srcDir, m.dir); err != nil {
 			return err
@@ -316,9 +318,16 @@ func (s *Supervisor) Clone(ctx context.Context, sourceID string, spec sandbox.Sp
 	})
 }
 
-func syncDir(dir string) {
-	if fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0); err == nil {
-		_ = unix.Syncfs(fd)
-		unix.Close(fd)
+// syncFS flushes the whole file system dir is on (syncfs(2)), so that a
+// running machine's disk, read next, holds what its processes wrote.
+func syncFS(dir string) error {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("flush the disk of %s: %w", dir, err)
 	}
+	defer unix.Close(fd)
+	if err := unix.Syncfs(fd); err != nil {
+		return fmt.Errorf("flush the disk of %s: %w", dir, err)
+	}
+	return nil
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
-	"github.com/google/renameio/v2"
 )
 
 // record is what StateDir/machines/ID/machine.json keeps of a machine.
@@ -70,7 +70,7 @@ func (m *machine) save() error {
 	if err != nil {
 		return err
 	}
-	return renameio.WriteFile(filepath.Join(m.dir, "machine.json"), append(data, '\n'), 0o600)
+	return durable.WriteFile(filepath.Join(m.dir, "machine.json"), append(data, '\n'), 0o600)
 }
 
 // door returns the door of a running machine, or ErrState.

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/google/renameio/v2"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // Saves live in StateDir/saves: ID.tar (the machine's upper layer) and
@@ -64,7 +64,9 @@ func (s *Supervisor) Save(ctx context.Context, id, saveID string) (sandbox.SaveI
 		}
 		defer func() { _ = cg.SetFrozen(context.Background(), false) }()
 	}
-	syncDir(m.dir)
+	if err := syncFS(m.dir); err != nil {
+		return sandbox.SaveInfo{}, err
+	}
 	info := sandbox.SaveInfo{ID: saveID, Machine: m.ID, Tenant: m.Tenant, Image: m.Image, Created: time.Now().UTC()}
 	tmp := s.savePath(info.ID, ".tar.part")
 	if err := tarUpper(m.dir, tmp); err != nil {
@@ -76,11 +78,18 @@ func (s *Supervisor) Save(ctx context.Context, id, saveID string) (sandbox.SaveI
 		return sandbox.SaveInfo{}, err
 	}
 	info.Size = st.Size()
+	// The tar is fsynced before it takes its name, and the record after
+	// it (whose write fsyncs the directory, both renames with it), so a
+	// record never names a torn or empty tar.
+	if err := durable.SyncFile(tmp); err != nil {
+		os.Remove(tmp)
+		return sandbox.SaveInfo{}, err
+	}
 	if err := os.Rename(tmp, s.savePath(info.ID, ".tar")); err != nil {
 		return sandbox.SaveInfo{}, err
 	}
 	data, _ := json.Marshal(info)
-	if err := renameio.WriteFile(s.savePath(info.ID, ".json"), data, 0o600); err != nil {
+	if err := durable.WriteFile(s.savePath(info.ID, ".json"), data, 0o600); err != nil {
 		os.Remove(s.savePath(info.ID, ".tar"))
 		return sandbox.SaveInfo{}, err
 	}
