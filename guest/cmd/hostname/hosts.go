@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/google/renameio/v2"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 const (
@@ -67,5 +67,5 @@ func ensureHosts(path, name string) (bool, error) {
 	if st, err := os.Stat(path); err == nil {
 		mode = st.Mode().Perm()
 	}
-	return true, renameio.WriteFile(path, []byte(want), mode)
+	return true, durable.WriteFile(path, []byte(want), mode)
 }

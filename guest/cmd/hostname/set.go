@@ -7,8 +7,9 @@ import (
 	"strings"
 
 	"github.com/godbus/dbus/v5"
-	"github.com/google/renameio/v2"
 	"golang.org/x/sys/unix"
+
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 const (
@@ -88,7 +89,7 @@ func (h *hostnamer) Set(name string) error {
 		}
 		return nil
 	}
-	if err := renameio.WriteFile(staticFile, []byte(name+"\n"), 0o644); err != nil {
+	if err := durable.WriteFile(staticFile, []byte(name+"\n"), 0o644); err != nil {
 		return err
 	}
 	if err := unix.Sethostname([]byte(name)); err != nil {
