@@ -25,6 +25,8 @@ import (
 	"time"
 
 	"github.com/google/renameio/v2"
+
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // SessionFilePrefix starts the name of every xfce4-session save.
@@ -155,7 +157,7 @@ func Adopt(dir, host, display string) (Adoption, error) {
 	if _, err := ParseSession(data); err != nil {
 		return a, fmt.Errorf("newest save %s: %w", newest.Path, err)
 	}
-	if err := renameio.WriteFile(to, data, 0o600); err != nil {
+	if err := durable.WriteFile(to, data, 0o600); err != nil {
 		return a, fmt.Errorf("adopt %s as %s: %w", newest.Path, to, err)
 	}
 	// Keep the save's age, so a later Adopt still sees which is newest.
@@ -240,7 +242,7 @@ func RecordMousepad(stateDir string, open bool) error {
 	if open {
 		v = "open\n"
 	}
-	return renameio.WriteFile(filepath.Join(stateDir, MousepadMarker), []byte(v), 0o600)
+	return durable.WriteFile(filepath.Join(stateDir, MousepadMarker), []byte(v), 0o600)
 }
 
 // MousepadWasOpen reads the marker: true only for "open". A missing marker
