@@ -20,7 +20,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/google/renameio/v2"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // The sources of a token, as the contract names them.
@@ -86,7 +86,7 @@ func (f *File) Save(path string) error {
 	if err != nil {
 		return fmt.Errorf("encode cli.json: %w", err)
 	}
-	if err := renameio.WriteFile(path, append(data, '\n'), 0o600); err != nil {
+	if err := durable.WriteFile(path, append(data, '\n'), 0o600); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
