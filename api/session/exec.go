@@ -83,7 +83,9 @@ func (s *Service) Exec(ctx context.Context, st *stream) error {
 	if err != nil {
 		return s.status(ctx, "exec in box "+box.Name, err)
 	}
-	s.log.InfoContext(ctx, "exec", "box", box.BoxID, "host", box.Host, "program", req.Args[0],
+	// Nothing of the command's text: its first word alone was
+	// `GH_TOKEN=ghp_… gh` when a script quoted it as one.
+	s.log.InfoContext(ctx, "exec", "box", box.BoxID, "host", box.Host, "argc", len(req.Args), "command_bytes", commandBytes(req.Args),
 		"tty", req.TTY != nil, "code", status.Code, "duration", time.Since(began).Round(time.Millisecond))
 	return out.send(&controlv1.SessionExecResponse{Msg: &controlv1.SessionExecResponse_Exit{
 		Exit: &controlv1.SessionExitStatus{Code: int32(status.Code), Signal: status.Signal}}})
@@ -244,4 +246,14 @@ func (in *input) failure() error {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	return in.bad
+}
+
+// commandBytes is the length of a command's words together, what the log
+// says of its size.
+func commandBytes(args []string) int {
+	n := 0
+	for _, a := range args {
+		n += len(a)
+	}
+	return n
 }

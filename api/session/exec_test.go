@@ -323,3 +323,24 @@ func drain(s *connect.BidiStreamForClient[controlv1.SessionExecRequest, controlv
 		}
 	}
 }
+
+// The exec log line named the command's first word, so a command quoted
+// as one word (`rsh -- 'GH_TOKEN=ghp_… gh pr list'`) put the token in the
+// api's log. Now the line says how many words and bytes, none of the text.
+func TestTheExecLogLineHoldsNothingOfTheCommand(t *testing.T) {
+	secret := "ghp_" + strings.Repeat("x", 8) + rand.Text()
+	before := strings.Count(api.Log(), "msg=exec")
+	if out, err := rsh(context.Background(), nil, "--", "GH_TOKEN="+secret+" true").CombinedOutput(); err != nil {
+		t.Fatalf("rsh: %v: %s", err, out)
+	}
+	wait.Eventually(t, time.Minute, "the exec line in the api's log", func() (bool, string) {
+		return strings.Count(api.Log(), "msg=exec") > before, "no new exec line"
+	})
+	log := api.Log()
+	if strings.Contains(log, secret) || strings.Contains(log, "GH_TOKEN") {
+		t.Fatalf("the api's log holds the command's text:\n%s", log)
+	}
+	if !strings.Contains(log, "argc=1") || !strings.Contains(log, fmt.Sprintf("command_bytes=%d", len("GH_TOKEN="+secret+" true"))) {
+		t.Fatalf("the exec line lacks argc and command_bytes:\n%s", log)
+	}
+}
