@@ -36,7 +36,27 @@ func (h *Handler) requireBearer(next http.Handler) http.Handler {
 		return &auth.TokenInfo{UserID: p.UserID, Extra: map[string]any{principalKey: p}}, nil
 	}
 	// Our tokens carry no expiry: they live until revoked.
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(next)
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bindRequest(next))
+}
+
+// bindRequest ends every request with the token it carries: a GET's
+// event stream outlived its revoked token before (the session ends only
+// with the token that initialized it, and a GET may carry another of the
+// same user's).
+func bindRequest(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var p *tokens.Principal
+		if info := auth.TokenInfoFromContext(r.Context()); info != nil {
+			p, _ = info.Extra[principalKey].(*tokens.Principal)
+		}
+		if p == nil { // requireBearer puts one in every request it passes
+			http.Error(w, "no caller: the bearer check did not run", http.StatusInternalServerError)
+			return
+		}
+		ctx, done := tokens.Bind(r.Context(), p)
+		defer done()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
 }
 
 // bind runs every request of a session with its token's principal in the

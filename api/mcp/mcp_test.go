@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"connectrpc.com/connect"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
@@ -28,6 +29,7 @@ type env struct {
 	base, url  string // the listener's URL, the MCP's
 	boxes      *fakeBoxes
 	tokens     *tokens.Store
+	pool       *pgxpool.Pool
 	alice, bob users.User
 	aliceToken tokens.Secret
 	bobToken   tokens.Secret
@@ -45,7 +47,7 @@ func newEnv(t testing.TB) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(ix.Stop)
-	e := &env{t: t, boxes: newFakeBoxes(), tokens: tokens.NewStore(db.Pool, ix)}
+	e := &env{t: t, boxes: newFakeBoxes(), tokens: tokens.NewStore(db.Pool, ix), pool: db.Pool}
 	e.alice, e.aliceToken = e.user("alice", us)
 	e.bob, e.bobToken = e.user("bob", us)
 

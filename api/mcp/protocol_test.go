@@ -9,9 +9,13 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 // post sends one JSON-RPC body to the MCP with token (none when empty)
@@ -275,5 +279,72 @@ func TestProgressComesBeforeTheResult(t *testing.T) {
 	}
 	if got := strings.Join(call(`{"name":"b"}`, ""), " "); got != "result" {
 		t.Fatalf("box_create without a progress token: %s", got)
+	}
+}
+
+// A session's GET event stream outlived the revoked token that opened it:
+// only the POST calls, and the session (with the token that initialized
+// it), were bound to their token. Now the GET's request ends with its
+// token: a session initialized with the personal token, its GET opened
+// with a device token of the same user, and the device revoked.
+func TestRevokedTokenEndsTheGETStream(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	id := e.session(t, e.aliceToken)
+	device, sum := tokens.New()
+	deviceID := "dev_0123456789abcdef"
+	e.change(t, "INSERT INTO user_tokens (id, user_id, sha256, client, label) VALUES ($1, $2, $3, 'cocoonbox-cli', 'laptop')", deviceID, e.alice.ID, sum[:])
+	req, _ := http.NewRequest(http.MethodGet, e.url, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("Mcp-Session-Id", id)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Authorization", "Bearer "+string(device))
+	var resp *http.Response
+	wait := time.Now().Add(30 * time.Second)
+	for { // until the index has the new token (its NOTIFY)
+		var err error
+		if resp, err = http.DefaultClient.Do(req); err != nil {
+			t.Fatal(err)
+		}
+		if resp.StatusCode != http.StatusUnauthorized || time.Now().After(wait) {
+			break
+		}
+		resp.Body.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET with the device token: %s %q", resp.Status, body(t, resp))
+	}
+	ended := make(chan error, 1)
+	go func() {
+		_, err := io.Copy(io.Discard, resp.Body)
+		ended <- err
+	}()
+	e.change(t, "DELETE FROM user_tokens WHERE id = $1", deviceID)
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the GET stream is still open 30 s after its token was revoked")
+	}
+	// The session, on the personal token, lives on.
+	if r := e.post(t, e.aliceToken, id, "", `{"jsonrpc":"2.0","id":3,"method":"ping"}`); r.StatusCode != http.StatusOK {
+		t.Fatalf("the session after the GET's token was revoked: %s", r.Status)
+	}
+}
+
+// change runs one statement on the tokens and notifies every api of
+// alice's change, as a sign-in or a revoke does.
+func (e *env) change(t *testing.T, sql string, args ...any) {
+	t.Helper()
+	ctx := context.Background()
+	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, sql, args...); err != nil {
+			return err
+		}
+		return users.Notify(ctx, tx, e.alice.ID)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
