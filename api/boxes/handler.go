@@ -229,7 +229,9 @@ func (h *Handler) Usage(ctx context.Context, _ *connect.Request[controlv1.UsageR
 		RemainingTodayMicros: DefaultDailyCapMicros}), nil
 }
 
-// Events streams the caller's events after the cursor until the call ends.
+// Events streams the caller's events after the cursor until the call
+// ends: CANCELED when it is ended (UNAUTHENTICATED by the token check
+// when its token was revoked), UNAVAILABLE when the log cannot be read.
 func (h *Handler) Events(ctx context.Context, req *connect.Request[controlv1.BoxEventsRequest], stream *connect.ServerStream[controlv1.BoxEvent]) error {
 	u, err := h.who(ctx)
 	if err != nil {
@@ -244,8 +246,12 @@ func (h *Handler) Events(ctx context.Context, req *connect.Request[controlv1.Box
 			return err
 		}
 	}
-	if ctx.Err() != nil {
-		return nil
+	if err := ctx.Err(); err != nil {
+		// The call ended, never of itself: the client went, the api
+		// stops, or its token was revoked, which the token check's
+		// interceptor answers UNAUTHENTICATED (OK here told a revoked
+		// watcher nothing).
+		return connect.NewError(connect.CodeCanceled, err)
 	}
 	return connect.NewError(connect.CodeUnavailable, errors.New("the event log could not be read; call again with the last seq"))
 }
