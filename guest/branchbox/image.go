@@ -45,6 +45,11 @@ func CheckImageReference(ref string) string {
 	if d.Algorithm() != "sha256" || !sha256Re.MatchString(d.Encoded()) {
 		return "must pin a sha256 digest of 64 lowercase hex digits"
 	}
+	// reference.Parse takes an upper-case registry host ("Registry.Example");
+	// the contract's reference is literal lowercase.
+	if n := named.Name(); n != strings.ToLower(n) {
+		return "must be literal lowercase (registry and repository)"
+	}
 	domain := reference.Domain(named)
 	if !strings.ContainsAny(domain, ".:") && domain != "localhost" {
 		return "must name its registry (registry.example/repository@sha256:...)"

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 )
@@ -79,7 +80,7 @@ func Parse(data []byte, opt Options) (*Assignment, error) {
 	dec.DisallowUnknownFields()
 	var a Assignment
 	if err := dec.Decode(&a); err != nil {
-		return nil, Refuse(RuleStrictJSON, "", "%v", err)
+		return nil, Refuse(RuleStrictJSON, decodeWhere(err), "%v", err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, Refuse(RuleStrictJSON, "", "data after the assignment object")
@@ -189,3 +190,17 @@ func join(path, key string) string {
 }
 
 func at(path string, i int) string { return fmt.Sprintf("%s[%d]", path, i) }
+
+// decodeWhere names the field a decoding error is about: a value of the
+// wrong type by its dotted path, an unknown field by its key (encoding/json
+// gives no path for it); "" when it is about the whole document.
+func decodeWhere(err error) string {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return te.Field
+	}
+	if k, ok := strings.CutPrefix(err.Error(), "json: unknown field "); ok {
+		return strings.Trim(k, `"`)
+	}
+	return ""
+}

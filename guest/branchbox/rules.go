@@ -41,6 +41,9 @@ const (
 	RuleComposeFile       Rule = "compose-file"
 	RuleIndirectInclude   Rule = "indirect-compose-include"
 	RuleInterpolatedValue Rule = "interpolated-value"
+	// The Compose allow-list: a key (or a value of one) a managed launch
+	// does not allow, for a service that runs (package devcontainer).
+	RuleComposeKey Rule = "compose-key"
 	// Preloaded service images: every assigned image is present in the
 	// local engine before the Dev Containers CLI runs.
 	RuleLocalImage Rule = "local-image-inspect"

@@ -111,7 +111,8 @@ func findInterpolation(v any, at string) (string, bool) {
 // loadCompose reads the Compose files (repository-relative) below dfd,
 // checks each on its own, then loads them merged, in order, as Compose
 // would, with the directory of the first as the project directory.
-func loadCompose(ctx context.Context, dfd int, repo string, files []string) (*types.Project, error) {
+func loadCompose(ctx context.Context, dfd int, repo string, files []string, primary string) (*types.Project, error) {
+	var models []map[string]any
 	details := types.ConfigDetails{WorkingDir: path.Join(repo, path.Dir(files[0])), Environment: types.Mapping{}}
 	for _, rel := range files {
 		data, err := readBeneath(dfd, rel, rel, branchbox.RuleComposeFile)
@@ -130,11 +131,27 @@ func loadCompose(ctx context.Context, dfd int, repo string, files []string) (*ty
 		if err := checkComposeModel(rel, model); err != nil {
 			return nil, err
 		}
+		models = append(models, model)
 		details.ConfigFiles = append(details.ConfigFiles, file)
 	}
 	p, err := loader.LoadWithContext(ctx, details, loadOptions)
 	if err != nil {
 		return nil, branchbox.Refuse(branchbox.RuleComposeFile, strings.Join(files, ", "), "do not load as one project: %v", err)
+	}
+	// The allow-list, once the runnable services are known (a
+	// profile-gated service or an outer tunnel connector never runs).
+	disableTunnelConnectors(p)
+	runnable := map[string]bool{}
+	for name := range p.Services {
+		runnable[name] = true
+	}
+	for i, model := range models {
+		if err := checkAllowedKeys(files[i], model, runnable, primary); err != nil {
+			return nil, err
+		}
+	}
+	if err := checkProject(p, primary); err != nil {
+		return nil, err
 	}
 	return p, nil
 }

@@ -38,7 +38,7 @@ func Load(ctx context.Context, repo string) (*Input, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := loadCompose(ctx, dfd, repo, c.ComposeFiles)
+	p, err := loadCompose(ctx, dfd, repo, c.ComposeFiles, c.Service)
 	if err != nil {
 		return nil, err
 	}
@@ -82,4 +82,31 @@ func CheckServiceImages(images map[string]string, p *types.Project) error {
 		}
 	}
 	return nil
+}
+
+// TunnelConnectorRole is the Compose extension value that marks a service
+// as an outer tunnel connector: `x-branchbox-role: outer-tunnel-connector`.
+const TunnelConnectorRole = "outer-tunnel-connector"
+
+// disableTunnelConnectors disables every service the repository marks as
+// an outer tunnel connector (Contract: Preloaded service images,
+// "Services that BranchBox disables as outer tunnel connectors are
+// excluded"): a service that carries the repository's own tunnel out (a
+// connector of a tunnel vendor, say) is the outer runtime's job in a
+// managed launch (the box's loopback port proxy and the outer runtime's
+// own tunnel), so it never runs, may not be bound in service_images, and
+// other services' depends_on on it is dropped (package facade). The mark
+// is an x- extension, which Compose itself ignores, so BranchBox learns
+// no vendor's image names; it is not held to the allow-list, since the
+// service never starts.
+func disableTunnelConnectors(p *types.Project) {
+	for name, s := range p.Services {
+		if role, _ := s.Extensions["x-branchbox-role"].(string); role == TunnelConnectorRole {
+			if p.DisabledServices == nil {
+				p.DisabledServices = types.Services{}
+			}
+			p.DisabledServices[name] = s
+			delete(p.Services, name)
+		}
+	}
 }

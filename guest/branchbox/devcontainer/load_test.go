@@ -2,6 +2,7 @@ package devcontainer
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -199,5 +200,130 @@ func TestServiceImageBinding(t *testing.T) {
 				t.Fatalf("got %v, want rule %s naming %s", err, c.rule, c.where)
 			}
 		})
+	}
+}
+
+// TestComposeAllowList (Allow-list Compose): every key the allow-list does
+// not pass is refused by rule compose-key naming the file, the service and
+// the key, on the primary service and on another; values a key alone
+// does not judge (a volume's type and source, a network entry, a label's
+// prefix, a driver) too. A profile-gated service never runs and is not
+// held to it; x-* extensions are inert and pass.
+func TestComposeAllowList(t *testing.T) {
+	const override = ".devcontainer/compose.override.yaml"
+	svc := func(service, yaml string) map[string]string {
+		return map[string]string{override: "services:\n  " + service + ":\n" + yaml}
+	}
+	type refusal struct {
+		name  string
+		edit  map[string]string
+		where string
+	}
+	var cases []refusal
+	for _, service := range []string{"app", "database"} {
+		for _, k := range []string{"cap_add: [SYS_ADMIN]", "privileged: true", "devices: [\"/dev/kvm:/dev/kvm\"]", "pid: host",
+			"network_mode: host", "ipc: host", "uts: host", "userns_mode: host", "cgroup: host", "cgroup_parent: /", "security_opt: [seccomp=unconfined]",
+			"ports: [\"0.0.0.0:80:80\"]", "sysctls: {net.ipv4.ip_forward: 1}", "ulimits: {nofile: 1048576}", "use_api_socket: true",
+			"volumes_from: [app]", "container_name: xx", "runtime: runc", "group_add: [docker]", "logging: {driver: syslog}",
+			"dns: [10.0.0.1]", "gpus: all", "platform: linux/amd64", "external_links: [x]", "oom_score_adj: -1000", "deploy: {replicas: 2}",
+			"storage_opt: {size: 1G}", "device_cgroup_rules: [\"c 1:3 mr\"]", "annotations: {a: b}", "post_start: [{command: id}]", "scale: 2",
+			"isolation: default", "mac_address: 02:42:ac:11:00:02"} {
+			key := k[:strings.Index(k, ":")]
+			cases = append(cases, refusal{service + " " + key, svc(service, "    "+k+"\n"), override + ": services." + service + "." + key})
+		}
+	}
+	cases = append(cases,
+		refusal{"tmpfs on the primary", svc("app", "    tmpfs: [/scratch]\n"), override + ": services.app.tmpfs"},
+		refusal{"a named volume on the primary", svc("app", "    volumes: [\"cache:/cache\"]\nvolumes:\n  cache: {}\n"), "services.app.volumes[0]"},
+		refusal{"an image volume", svc("database", "    volumes: [{type: image, source: busybox, target: /i}]\n"), "services.database.volumes[0]"},
+		refusal{"a volume's driver options", map[string]string{override: "volumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n"}, override + ": volumes.root.driver_opts"},
+		refusal{"a volume's driver", map[string]string{override: "volumes:\n  v:\n    driver: nfs\n"}, "volumes.v.driver"},
+		refusal{"an external volume", map[string]string{override: "volumes:\n  v:\n    external: true\n"}, override + ": volumes.v.external"},
+		refusal{"a volume's name", map[string]string{override: "volumes:\n  v:\n    name: branchbox-other-workspace\n"}, override + ": volumes.v.name"},
+		refusal{"an external network", map[string]string{override: "networks:\n  n:\n    external: true\n"}, override + ": networks.n.external"},
+		refusal{"a network's ipam", map[string]string{override: "networks:\n  n:\n    ipam: {config: [{subnet: 10.203.0.0/16}]}\n"}, override + ": networks.n.ipam"},
+		refusal{"a network's driver", map[string]string{override: "networks:\n  n:\n    driver: macvlan\n"}, "networks.n.driver"},
+		refusal{"a fixed address", svc("database", "    networks:\n      n:\n        ipv4_address: 10.203.0.1\nnetworks:\n  n: {}\n"), "services.database.networks.n"},
+		refusal{"a reserved label", svc("database", "    labels: {devcontainer.metadata: '[{\"privileged\": true}]'}\n"), "services.database.labels.devcontainer.metadata"},
+		refusal{"BranchBox's label on a volume", map[string]string{override: "volumes:\n  v:\n    labels: {io.branchbox.run: other}\n"}, "volumes.v.labels.io.branchbox.run"},
+		refusal{"a top-level config", map[string]string{override: "configs:\n  c:\n    content: x\n"}, override + ": configs"},
+		refusal{"a top-level model", map[string]string{override: "models:\n  m:\n    model: ai/x\n"}, override + ": models"},
+	)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			files := good()
+			for k, v := range c.edit {
+				files[k] = v
+			}
+			_, err := Load(context.Background(), repo(t, files))
+			var re *branchbox.RuleError
+			if !errors.As(err, &re) || re.Rule != branchbox.RuleComposeKey || re.Where != c.where {
+				t.Fatalf("got %v, want rule %s where %s", err, branchbox.RuleComposeKey, c.where)
+			}
+		})
+	}
+	// What passes: the allow-list's keys on both, a gated service's
+	// anything, an extension.
+	files := good()
+	files[override] = `services:
+  app:
+    command: ["sleep", "infinity"]
+    init: true
+    cap_drop: [ALL]
+    read_only: true
+    x-anything: {privileged: true}
+  database:
+    volumes: [dbdata:/var/lib/data, {type: tmpfs, target: /scratch}, "./data:/bind-dropped"]
+    networks:
+      back:
+        aliases: [db]
+    labels: {team: data}
+    tmpfs: [/run]
+    healthcheck: {test: ["CMD", "true"]}
+  tools:
+    privileged: true
+volumes:
+  dbdata: {driver: local}
+networks:
+  back: {internal: true}
+x-shared: {a: 1}
+`
+	if _, err := Load(context.Background(), repo(t, files)); err != nil {
+		t.Fatalf("the allow-list's own keys: %v", err)
+	}
+}
+
+// TestOuterTunnelConnectorDisabled (Contract: Preloaded service images,
+// "Services that BranchBox disables as outer tunnel connectors are
+// excluded"): a service marked x-branchbox-role: outer-tunnel-connector
+// never runs (disabled, not held to the allow-list: it may ask for the
+// host's network), service_images may not bind it and need not, and the
+// primary may not be one.
+func TestOuterTunnelConnectorDisabled(t *testing.T) {
+	files := good()
+	files[".devcontainer/compose.override.yaml"] = goodOverride + `  tunnel:
+    image: vendor/connector
+    network_mode: host
+    x-branchbox-role: outer-tunnel-connector
+  database:
+    depends_on: [tunnel]
+`
+	in, err := Load(context.Background(), repo(t, files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := in.Project.DisabledServices["tunnel"]; !ok || in.Project.Services["tunnel"].Name != "" {
+		t.Fatalf("the tunnel connector is not disabled: runnable %v", in.Project.ServiceNames())
+	}
+	if err := CheckServiceImages(map[string]string{"app": digestA, "database": digestB}, in.Project); err != nil {
+		t.Fatalf("a binding without the connector: %v", err)
+	}
+	err = CheckServiceImages(map[string]string{"app": digestA, "database": digestB, "tunnel": digestA}, in.Project)
+	if branchbox.RuleOf(err) != branchbox.RuleServiceBinding || !strings.Contains(err.Error(), "service_images.tunnel") {
+		t.Fatalf("binding the connector: %v", err)
+	}
+	files[".devcontainer/compose.override.yaml"] = goodOverride + "    x-branchbox-role: outer-tunnel-connector\n"
+	if _, err := Load(context.Background(), repo(t, files)); branchbox.RuleOf(err) != branchbox.RuleDevcontainer || !strings.Contains(err.Error(), "not a runnable service") {
+		t.Fatalf("a primary marked as a connector: %v", err)
 	}
 }

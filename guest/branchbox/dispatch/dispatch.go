@@ -48,8 +48,9 @@ type Spool struct {
 	// with the capability from the signed materialization.
 	Binding     envelope.Binding
 	ConsumerUID uint32
-	// Endpoint is the linked tool-endpoint lease's socket.
-	Endpoint string
+	// Endpoint is the linked tool-endpoint lease's socket as the run
+	// recorded it (dialled through a descriptor, package relay).
+	Endpoint relay.Endpoint
 	// Policy is the lease's replay_policy ("" or exact-digest-replay-v1).
 	Policy string
 	// Ledger is the replay ledger directory (replay.Dir).

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/relay"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
@@ -30,7 +31,11 @@ func testSpool(t testing.TB, sock, policy string) *Spool {
 	if err := spool.Init(dir, b, []byte(capability)); err != nil {
 		t.Fatal(err)
 	}
-	return &Spool{Dir: dir, ConsumerUID: consumer, Endpoint: sock, Policy: policy,
+	ep, err := relay.EndpointAt(sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Spool{Dir: dir, ConsumerUID: consumer, Endpoint: ep, Policy: policy,
 		Ledger: filepath.Join(t.TempDir(), "state", "run-demo", "replay", "delivery_requests"), RelayTimeout: 5 * time.Second,
 		Binding: envelope.Binding{RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", Capability: []byte(capability)}}
 }

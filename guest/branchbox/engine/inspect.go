@@ -10,13 +10,20 @@ import (
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
 	"github.com/moby/moby/client"
+	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 )
 
 // Bind is a signed read-only bind: a lease's source on the host at its
-// target in the container.
-type Bind struct{ Source, Target string }
+// target in the container. Dev and Ino, when Ino is not 0, are the
+// source's identity as BranchBox opened and recorded it: what the
+// container sees at Target must be that inode (a source swapped for a
+// symlink between the check and the engine's mount is another one).
+type Bind struct {
+	Source, Target string
+	Dev, Ino       uint64
+}
 
 // Volume is a signed writable named volume (a tool-request spool, or the
 // run's workspace) at its target.
@@ -71,6 +78,9 @@ func CheckContainer(ctx context.Context, c *client.Client, id string, want Mount
 			return nil, refuse("has security option %q; only Docker's built-in seccomp profile is accepted", o)
 		}
 	}
+	if err := checkBindInodes(ct.State.Pid, want.Binds, refuse); err != nil {
+		return nil, err
+	}
 	mode, err := seccompMode(ct.State.Pid)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
@@ -91,6 +101,18 @@ func checkMounts(got []container.MountPoint, want Mounts, refuse func(string, ..
 	for _, v := range want.Volumes {
 		volumes[v.Name] = v.Target
 	}
+	// A duplicate is named as such whatever order the engine lists the
+	// mounts in (else its first copy at another target reads as
+	// mistargeted).
+	count := map[string]int{}
+	for _, m := range got {
+		count[string(m.Type)+" "+m.Source+m.Name]++
+	}
+	for _, m := range got {
+		if count[string(m.Type)+" "+m.Source+m.Name] > 1 {
+			return refuse("mounts %s %s twice", m.Type, m.Source+m.Name)
+		}
+	}
 	seen := map[string]bool{}
 	for _, m := range got {
 		var key, target string
@@ -104,6 +126,11 @@ func checkMounts(got []container.MountPoint, want Mounts, refuse func(string, ..
 			if m.RW {
 				return refuse("mounts %s writable; a lease bind is read-only and no writable bind is allowed", m.Destination)
 			}
+			// The engine's default, which the facade leaves: no mount
+			// made later on either side crosses to the other.
+			if m.Propagation != mount.PropagationRPrivate {
+				return refuse("mounts %s with propagation %q, not rprivate", m.Destination, m.Propagation)
+			}
 		case mount.TypeVolume:
 			key = "volume " + m.Name
 			if target, ok = volumes[m.Name]; !ok {
@@ -115,13 +142,10 @@ func checkMounts(got []container.MountPoint, want Mounts, refuse func(string, ..
 		default:
 			return refuse("has a %s mount at %s, which no lease signs", m.Type, m.Destination)
 		}
+		seen[key] = true
 		if m.Destination != target {
 			return refuse("mounts %s at %s, not at its signed target %s", key, m.Destination, target)
 		}
-		if seen[key] {
-			return refuse("mounts %s twice", key)
-		}
-		seen[key] = true
 	}
 	for _, b := range want.Binds {
 		if !seen["bind "+b.Source] {
@@ -151,4 +175,37 @@ func seccompMode(pid int) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("/proc/%d/status has no Seccomp field", pid)
+}
+
+// checkBindInodes opens each signed bind's target inside the container's
+// root (/proc/<pid>/root, resolved in that root, never following a
+// symlink) and compares its device and inode with the recorded source's:
+// the engine mounts by name, so this is where a source swapped after
+// BranchBox's last check shows (a symlink to /etc mounts /etc).
+func checkBindInodes(pid int, binds []Bind, refuse func(string, ...any) error) error {
+	root, err := unix.Open(fmt.Sprintf("/proc/%d/root", pid), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the container's root (pid %d): %w", pid, err)
+	}
+	defer unix.Close(root)
+	for _, b := range binds {
+		if b.Ino == 0 {
+			continue
+		}
+		how := unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW, Resolve: unix.RESOLVE_IN_ROOT | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+		fd, err := unix.Openat2(root, b.Target, &how)
+		if err != nil {
+			return refuse("its bind target %s cannot be opened in the container without symlinks: %v", b.Target, err)
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		unix.Close(fd)
+		if err != nil {
+			return fmt.Errorf("fstat %s in the container: %w", b.Target, err)
+		}
+		if st.Dev != b.Dev || st.Ino != b.Ino {
+			return refuse("shows at %s device %d inode %d, not the lease source %s checked as device %d inode %d (swapped before the engine mounted it)", b.Target, st.Dev, st.Ino, b.Source, b.Dev, b.Ino)
+		}
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/moby/moby/api/types/container"
@@ -64,7 +65,11 @@ func TestFinalInspection(t *testing.T) {
 		}
 	})
 	const target, spoolTarget = "/run/branchbox/leases/shared/exchange", "/run/branchbox/leases/tool-requests/delivery"
-	want := Mounts{Binds: []Bind{{src, target}}, Volumes: []Volume{{vol, spoolTarget}}}
+	var st syscall.Stat_t
+	if err := syscall.Stat(src, &st); err != nil {
+		t.Fatal(err)
+	}
+	want := Mounts{Binds: []Bind{{Source: src, Target: target, Dev: st.Dev, Ino: st.Ino}}, Volumes: []Volume{{vol, spoolTarget}}}
 	bind := mount.Mount{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}
 	spool := mount.Mount{Type: mount.TypeVolume, Source: vol, Target: spoolTarget}
 	signed := []mount.Mount{bind, spool}
@@ -75,7 +80,10 @@ func TestFinalInspection(t *testing.T) {
 	}{
 		{"the signed mounts", container.HostConfig{Mounts: signed}, ""},
 		{"a writable bind", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target}, spool}}, "writable"},
-		{"a duplicate mount", container.HostConfig{Mounts: []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: src, Target: "/run/branchbox/leases/shared/again", ReadOnly: true}}}, "not at its signed target"},
+		// The signed pair, then the same source again elsewhere: the
+		// duplicate is what fails, whichever order the engine lists them.
+		{"a duplicate mount", container.HostConfig{Mounts: []mount.Mount{bind, spool, {Type: mount.TypeBind, Source: src, Target: "/run/branchbox/leases/shared/again", ReadOnly: true}}}, "twice"},
+		{"a mistargeted mount", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: "/run/branchbox/leases/shared/elsewhere", ReadOnly: true}, spool}}, "not at its signed target"},
 		{"a missing lease mount", container.HostConfig{Mounts: []mount.Mount{spool}}, "does not mount the lease source"},
 		{"a wrong volume name", container.HostConfig{Mounts: []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol + "-other", Target: spoolTarget}}}, "not a signed volume name"},
 		{"a read-only request volume", container.HostConfig{Mounts: []mount.Mount{bind, {Type: mount.TypeVolume, Source: vol, Target: spoolTarget, ReadOnly: true}}}, "read-only"},
@@ -101,13 +109,63 @@ func TestFinalInspection(t *testing.T) {
 	}
 }
 
-// TestProviderUser (Security contract: "runs id -u in the container, and
-// rejects root or any mismatch with the signed consumer_uid"): remoteUser
-// wins over containerUser over Config.User; root and another UID fail.
+// TestFinalInspectionPropagation: a bind must have the engine's default
+// propagation, rprivate, which the facade leaves (a shared or slave bind
+// carries mounts across; the engine refuses one here, whose / is not
+// shared, so the inspected mount is given as the engine would list it).
+func TestFinalInspectionPropagation(t *testing.T) {
+	want := Mounts{Binds: []Bind{{Source: "/s", Target: "/t"}}}
+	refuse := func(d string, a ...any) error { return branchbox.Refuse(branchbox.RuleFinalInspection, "c", d, a...) }
+	for p, ok := range map[mount.Propagation]bool{mount.PropagationRPrivate: true, mount.PropagationRShared: false, mount.PropagationRSlave: false, "": false} {
+		err := checkMounts([]container.MountPoint{{Type: mount.TypeBind, Source: "/s", Destination: "/t", Propagation: p}}, want, refuse)
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "propagation") {
+			t.Errorf("propagation %q: %v", p, err)
+		}
+	}
+}
+
+// TestFinalInspectionSourceInode (no time of check to time of use): what
+// the container shows at a bind's target must be the inode BranchBox
+// opened and recorded for the source; a source the engine resolved to
+// another inode (a symlink swapped in before the mount) fails.
+func TestFinalInspectionSourceInode(t *testing.T) {
+	image := enginetest.ShellImage(t)
+	c := connect(t)
+	src := filepath.Join(t.TempDir(), "exchange")
+	if err := os.Mkdir(src, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var st syscall.Stat_t
+	if err := syscall.Stat(src, &st); err != nil {
+		t.Fatal(err)
+	}
+	const target = "/run/branchbox/leases/shared/exchange"
+	id := run(t, c, image, "", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}}})
+	if _, err := CheckContainer(context.Background(), c, id, Mounts{Binds: []Bind{{Source: src, Target: target, Dev: st.Dev, Ino: st.Ino}}}); err != nil {
+		t.Fatalf("control case: %v", err)
+	}
+	_, err := CheckContainer(context.Background(), c, id, Mounts{Binds: []Bind{{Source: src, Target: target, Dev: st.Dev, Ino: st.Ino + 1}}})
+	if branchbox.RuleOf(err) != branchbox.RuleFinalInspection || !strings.Contains(err.Error(), "swapped") {
+		t.Fatalf("got %v, want the swapped source refused", err)
+	}
+}
+
+// TestProviderUser (Security contract: "rejects root or any mismatch with
+// the signed consumer_uid"): remoteUser wins over containerUser over
+// Config.User; root and another UID fail; the UID is the kernel's, so
+// root with a fake /bin/id that prints 1000 is root.
 func TestProviderUser(t *testing.T) {
 	image := enginetest.ShellImage(t)
 	c := connect(t)
 	id := run(t, c, image, "other", container.HostConfig{})
+	// What a repository's start command can do: an id that says 1000
+	// (the check once ran id -u and believed it).
+	if _, err := Exec(context.Background(), c, id, "root", "sh", "-c", `rm /bin/id && printf '#!/bin/sh\necho 1000\n' >/bin/id && chmod 755 /bin/id && id -u`); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := Exec(context.Background(), c, id, "root", "id", "-u"); err != nil || strings.TrimSpace(string(out)) != "1000" {
+		t.Fatalf("the fake id says %q %v", out, err)
+	}
 	for _, tc := range []struct {
 		name, remote, container string
 		uids                    []uint32
@@ -119,9 +177,10 @@ func TestProviderUser(t *testing.T) {
 		{"root", "root", "", nil, false},
 		{"mismatch", "", "", []uint32{1000}, false},
 		{"no such user", "nobody-here", "", []uint32{1000}, false},
+		{"root with a fake id", "root", "", []uint32{1000}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, uid, err := ProviderUser(context.Background(), c, id, tc.remote, tc.container, "other", tc.uids)
+			_, uid, _, err := ProviderUser(context.Background(), c, id, tc.remote, tc.container, "other", tc.uids)
 			if tc.ok && (err != nil || uid != tc.uids[0]) {
 				t.Fatalf("got %d %v", uid, err)
 			}

@@ -97,9 +97,11 @@ type Removed struct {
 
 // RemoveRun removes everything of run runID from the engine: the
 // containers of Compose project project and the port proxy (forced, with
-// their anonymous volumes), the project's networks, and every volume
+// their anonymous volumes), the project's networks, every volume
 // labelled with the run (Contract: Teardown removes "every exact request
-// volume"). It reports each object; a list failure is an error.
+// volume") and every volume of the project (the named volumes the
+// repository's Compose file declares). It reports each object, removed or
+// not (Err); a list failure is an error.
 func RemoveRun(ctx context.Context, c *client.Client, runID, project string) ([]Removed, error) {
 	var out []Removed
 	for _, f := range []client.Filters{make(client.Filters).Add("label", composeProject+"="+project), make(client.Filters).Add("label", RunLabel+"="+runID)} {
@@ -120,13 +122,24 @@ func RemoveRun(ctx context.Context, c *client.Client, runID, project string) ([]
 		_, err := c.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{})
 		out = append(out, Removed{"network " + n.Name, err})
 	}
-	vs, err := c.VolumeList(ctx, client.VolumeListOptions{Filters: make(client.Filters).Add("label", RunLabel+"="+runID)})
-	if err != nil {
-		return out, fmt.Errorf("listing run %s's volumes: %w", runID, err)
-	}
-	for _, v := range vs.Items {
-		_, err := c.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
-		out = append(out, Removed{"volume " + v.Name, err})
+	// BranchBox's own volumes (labelled with the run) and the named
+	// volumes the repository's Compose file declares (Compose labels them
+	// with the project): both are the run's, and a teardown that left the
+	// second kind said residue-free over a database's data.
+	seen := map[string]bool{}
+	for _, f := range []client.Filters{make(client.Filters).Add("label", RunLabel+"="+runID), make(client.Filters).Add("label", composeProject+"="+project)} {
+		vs, err := c.VolumeList(ctx, client.VolumeListOptions{Filters: f})
+		if err != nil {
+			return out, fmt.Errorf("listing run %s's volumes: %w", runID, err)
+		}
+		for _, v := range vs.Items {
+			if seen[v.Name] {
+				continue
+			}
+			seen[v.Name] = true
+			_, err := c.VolumeRemove(ctx, v.Name, client.VolumeRemoveOptions{Force: true})
+			out = append(out, Removed{"volume " + v.Name, err})
+		}
 	}
 	return out, nil
 }

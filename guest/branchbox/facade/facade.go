@@ -86,26 +86,24 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	if err := devcontainer.CheckServiceImages(a.ServiceImages, in.Project); err != nil {
 		return nil, err
 	}
-	p := *in.Project
-	p.Name = ProjectName(a.RunID)
-	p.Services = types.Services{}
-	p.DisabledServices = types.Services{}
-	p.Volumes = types.Volumes{}
+	// Built from the allow-list (package devcontainer refused the rest):
+	// nothing of the repository's project is copied whole.
+	p := types.Project{Name: ProjectName(a.RunID), Services: types.Services{}, Volumes: types.Volumes{}, Networks: types.Networks{}}
 	for name, v := range in.Project.Volumes {
-		p.Volumes[name] = v
+		p.Volumes[name] = types.VolumeConfig{Driver: v.Driver, Labels: v.Labels}
+	}
+	for name, n := range in.Project.Networks {
+		p.Networks[name] = types.NetworkConfig{Driver: n.Driver, Labels: n.Labels, Internal: n.Internal}
 	}
 	for name, s := range in.Project.Services {
-		s.Image = a.ServiceImages[name]
-		s.Build = nil
-		s.PullPolicy = types.PullPolicyNever
-		var kept []types.ServiceVolumeConfig
-		for _, v := range s.Volumes {
-			if v.Type != types.VolumeTypeBind {
-				kept = append(kept, v)
+		p.Services[name] = allowed(name, s, a.ServiceImages[name])
+		// A dependency on a disabled service (an outer tunnel connector)
+		// is dropped: it never runs.
+		for dep := range s.DependsOn {
+			if _, ok := in.Project.Services[dep]; !ok {
+				delete(p.Services[name].DependsOn, dep)
 			}
 		}
-		s.Volumes = kept
-		p.Services[name] = s
 	}
 	ws := in.Config.WorkspaceFolder
 	if !path.IsAbs(ws) || path.Clean(ws) != ws || ws == "/" || strings.HasPrefix(ws+"/", "/run/branchbox/") {
@@ -114,8 +112,7 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	}
 	primary := p.Services[in.Config.Service]
 	primary.Volumes = []types.ServiceVolumeConfig{{Type: types.VolumeTypeVolume, Source: workspaceKey, Target: ws}}
-	primary.SecurityOpt = nil
-	primary.Privileged = false
+	primary.Tmpfs = nil
 	// BranchBox creates the volumes (labelled with the run) before the
 	// CLI runs: Compose neither makes nor removes them.
 	p.Volumes[workspaceKey] = types.VolumeConfig{Name: WorkspaceVolume(a.RunID), External: true}
@@ -135,6 +132,45 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 		return nil, err
 	}
 	return &Facade{Dir: dir, Compose: compose, Config: config}, nil
+}
+
+// allowed is service s as the facade writes it: only the fields of the
+// Compose allow-list (devcontainer's serviceKeys), the signed image, no
+// build, pull_policy never, no bind mount, each network entry's aliases
+// only. A field not copied here is not started, whatever the repository
+// wrote (privileged, cap_add, devices, pid, network_mode, ports,
+// security_opt, use_api_socket, ...).
+func allowed(name string, s types.ServiceConfig, image string) types.ServiceConfig {
+	out := types.ServiceConfig{Name: name, Profiles: s.Profiles, Restart: s.Restart}
+	out.Image, out.PullPolicy = image, types.PullPolicyNever
+	out.Command, out.Entrypoint, out.Environment = s.Command, s.Entrypoint, s.Environment
+	out.WorkingDir, out.User, out.Labels = s.WorkingDir, s.User, s.Labels
+	out.DependsOn, out.HealthCheck, out.Init = s.DependsOn, s.HealthCheck, s.Init
+	out.Tty, out.StdinOpen = s.Tty, s.StdinOpen
+	out.Hostname, out.DomainName, out.Expose, out.ExtraHosts = s.Hostname, s.DomainName, s.Expose, s.ExtraHosts
+	out.StopSignal, out.StopGracePeriod = s.StopSignal, s.StopGracePeriod
+	out.ReadOnly, out.CapDrop = s.ReadOnly, s.CapDrop
+	out.PidsLimit, out.MemLimit, out.CPUS, out.ShmSize = s.PidsLimit, s.MemLimit, s.CPUS, s.ShmSize
+	out.Tmpfs = s.Tmpfs
+	for _, v := range s.Volumes {
+		switch v.Type {
+		case types.VolumeTypeVolume:
+			out.Volumes = append(out.Volumes, types.ServiceVolumeConfig{Type: v.Type, Source: v.Source, Target: v.Target, ReadOnly: v.ReadOnly, Volume: v.Volume})
+		case types.VolumeTypeTmpfs:
+			out.Volumes = append(out.Volumes, types.ServiceVolumeConfig{Type: v.Type, Target: v.Target, ReadOnly: v.ReadOnly, Tmpfs: v.Tmpfs})
+		}
+	}
+	if s.Networks != nil {
+		out.Networks = map[string]*types.ServiceNetworkConfig{}
+		for n, c := range s.Networks {
+			if c == nil {
+				out.Networks[n] = nil
+			} else {
+				out.Networks[n] = &types.ServiceNetworkConfig{Aliases: c.Aliases}
+			}
+		}
+	}
+	return out
 }
 
 // workspaceKey is the workspace volume's key in the facade's volumes; no

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,8 +24,8 @@ const (
 )
 
 // The repository: a build, a writable workspace bind, a data bind, a named
-// volume, seccomp off, and environment values of the devcontainers/cli
-// #904 class ($$ escapes, quotes, a newline).
+// volume, keys of the allow-list the facade keeps, and environment values
+// of the devcontainers/cli #904 class ($$ escapes, quotes, a newline).
 const repoCompose = `services:
   app:
     build:
@@ -32,9 +33,9 @@ const repoCompose = `services:
       dockerfile: Dockerfile
     volumes:
       - ..:/workspace
-      - cache:/cache
-    security_opt: ["seccomp=unconfined"]
-    privileged: true
+    init: true
+    cap_drop: [NET_RAW]
+    x-note: inert
     environment:
       DOLLAR: "$${x}"
       PRICE: "costs $$5"
@@ -47,9 +48,22 @@ const repoCompose = `services:
     volumes:
       - ./data:/var/lib/postgresql/data
       - dbdata:/srv
+      - type: tmpfs
+        target: /scratch
+    networks:
+      backend:
+        aliases: [db]
+    read_only: true
+    depends_on: [tunnel]
+  tunnel:
+    image: vendor/connector
+    network_mode: host
+    x-branchbox-role: outer-tunnel-connector
 volumes:
-  cache: {}
   dbdata: {}
+networks:
+  backend:
+    internal: true
 `
 
 const repoConfig = `{
@@ -205,13 +219,48 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 			t.Errorf("volume %s: %+v, want %s, external", key, v, name)
 		}
 	}
+	got = nil
 	for _, v := range p.Services["database"].Volumes {
-		if v.Type == types.VolumeTypeBind {
-			t.Errorf("database keeps bind %s", v.Source)
+		got = append(got, mount{v.Type, v.Source, v.Target, v.ReadOnly})
+	}
+	if want := []mount{{"volume", "dbdata", "/srv", false}, {"tmpfs", "", "/scratch", false}}; !reflect.DeepEqual(got, want) {
+		t.Errorf("database mounts (its bind dropped)\n got %v\nwant %v", got, want)
+	}
+	// Every key of every service, as written: the allow-list's and the
+	// facade's own, nothing else (a key copied whole would show here).
+	model, err := loader.LoadModelWithContext(context.Background(), types.ConfigDetails{WorkingDir: f.Dir,
+		ConfigFiles: []types.ConfigFile{{Filename: ComposeFile, Content: f.Compose}}, Environment: types.Mapping{}},
+		func(o *loader.Options) {
+			o.SkipInterpolation, o.SkipNormalization = true, true
+			o.SetProjectName("x", true)
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	section := func(m map[string]any, k string) map[string]any { v, _ := m[k].(map[string]any); return v }
+	services := section(model, "services")
+	for name, want := range map[string][]string{
+		"app":      {"environment", "image", "init", "cap_drop", "pull_policy", "volumes"},
+		"database": {"image", "networks", "pull_policy", "read_only", "volumes"},
+	} {
+		var keys []string
+		for k := range section(services, name) {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		slices.Sort(want)
+		if !slices.Equal(keys, want) {
+			t.Errorf("service %s writes keys %v, want %v", name, keys, want)
 		}
 	}
-	if len(p.Services["database"].Volumes) != 1 {
-		t.Errorf("database volumes %v, want its named volume only", p.Services["database"].Volumes)
+	if _, ok := services["tunnel"]; ok || len(services) != 2 {
+		t.Errorf("the facade starts %v; the outer tunnel connector is disabled", services)
+	}
+	if n := section(services, "database")["networks"]; !reflect.DeepEqual(n, map[string]any{"backend": map[string]any{"aliases": []any{"db"}}}) {
+		t.Errorf("database networks %v", n)
+	}
+	if n, v := section(model, "networks"), section(model, "volumes"); !reflect.DeepEqual(n, map[string]any{"backend": map[string]any{"internal": true}}) || v["dbdata"] == nil || len(section(v, "dbdata")) != 0 {
+		t.Errorf("top-level networks %v, volumes %v", n, v)
 	}
 	var cfg map[string]any
 	if err := json.Unmarshal(f.Config, &cfg); err != nil {

@@ -31,6 +31,16 @@ type Options struct {
 	CLI string
 	// Facade is BranchBox's own directory for the generated files.
 	Facade string
+	// Step, when set, is told each step as Up passes it ("prepared",
+	// "volumes", "copied", "verified": the sources checked again just
+	// before the CLI runs, "up"): where a test races a swapped source.
+	Step func(step string)
+}
+
+func (o Options) step(s string) {
+	if o.Step != nil {
+		o.Step(s)
+	}
 }
 
 // Result is a started managed launch.
@@ -53,8 +63,11 @@ type Result struct {
 // one per tool-request lease) and the workspace copied into its volume,
 // owned by the signed container consumer; `devcontainer up` of the
 // facade; the final inspection (engine.CheckContainer against
-// facade.Expected); the provider user (engine.ProviderUser against every
-// tool-request consumer_uid); each spool initialized (spool.Init, the
+// facade.Expected) and of every container of the project
+// (engine.CheckProject: HostConfig, binds, volume driver options), the
+// binds' inodes against the sources held since the check; the provider
+// user (engine.ProviderUser: the kernel's UID equal to the owner of the
+// workspace copy, hence every tool-request consumer_uid); each spool initialized (spool.Init, the
 // capability read again from its digest-checked materialization); the
 // port proxy when ports are published. Any failure once something exists
 // in the engine removes all of the run's there (engine.RemoveRun) before
@@ -65,6 +78,7 @@ func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Optio
 	if err != nil {
 		return nil, err
 	}
+	o.step("prepared")
 	uid, err := containerConsumer(a)
 	if err != nil {
 		return nil, err
@@ -88,9 +102,6 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		return err
 	}
 	res.Volumes[wsVol] = dir
-	if err := workspace.CopyTree(ws, dir, int(uid), int(uid)); err != nil {
-		return err
-	}
 	for _, l := range a.Leases {
 		if l.Scope == branchbox.ScopeToolRequest {
 			name := facade.VolumeName(a.RunID, l.LeaseID)
@@ -99,17 +110,41 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 			}
 		}
 	}
+	o.step("volumes")
+	if err := workspace.CopyTree(ws, dir, int(uid), int(uid)); err != nil {
+		return err
+	}
+	o.step("copied")
+	// The engine mounts the sources by name: each is checked again, as
+	// the inode Load opened and holds, as late as BranchBox can; what the
+	// engine did mount is compared with the same inode after up.
+	want := facade.Expected(a, in.Config.WorkspaceFolder)
+	for i, b := range want.Binds {
+		dev, ino, ok := r.Held(b.Source)
+		if !ok {
+			return fmt.Errorf("lease source %s was not opened by the run's check", b.Source)
+		}
+		want.Binds[i].Dev, want.Binds[i].Ino = dev, ino
+	}
+	if err := r.Verify(); err != nil {
+		return err
+	}
+	o.step("verified")
 	if res.Container, err = devcontainerUp(ctx, o.CLI, ws, filepath.Join(f.Dir, facade.ConfigFile)); err != nil {
 		return err
 	}
-	ct, err := engine.CheckContainer(ctx, c, res.Container, facade.Expected(a, in.Config.WorkspaceFolder))
+	o.step("up")
+	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want)
 	if err != nil {
 		return err
 	}
 	if ct.Config.Labels["com.docker.compose.project"] != res.Project || ct.Config.Labels["com.docker.compose.service"] != in.Config.Service {
 		return branchbox.Refuse(branchbox.RuleFinalInspection, "container "+res.Container, "is not service %s of project %s", in.Config.Service, res.Project)
 	}
-	if res.User, res.UID, err = engine.ProviderUser(ctx, c, res.Container, in.Config.RemoteUser, in.Config.ContainerUser, ct.Config.User, SpoolUIDs(a)); err != nil {
+	// The provider must be the owner of the workspace copy (uid: every
+	// tool-request consumer_uid, else the workspace consumer), or it can
+	// neither read nor write its workspace (vscode-remote-release #2228).
+	if res.User, res.UID, _, err = engine.ProviderUser(ctx, c, res.Container, in.Config.RemoteUser, in.Config.ContainerUser, ct.Config.User, []uint32{uid}); err != nil {
 		return err
 	}
 	for i := range a.Leases {
@@ -150,8 +185,8 @@ func SpoolUIDs(a *branchbox.Assignment) []uint32 {
 
 // containerConsumer is the UID the workspace copy is given: the signed
 // consumer_uid of the tool-request leases (which must agree: one provider
-// user), else the version 3 workspace consumer. The provider user's id -u
-// is checked against it after up.
+// user), else the version 3 workspace consumer. The provider user's UID
+// (the kernel's) is checked against it after up.
 func containerConsumer(a *branchbox.Assignment) (uint32, error) {
 	uids := SpoolUIDs(a)
 	for _, u := range uids {

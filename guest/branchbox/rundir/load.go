@@ -55,6 +55,20 @@ type Run struct {
 	// Sources are the materializations in assignment order.
 	Sources []Source
 	opt     branchbox.Options
+	// held are the O_PATH descriptors of the directory and socket
+	// sources, by path, opened once by Load and kept until Close: what
+	// Verify and a launch compare against, and an inode that cannot be
+	// freed and handed to a replacement meanwhile.
+	held map[string]int
+}
+
+// Close releases the descriptors Load holds on the directory and socket
+// sources.
+func (r *Run) Close() {
+	for p, fd := range r.held {
+		unix.Close(fd)
+		delete(r.held, p)
+	}
 }
 
 // Load opens <root>/managed/<runID>/assignment.json and checks it and
@@ -106,18 +120,20 @@ func Load(opt branchbox.Options, runID string) (*Run, error) {
 	if w := a.Workspace; w.ConsumerUID != nil && *w.ConsumerUID == owner {
 		return nil, branchbox.Refuse(branchbox.RuleWorkspaceConsumer, path, "the workspace consumer uid %d is the runtime owner; it must be distinct", owner)
 	}
-	r := &Run{Assignment: a, Dir: dir, Owner: owner, opt: opt}
+	r := &Run{Assignment: a, Dir: dir, Owner: owner, opt: opt, held: map[string]int{}}
 	for i := range a.Leases {
 		l := &a.Leases[i]
 		for _, m := range l.Materializations {
 			s, err := r.checkSource(dfd, l, m)
 			if err != nil {
+				r.Close()
 				return nil, err
 			}
 			r.Sources = append(r.Sources, *s)
 		}
 	}
 	if err := r.checkLinks(); err != nil {
+		r.Close()
 		return nil, err
 	}
 	return r, nil
@@ -146,10 +162,12 @@ func (r *Run) checkSource(dfd int, l *branchbox.Lease, m branchbox.Materializati
 		if err != nil {
 			return nil, err
 		}
-		if l.Scope == branchbox.ScopeProviderEnvironment {
-			if reason := ValueReason(data); reason != "" {
-				return nil, branchbox.Refuse(branchbox.RuleValueFile, m.SourcePath, "%s", reason)
-			}
+		// Every file materialization, a capability too, is held to the
+		// rule each use holds it to (Value): a capability with a trailing
+		// newline passed check and was refused only by launch, after the
+		// containers were up.
+		if reason := ValueReason(data); reason != "" {
+			return nil, branchbox.Refuse(branchbox.RuleValueFile, m.SourcePath, "%s", reason)
 		}
 		s.Kind, s.Dev, s.Ino = KindFile, st.Dev, st.Ino
 		return s, nil
@@ -166,11 +184,17 @@ func (r *Run) checkSource(dfd int, l *branchbox.Lease, m branchbox.Materializati
 	if err != nil {
 		return nil, placeError(branchbox.RuleSourceType, m.SourcePath, err)
 	}
-	defer unix.Close(fd)
 	st, err := fstat(fd, m.SourcePath)
 	if err != nil {
+		unix.Close(fd)
 		return nil, err
 	}
+	kept := false
+	defer func() {
+		if !kept {
+			unix.Close(fd)
+		}
+	}()
 	if st.Uid != r.Owner {
 		return nil, branchbox.Refuse(branchbox.RuleSourceType, m.SourcePath, "belongs to uid %d, not the assignment's owner %d", st.Uid, r.Owner)
 	}
@@ -196,6 +220,7 @@ func (r *Run) checkSource(dfd int, l *branchbox.Lease, m branchbox.Materializati
 		return nil, branchbox.Refuse(branchbox.RuleSourceType, m.SourcePath, "is not what a %s lease binds (a %s)", l.Scope, map[bool]string{true: "directory 0755", false: "directory 0700 or an owner-only socket"}[l.Scope == branchbox.ScopeSharedDirectory])
 	}
 	s.Dev, s.Ino = st.Dev, st.Ino
+	r.held[m.SourcePath], kept = fd, true
 	return s, nil
 }
 

@@ -24,7 +24,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 	n := 0
 	for b.Loop() {
 		b.StopTimer()
-		r, _ := launchable(b, "", nil)
+		r, _ := launchable(b, composeExtra{}, nil)
 		b.StartTimer()
 		start := time.Now()
 		if out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI); code != 0 {
@@ -59,7 +59,7 @@ func BenchmarkLaunchOverhead(b *testing.B) {
 func plainRepository(b *testing.B, app, db string) string {
 	dir := filepath.Join(b.TempDir(), "app")
 	compose := strings.NewReplacer("build: .", "image: "+app+"\n    pull_policy: never", "image: postgres:16", "image: "+db+"\n    pull_policy: never").
-		Replace("name: plain-bench\n" + strings.Replace(launchCompose, "%s", "", 1))
+		Replace("name: plain-bench\n" + strings.ReplaceAll(launchCompose, "%s", ""))
 	config := strings.Replace(launchConfig, `"remoteUser"`, `"updateRemoteUserUID": false, "remoteUser"`, 1)
 	for name, body := range map[string]string{".devcontainer/devcontainer.json": config, ".devcontainer/compose.yaml": compose, "README": "app\n"} {
 		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {

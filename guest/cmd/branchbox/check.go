@@ -56,6 +56,7 @@ func (e *env) check() int {
 	if err != nil {
 		return e.fail(err)
 	}
+	defer r.Close()
 	a := r.Assignment
 	rep := checkReport{Status: "valid", RunID: a.RunID, Feature: a.Feature, Version: a.Version, OwnerUID: r.Owner,
 		Branch: a.Branch, Repository: a.Repository.Path, Workspace: a.Workspace.Path,

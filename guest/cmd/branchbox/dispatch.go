@@ -14,6 +14,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/relay"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/replay"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
@@ -32,6 +34,7 @@ func (e *env) dispatch() int {
 	if err != nil {
 		return e.fail(err)
 	}
+	defer r.Close()
 	s, err := e.spool(r)
 	if err != nil {
 		return e.fail(err)
@@ -97,7 +100,7 @@ func (e *env) spool(r *rundir.Run) (*dispatch.Spool, error) {
 	if ct.Container.State == nil || !ct.Container.State.Running {
 		return nil, branchbox.Refuse(branchbox.RuleProviderUser, "container "+rec.Container, "is not running")
 	}
-	if _, _, err := engine.ProviderUser(ctx, c, rec.Container, rec.RemoteUser, rec.ContainerUser, ct.Container.Config.User, []uint32{*l.ConsumerUID}); err != nil {
+	if _, _, _, err := engine.ProviderUser(ctx, c, rec.Container, rec.RemoteUser, rec.ContainerUser, ct.Container.Config.User, []uint32{*l.ConsumerUID}); err != nil {
 		return nil, err
 	}
 	dir, err := engine.VolumeDir(ctx, c, facade.VolumeName(a.RunID, l.LeaseID), a.RunID)
@@ -108,7 +111,27 @@ func (e *env) spool(r *rundir.Run) (*dispatch.Spool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dispatch.Spool{Dir: dir, ConsumerUID: *l.ConsumerUID, Endpoint: endpoint.Materializations[0].SourcePath,
+	ep, err := recordedEndpoint(e.o.root, a.RunID, endpoint.Materializations[0].SourcePath, r.Owner)
+	if err != nil {
+		return nil, err
+	}
+	return &dispatch.Spool{Dir: dir, ConsumerUID: *l.ConsumerUID, Endpoint: ep,
 		Policy: l.ReplayPolicy, Ledger: replay.Dir(e.o.root, a.RunID, l.LeaseID), RelayTimeout: relayTimeout,
 		Binding: envelope.Binding{RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer, Capability: capability}}, nil
+}
+
+// recordedEndpoint is the endpoint socket at path as the run's ledger
+// recorded it at materialize (device, inode), answered by owner or root:
+// the relay dials that inode only (package relay).
+func recordedEndpoint(root, runID, path string, owner uint32) (relay.Endpoint, error) {
+	l, err := ledger.Read(root, runID)
+	if err != nil {
+		return relay.Endpoint{}, fmt.Errorf("run %s's ledger: %w", runID, err)
+	}
+	for _, s := range l.Sources {
+		if s.Path == path && s.Kind == rundir.KindSocket {
+			return relay.Endpoint{Path: path, Dev: s.Dev, Ino: s.Ino, Owner: owner}, nil
+		}
+	}
+	return relay.Endpoint{}, branchbox.Refuse(branchbox.RuleToolRequest, path, "is not a socket source the run's ledger recorded")
 }

@@ -37,6 +37,10 @@ func findRun(root, name string) (string, error) {
 	return "", branchbox.Refuse(branchbox.RuleRunDirectory, filepath.Join(root, "state"), "feature %s has %d materialized runs %v; name one with --run", name, len(runs), runs)
 }
 
+// launchStep is told each step of a launch (launch.Options.Step): nil but
+// in the tests that race a swapped source against it.
+var launchStep func(step string)
+
 // launch starts the run's managed Dev Container (package launch) from
 // the materialized workspace and records it for dispatch-tool.
 func (e *env) launch() int {
@@ -44,9 +48,13 @@ func (e *env) launch() int {
 	if err != nil {
 		return e.fail(err)
 	}
+	defer r.Close()
 	l, err := ledger.Read(e.o.root, r.Assignment.RunID)
 	if err != nil {
 		return e.fail(fmt.Errorf("run %s is not materialized (feature materialize first): %w", r.Assignment.RunID, err))
+	}
+	if err := r.SameSources(l.Sources); err != nil {
+		return e.fail(err)
 	}
 	if _, err := launch.ReadRecord(e.o.root, r.Assignment.RunID); err == nil {
 		return e.fail(branchbox.Refuse(branchbox.RuleReuse, r.Assignment.RunID, "is launched already; tear it down and start a new run"))
@@ -56,7 +64,7 @@ func (e *env) launch() int {
 		return e.fail(err)
 	}
 	defer c.Close()
-	rec, err := launch.Up(context.Background(), c, r, l.Workspace.Path, launch.Options{CLI: e.o.cli, Facade: launch.FacadeDir(e.o.root, r.Assignment.RunID)})
+	rec, err := launch.Up(context.Background(), c, r, l.Workspace.Path, launch.Options{CLI: e.o.cli, Facade: launch.FacadeDir(e.o.root, r.Assignment.RunID), Step: launchStep})
 	if err != nil {
 		return e.fail(err)
 	}

@@ -1,19 +1,17 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
-
-	"github.com/moby/moby/client"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
@@ -27,7 +25,10 @@ const devcontainerCLI = "/var/cache/cocoonbox/npm/devcontainers-cli-0.89.0/node_
 
 // The repository a launch test checks out: two services, the usual
 // workspace bind (which the facade drops), a value of the
-// devcontainers/cli #904 class, the app answering on port 3000.
+// devcontainers/cli #904 class, the app answering on port 3000, a named
+// volume of the database's (which teardown must remove too). The three
+// %s are more YAML of the app service, of the database service and at
+// the top level (composeExtra).
 const (
 	launchConfig = `{
   "dockerComposeFile": "compose.yaml",
@@ -46,13 +47,22 @@ const (
 %s  database:
     image: postgres:16
     command: ["sleep", "1000"]
-`
+    volumes:
+      - dbdata:/var/lib/data
+%svolumes:
+  dbdata: {}
+%s`
 )
 
+// composeExtra is YAML added to launchCompose: of the app service (the
+// primary), of the database service, at the top level; and remoteUser,
+// when set, the configuration's instead of dev.
+type composeExtra struct{ app, database, top, remoteUser string }
+
 // launchable lays out a materialized version 3 run of that repository
-// (extra: more YAML of the app service) with real local images and a free
+// (with extra) with real local images and a free
 // published port; it returns the run and the port.
-func launchable(t testing.TB, extra string, edit func(m map[string]any)) (*branchboxtest.Run, int) {
+func launchable(t testing.TB, extra composeExtra, edit func(m map[string]any)) (*branchboxtest.Run, int) {
 	t.Helper()
 	if _, err := os.Stat(devcontainerCLI); err != nil {
 		t.Fatalf("the Dev Containers CLI (make setup installs it): %v", err)
@@ -67,7 +77,11 @@ func launchable(t testing.TB, extra string, edit func(m map[string]any)) (*branc
 	}
 	port := l.Addr().(*net.TCPAddr).Port
 	l.Close()
-	files := map[string]string{".devcontainer/devcontainer.json": launchConfig, ".devcontainer/compose.yaml": fmt.Sprintf(launchCompose, extra)}
+	config := launchConfig
+	if extra.remoteUser != "" {
+		config = strings.Replace(config, `"remoteUser": "dev"`, `"remoteUser": "`+extra.remoteUser+`"`, 1)
+	}
+	files := map[string]string{".devcontainer/devcontainer.json": config, ".devcontainer/compose.yaml": fmt.Sprintf(launchCompose, extra.app, extra.database, extra.top)}
 	r := branchboxtest.Lay(t, branchboxtest.WithRepoFiles(t, files, func(m map[string]any) {
 		m["service_images"] = map[string]any{"app": app, "database": db}
 		m["port_proxy_image"] = proxy
@@ -108,21 +122,26 @@ func inContainer(t *testing.T, id, user, script string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// runObjects lists what the engine holds of the run (containers of its
-// project or labelled with it, its volumes).
+// runObjects lists what the engine holds of the run: containers of its
+// project or labelled with it, the project's networks, volumes labelled
+// with the run or of the project (the repository's named volumes).
 func runObjects(t *testing.T) []string {
 	t.Helper()
+	project := "label=com.docker.compose.project=" + facade.ProjectName(branchboxtest.RunID)
+	run := "label=" + engine.RunLabel + "=" + branchboxtest.RunID
 	var out []string
 	for _, args := range [][]string{
-		{"ps", "-aq", "--filter", "label=com.docker.compose.project=" + facade.ProjectName(branchboxtest.RunID)},
-		{"ps", "-aq", "--filter", "label=" + engine.RunLabel + "=" + branchboxtest.RunID},
-		{"volume", "ls", "-q", "--filter", "label=" + engine.RunLabel + "=" + branchboxtest.RunID},
+		{"ps", "-aq", "--filter", project}, {"ps", "-aq", "--filter", run},
+		{"network", "ls", "-q", "--filter", project},
+		{"volume", "ls", "-q", "--filter", run}, {"volume", "ls", "-q", "--filter", project},
 	} {
 		o, err := exec.Command("docker", args...).Output()
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, strings.Fields(string(o))...)
+		for _, id := range strings.Fields(string(o)) {
+			out = append(out, args[0]+" "+id)
+		}
 	}
 	return out
 }
@@ -138,7 +157,7 @@ func runObjects(t *testing.T) []string {
 // endpoint once and its answer comes back 0400. Teardown leaves nothing of
 // the run in the engine.
 func TestManagedLaunch(t *testing.T) {
-	r, port := launchable(t, "", nil)
+	r, port := launchable(t, composeExtra{}, nil)
 	ep := branchboxtest.Serve(t, r.Listener)
 	out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
 	if code != 0 {
@@ -204,7 +223,7 @@ printf '{"version":"1","run_id":"run-demo","lease_id":"delivery_requests","consu
 // TestLaunchMissingImageRunsNothing (Must show): a missing image fails the
 // assignment before the CLI runs; nothing is created, built or pulled.
 func TestLaunchMissingImageRunsNothing(t *testing.T) {
-	r, _ := launchable(t, "", func(m map[string]any) {
+	r, _ := launchable(t, composeExtra{}, func(m map[string]any) {
 		m["service_images"].(map[string]any)["database"] = "sha256:" + strings.Repeat("0", 64)
 	})
 	out, _, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
@@ -216,26 +235,181 @@ func TestLaunchMissingImageRunsNothing(t *testing.T) {
 	}
 }
 
-// TestLaunchFailedInspectionTearsDown (Security contract: "any other
-// writable entry under the managed namespace" fails startup): a tmpfs the
-// repository puts in the lease namespace reaches the container, the final
-// inspection refuses it, and the launch removes everything it started.
-func TestLaunchFailedInspectionTearsDown(t *testing.T) {
-	r, _ := launchable(t, "    tmpfs: [/run/branchbox/leases/shared/scratch]\n", nil)
-	out, _, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
-	if code != exitInvalid || !strings.Contains(out, `"rule": "final-inspection"`) || !strings.Contains(out, "tmpfs") {
-		t.Fatalf("exit %d: %s", code, out)
+// TestHostileComposeKeysRefusedBeforeStart (Allow-list Compose): a
+// repository's Compose file with a key the allow-list does not pass, on
+// the primary service or another one, is refused before anything starts,
+// rule compose-key naming the file, the service and the key; nothing is
+// created in the engine. These are the keys a real launch once kept (the
+// facade hardened by deleting the keys it feared): SYS_ADMIN, the host's
+// PID namespace and network, a port on every address, devices,
+// privileged (which cannot even start on this host), seccomp off, a
+// local volume binding the guest's /, the engine's own socket.
+func TestHostileComposeKeysRefusedBeforeStart(t *testing.T) {
+	keys := []struct{ yaml, where string }{
+		{"cap_add: [SYS_ADMIN, SYS_PTRACE]", "cap_add"},
+		{"devices: [\"/dev/null:/dev/bbnull\"]", "devices"},
+		{"pid: host", "pid"},
+		{"network_mode: host", "network_mode"},
+		{"ports: [\"0.0.0.0:3999:3000\"]", "ports"},
+		{"privileged: true", "privileged"},
+		{"security_opt: [seccomp=unconfined]", "security_opt"},
+		{"use_api_socket: true", "use_api_socket"},
+		{"ipc: host", "ipc"},
+		{"userns_mode: host", "userns_mode"},
+		{"volumes_from: [other]", "volumes_from"},
+		{"container_name: branchbox-run-demo-port-proxy", "container_name"},
+	}
+	// One materialized run; each case rewrites its workspace's Compose
+	// file (a refused launch leaves no record, so the next may launch).
+	r, _ := launchable(t, composeExtra{}, nil)
+	for _, service := range []string{"app", "database"} {
+		for _, k := range keys {
+			t.Run(service+" "+k.where, func(t *testing.T) {
+				extra := composeExtra{}
+				line := "    " + k.yaml + "\n"
+				if service == "app" {
+					extra.app = line
+				} else {
+					extra.database = line
+				}
+				launchRefused(t, r, extra, "compose-key", ".devcontainer/compose.yaml: services."+service+"."+k.where)
+			})
+		}
+	}
+	for name, c := range map[string]struct {
+		extra composeExtra
+		where string
+	}{
+		"a volume binding the guest's root":        {composeExtra{top: "  root:\n    driver_opts: {type: none, o: bind, device: /}\n"}, ".devcontainer/compose.yaml: volumes.root.driver_opts"},
+		"an external volume (another run's spool)": {composeExtra{top: "  spool:\n    external: true\n    name: branchbox-other-delivery_requests\n"}, ".devcontainer/compose.yaml: volumes.spool.external"},
+		"a tmpfs on the primary":                   {composeExtra{app: "    tmpfs: [/run/branchbox/leases/shared/scratch]\n"}, ".devcontainer/compose.yaml: services.app.tmpfs"},
+		"BranchBox's run label":                    {composeExtra{database: "    labels: {io.branchbox.run: other}\n"}, "services.database.labels.io.branchbox.run"},
+		"a secret":                                 {composeExtra{top: "secrets:\n  s:\n    external: true\n"}, ".devcontainer/compose.yaml: secrets"},
+	} {
+		t.Run(name, func(t *testing.T) { launchRefused(t, r, c.extra, "compose-key", c.where) })
+	}
+	// The control: the run launches once its Compose file is the plain one.
+	launchRefused(t, r, composeExtra{}, "", "")
+}
+
+// launchRefused writes launchCompose with extra into run r's workspace
+// and launches it, wanting exit 65 by rule, where exactly as said, and
+// nothing of the run in the engine (rule "": the launch succeeds).
+func launchRefused(t *testing.T, r *branchboxtest.Run, extra composeExtra, rule, where string) {
+	t.Helper()
+	ws := r.Assignment["workspace"].(map[string]any)["path"].(string)
+	if err := os.WriteFile(filepath.Join(ws, ".devcontainer", "compose.yaml"), []byte(fmt.Sprintf(launchCompose, extra.app, extra.database, extra.top)), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
+	if rule == "" {
+		if code != 0 {
+			t.Fatalf("the control launch: exit %d: %s%s", code, out, errs)
+		}
+		return
+	}
+	var rep struct{ Rule, Where, Error string }
+	json.Unmarshal([]byte(out), &rep)
+	if code != exitInvalid || rep.Rule != rule || rep.Where != where {
+		t.Fatalf("exit %d, rule %q where %q: %s%s; want exit 65, rule %s where %s", code, rep.Rule, rep.Where, out, errs, rule, where)
 	}
 	if left := runObjects(t); len(left) != 0 {
-		t.Fatalf("a failed launch left %v", left)
+		t.Fatalf("a refused launch left %v", left)
 	}
-	c, err := engine.Connect()
+}
+
+// injectingCLI is a Dev Containers CLI that adds the Compose file
+// override after the facade's before it runs the real one: what an
+// image's devcontainer.metadata, the CLI or a writer racing BranchBox
+// could add once the facade is written.
+func injectingCLI(t *testing.T, override string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/override.yaml", []byte(override), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Called as: up --workspace-folder WS --config CONFIG.
+	script := `#!/bin/sh
+set -e
+sed 's#\("/[^"]*/compose.yaml"\)#\1, "` + dir + `/override.yaml"#' "$5" >` + dir + `/devcontainer.json
+exec ` + devcontainerCLI + ` "$1" "$2" "$3" "$4" ` + dir + `/devcontainer.json
+`
+	if err := os.WriteFile(dir+"/devcontainer", []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dir + "/devcontainer"
+}
+
+// TestFinalInspectionOfEveryContainer (Allow-list Compose: the final
+// inspection reads every container's HostConfig): a setting added after
+// the facade (injectingCLI) on the primary or another service reaches the
+// engine, the final inspection refuses it naming the container, and the
+// launch removes everything it started.
+func TestFinalInspectionOfEveryContainer(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
-	if ns, err := c.NetworkList(context.Background(), client.NetworkListOptions{Filters: make(client.Filters).Add("label", "com.docker.compose.project="+facade.ProjectName(branchboxtest.RunID))}); err != nil || len(ns.Items) != 0 {
-		t.Fatalf("networks left: %v %v", ns.Items, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close()
+	// Each HostConfig setting is also held on a real container by
+	// engine's TestCheckProjectEveryHostConfig; here the whole launch, on
+	// either service, through the real CLI.
+	for _, c := range []struct{ service, yaml, says string }{
+		{"database", "cap_add: [SYS_ADMIN]", "adds capabilities"},
+		{"database", "network_mode: host", "network mode"},
+		{"database", fmt.Sprintf("ports: [\"0.0.0.0:%d:3000\"]", port), "publishes"},
+		{"database", "volumes: [\"root:/host\"]", "driver options"},
+		{"app", "pid: host", "PID mode"},
+		{"app", "security_opt: [seccomp=unconfined]", "security option"},
+	} {
+		t.Run(c.service+" "+c.yaml, func(t *testing.T) {
+			r, _ := launchable(t, composeExtra{}, nil)
+			override := "services:\n  " + c.service + ":\n    " + c.yaml + "\nvolumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n"
+			out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", injectingCLI(t, override), "--json")
+			var rep struct{ Rule, Where, Error string }
+			json.Unmarshal([]byte(out), &rep)
+			if code != exitInvalid || rep.Rule != "final-inspection" || !strings.Contains(rep.Error, c.says) || !strings.Contains(rep.Where, "-"+c.service+"-") {
+				t.Fatalf("exit %d: %s%s; want rule final-inspection on the %s container saying %q", code, out, errs, c.service, c.says)
+			}
+			if left := runObjects(t); len(left) != 0 {
+				t.Fatalf("a failed launch left %v", left)
+			}
+		})
+	}
+}
+
+// TestLaunchProviderUserFromTheKernel (Deliver 5): the provider's UID is
+// the kernel's, never a command's in the container. remoteUser root with
+// a start command that replaces /bin/id by one printing 1000 is root; a
+// run with no tool-request lease whose workspace copy is the workspace
+// consumer's (1001) while the provider is dev (1000) is refused (its
+// provider could neither read nor write its workspace: the
+// vscode-remote-release #2228 class; it launched before). Nothing is left.
+func TestLaunchProviderUserFromTheKernel(t *testing.T) {
+	fakeID := `    entrypoint: ["sh", "-c", "rm /bin/id && printf '#!/bin/sh\\necho 1000\\n' >/bin/id && chmod 755 /bin/id && exec \"$$@\"", "sh"]` + "\n"
+	for name, c := range map[string]struct {
+		extra composeExtra
+		edit  func(m map[string]any)
+		says  string
+	}{
+		"remoteUser root, a fake id": {composeExtra{app: fakeID, remoteUser: "root"}, nil, `"root" is root`},
+		"the workspace's owner is another uid": {composeExtra{}, func(m map[string]any) {
+			m["leases"] = m["leases"].([]any)[:4] // no tool-request lease
+		}, "UID 1000 (the kernel's), not the signed consumer UID 1001"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := launchable(t, c.extra, c.edit)
+			out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
+			var rep struct{ Rule, Error string }
+			json.Unmarshal([]byte(out), &rep)
+			if code != exitInvalid || rep.Rule != "provider-user" || !strings.Contains(rep.Error, c.says) {
+				t.Fatalf("exit %d: %s%s; want rule provider-user saying %q", code, out, errs, c.says)
+			}
+			if left := runObjects(t); len(left) != 0 {
+				t.Fatalf("a refused launch left %v", left)
+			}
+		})
 	}
 }
 

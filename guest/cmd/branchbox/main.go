@@ -65,8 +65,9 @@ launch       (version 3, materialized) start the managed Dev Container:
              the workspace copied into the volume branchbox-RUN_ID-workspace,
              then the Dev Containers CLI's up (PATH, default devcontainer);
              the final inspection of the primary container's mounts and
-             seccomp profile, its provider user's id -u against
-             consumer_uid, each request spool initialized, the port proxy
+             seccomp profile, its provider user's UID (the kernel's, of a
+             process started as that user) against the workspace copy's
+             owner and consumer_uid, each request spool initialized, the port proxy
              started. Any failure removes what was started. Without --run,
              the one materialized run of NAME.
 dispatch-tool  handle one request of tool-request lease L: the provider

@@ -27,6 +27,7 @@ func (e *env) materialize() int {
 	if err != nil {
 		return e.fail(err)
 	}
+	defer r.Close()
 	if _, err := ledger.Read(e.o.root, r.Assignment.RunID); !errors.Is(err, fs.ErrNotExist) {
 		if err == nil {
 			err = branchbox.Refuse(branchbox.RuleReuse, ledger.Path(e.o.root, r.Assignment.RunID), "run %s is already materialized; tear it down and start a new run", r.Assignment.RunID)

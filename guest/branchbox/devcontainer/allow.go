@@ -1,0 +1,202 @@
+package devcontainer
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/compose-spec/compose-go/v2/types"
+
+	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+)
+
+// The allow-list of a repository's Compose files (Security contract: the
+// generated configuration mounts only manifest-declared pairs, the
+// primary container runs under Docker's default seccomp profile; the
+// contract promises a container the repository cannot widen). Every key a
+// file sets must be listed here, for every service that runs; anything
+// else is refused by rule compose-key naming the file, the service and the
+// key. A deny-list misses the key nobody thought of (use_api_socket mounts
+// the engine's socket; gpus, models and provider reach the host too).
+//
+// Each entry says why the key cannot reach beyond the container's own
+// namespaces. Package facade builds the generated project from these
+// fields only.
+var serviceKeys = map[string]string{
+	"image":             "replaced by the signed service_images reference",
+	"build":             "removed: images come from service_images only",
+	"pull_policy":       "replaced by never",
+	"command":           "the process inside the container",
+	"entrypoint":        "the process inside the container",
+	"environment":       "the container's own environment, literal (interpolation is refused)",
+	"working_dir":       "a directory inside the container",
+	"user":              "a user inside the container (the primary's provider user is checked against the kernel)",
+	"labels":            "metadata; the engine's, Compose's, BranchBox's and the Dev Containers CLI's prefixes are refused",
+	"depends_on":        "start order among the project's own services",
+	"healthcheck":       "a command inside the container",
+	"init":              "Docker's init as the container's PID 1",
+	"tty":               "a terminal inside the container",
+	"stdin_open":        "the container's own standard input",
+	"hostname":          "the container's own UTS namespace",
+	"domainname":        "the container's own UTS namespace",
+	"expose":            "metadata: publishes nothing on the guest",
+	"extra_hosts":       "lines of the container's own /etc/hosts",
+	"stop_signal":       "the signal Compose stops the container with",
+	"stop_grace_period": "how long Compose waits for it",
+	"restart":           "the engine restarts the same container; teardown removes it",
+	"read_only":         "only narrows: a read-only root file system",
+	"cap_drop":          "only narrows: capabilities removed",
+	"pids_limit":        "only narrows: a cgroup limit",
+	"mem_limit":         "only narrows: a cgroup limit",
+	"cpus":              "only narrows: a cgroup limit",
+	"shm_size":          "the size of the container's own /dev/shm",
+	"profiles":          "gates the service off; a gated service never runs",
+	"networks":          "the project's own networks (their entries: aliases only; see networkKeys)",
+	"volumes":           "named volumes of the project and tmpfs (not on the primary); binds are dropped (only signed pairs are mounted)",
+	"tmpfs":             "a memory file system inside the container (not on the primary, which mounts only what is signed)",
+}
+
+// topLevelKeys are the top-level keys a Compose file may set: services
+// (each held to serviceKeys), the project's own volumes and networks
+// (volumeKeys, networkKeys), name and version (ignored: the project is
+// named from the signed run) and x-* extensions (dropped, inert).
+var topLevelKeys = map[string]bool{"services": true, "volumes": true, "networks": true, "name": true, "version": true}
+
+// volumeKeys and networkKeys are what a top-level volume or network may
+// set: the default local driver (bridge for a network) and labels, a
+// network also internal (only narrows). name and external (another run's
+// spool, any volume or network of the engine), driver_opts (a local
+// volume with {type: none, o: bind, device: /} binds the guest's root),
+// ipam and other drivers are refused.
+var (
+	volumeKeys  = map[string]bool{"driver": true, "labels": true}
+	networkKeys = map[string]bool{"driver": true, "labels": true, "internal": true}
+)
+
+// reservedLabels are label prefixes a repository may not set: Compose's
+// and the engine's own, BranchBox's run label (teardown finds a run's
+// objects by it) and the Dev Containers CLI's (its devcontainer.metadata
+// label carries privileged, capAdd and mounts).
+var reservedLabels = []string{"com.docker.", "io.branchbox.", "devcontainer."}
+
+// refuseKey is the one refusal of the allow-list.
+func refuseKey(where, detail string, args ...any) error {
+	return branchbox.Refuse(branchbox.RuleComposeKey, where, detail, args...)
+}
+
+// checkAllowedKeys holds one Compose file's model (as written, file rel)
+// to the allow-list, for the services that run (runnable) and the primary
+// one.
+func checkAllowedKeys(rel string, model map[string]any, runnable map[string]bool, primary string) error {
+	for _, k := range sortedKeys(model) {
+		if !topLevelKeys[k] && !strings.HasPrefix(k, "x-") {
+			return refuseKey(rel+": "+k, "is not a top-level Compose key a managed launch allows (services, volumes, networks)")
+		}
+	}
+	services, _ := model["services"].(map[string]any)
+	for _, name := range sortedKeys(services) {
+		if !runnable[name] {
+			continue
+		}
+		svc, _ := services[name].(map[string]any)
+		for _, k := range sortedKeys(svc) {
+			where := fmt.Sprintf("%s: services.%s.%s", rel, name, k)
+			if _, ok := serviceKeys[k]; !ok && !strings.HasPrefix(k, "x-") {
+				return refuseKey(where, "is not a key a managed launch allows for service %s", name)
+			}
+			if name == primary && k == "tmpfs" {
+				return refuseKey(where, "the primary service %s mounts only the signed pairs and the workspace volume", name)
+			}
+		}
+	}
+	for _, top := range []struct {
+		kind    string
+		allowed map[string]bool
+	}{{"volumes", volumeKeys}, {"networks", networkKeys}} {
+		kind, allowed := top.kind, top.allowed
+		entries, _ := model[kind].(map[string]any)
+		for _, name := range sortedKeys(entries) {
+			e, _ := entries[name].(map[string]any)
+			for _, k := range sortedKeys(e) {
+				if !allowed[k] && !strings.HasPrefix(k, "x-") {
+					return refuseKey(fmt.Sprintf("%s: %s.%s.%s", rel, kind, name, k), "is not a key a managed launch allows for a %s (only %s)", strings.TrimSuffix(kind, "s"), strings.Join(sortedKeys(allowed), ", "))
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkProject holds the merged project's values to the allow-list where
+// a key alone does not say enough: each runnable service's volumes (named
+// project volumes or tmpfs; a bind is dropped by the facade; the primary
+// gets none of the repository's), networks (the project's own, aliases
+// only), labels (no reserved prefix); each volume's and network's driver.
+func checkProject(p *types.Project, primary string) error {
+	for _, name := range sortedKeys(p.Services) {
+		s := p.Services[name]
+		where := "services." + name
+		if err := checkLabels(where, s.Labels); err != nil {
+			return err
+		}
+		for i, v := range s.Volumes {
+			at := fmt.Sprintf("%s.volumes[%d]", where, i)
+			switch {
+			case v.Type == types.VolumeTypeBind:
+				continue // dropped: only signed pairs are mounted
+			case name == primary:
+				return refuseKey(at, "is a %s mount of the primary service %s, which mounts only the signed pairs and the workspace volume", v.Type, name)
+			case v.Type == types.VolumeTypeTmpfs:
+			case v.Type == types.VolumeTypeVolume:
+				if _, ok := p.Volumes[v.Source]; v.Source != "" && !ok {
+					return refuseKey(at, "mounts %q, which is not a volume of the project", v.Source)
+				}
+			default:
+				return refuseKey(at, "is a %s mount; a managed launch allows named project volumes and tmpfs", v.Type)
+			}
+		}
+		for _, net := range sortedKeys(s.Networks) {
+			if _, ok := p.Networks[net]; !ok && net != "default" {
+				return refuseKey(where+".networks."+net, "is not a network of the project")
+			}
+			if n := s.Networks[net]; n != nil && !onlyAliases(*n) {
+				return refuseKey(where+".networks."+net, "sets more than aliases (addresses, driver options, interface names are refused)")
+			}
+		}
+	}
+	for _, name := range sortedKeys(p.Volumes) {
+		v := p.Volumes[name]
+		if v.Driver != "" && v.Driver != "local" {
+			return refuseKey("volumes."+name+".driver", "is %q; a managed launch allows the local driver only", v.Driver)
+		}
+		if err := checkLabels("volumes."+name, v.Labels); err != nil {
+			return err
+		}
+	}
+	for _, name := range sortedKeys(p.Networks) {
+		n := p.Networks[name]
+		if n.Driver != "" && n.Driver != "bridge" {
+			return refuseKey("networks."+name+".driver", "is %q; a managed launch allows the bridge driver only", n.Driver)
+		}
+		if err := checkLabels("networks."+name, n.Labels); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func onlyAliases(n types.ServiceNetworkConfig) bool {
+	n.Aliases = nil
+	return n.DriverOpts == nil && n.GatewayPriority == 0 && n.InterfaceName == "" && n.Ipv4Address == "" && n.Ipv6Address == "" &&
+		n.LinkLocalIPs == nil && n.MacAddress == "" && n.Priority == 0 && n.UseServiceNameAlias == nil
+}
+
+func checkLabels(where string, labels types.Labels) error {
+	for _, k := range sortedKeys(labels) {
+		for _, r := range reservedLabels {
+			if strings.HasPrefix(k, r) {
+				return refuseKey(where+".labels."+k, "uses the reserved prefix %s*", r)
+			}
+		}
+	}
+	return nil
+}
