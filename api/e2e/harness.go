@@ -137,7 +137,12 @@ func (a *API) waitHealthy(ctx context.Context) error {
 func (a *API) PID() int { return a.cmd.Process.Pid }
 
 // Log is what the api printed so far.
-func (a *API) Log() string { return a.log.String() }
+func (a *API) Log() string {
+	if a == nil {
+		return "" // not started (a TestMain's SetUp failed before it)
+	}
+	return a.log.String()
+}
 
 // Admin runs `cocoonbox-api ARGS... --config FILE` (an admin command on
 // this api's database) with stdin.

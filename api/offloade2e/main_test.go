@@ -49,10 +49,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(e2e.Main(m, "api/offloade2e", &api, func(ctx context.Context, img string) (err error) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/offloade2e", SetUp: func(ctx context.Context, img string) (err error) {
 		userToken, err = setUp(ctx, img)
 		return err
-	}, func() { tearDown(userToken) }))
+	}, TearDown: func() error { tearDown(userToken); return nil }, Log: func() string { return api.Log() }})
 }
 
 // setUp builds the binaries, starts the api, adds the user, signs the CLI

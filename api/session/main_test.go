@@ -43,7 +43,9 @@ var (
 
 const password = "correct horse battery"
 
-func TestMain(m *testing.M) { os.Exit(e2e.Main(m, "api/session", &api, setUp, tearDown)) }
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/session", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
+}
 
 // setUp builds the binaries, starts the api, signs alice and bob in and
 // makes alice's box.
@@ -82,7 +84,7 @@ func waitState(ctx context.Context, state controlv1.BoxState) error {
 	return api.WaitBox(ctx, aliceToken, "dev", state)
 }
 
-func tearDown() {
+func tearDown() error {
 	if api != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -92,6 +94,7 @@ func tearDown() {
 		_ = api.Stop()
 	}
 	os.RemoveAll(testRoot)
+	return nil
 }
 
 // client is a Session client with token ("" for none), over h2c.
