@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -38,28 +39,12 @@ var (
 	image   = "cbdesk:v1-base"
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	base := os.Getenv("COCOONBOX_IMAGE")
-	if os.Geteuid() != 0 || base == "" {
-		fmt.Fprintln(os.Stderr, "api/sandbox/wire: needs root and COCOONBOX_IMAGE (a base image root; make box-test sets it)")
-		return 1
-	}
-	if err := startDaemon(base); err != nil {
-		fmt.Fprintln(os.Stderr, "api/sandbox/wire:", err)
-		return 1
-	}
-	code := m.Run()
-	if err := stopDaemon(); err != nil {
-		fmt.Fprintln(os.Stderr, "api/sandbox/wire: the daemon's stop:", err)
-		code = 1
-	}
-	os.RemoveAll(runRoot)
-	return code
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/sandbox/wire", SetUp: startDaemon, TearDown: stopDaemon})
 }
 
-func startDaemon(base string) error {
+// startDaemon builds cocoonbox-sandboxd and starts it on the base image.
+func startDaemon(_ context.Context, base string) error {
 	images := filepath.Join(runRoot, "images")
 	if err := os.MkdirAll(images, 0o755); err != nil {
 		return err
@@ -110,16 +95,25 @@ func startDaemon(base string) error {
 	})
 }
 
+// stopDaemon stops the daemon (SIGTERM, then SIGKILL after 90 s) and
+// removes the test's root.
 func stopDaemon() error {
+	defer os.RemoveAll(runRoot)
+	if daemon == nil || daemon.Process == nil {
+		return nil
+	}
 	_ = daemon.Process.Signal(syscall.SIGTERM)
 	done := make(chan error, 1)
 	go func() { done <- daemon.Wait() }()
 	select {
 	case err := <-done:
-		return err
+		if err != nil {
+			return fmt.Errorf("the daemon's stop: %w", err)
+		}
+		return nil
 	case <-time.After(90 * time.Second):
 		_ = daemon.Process.Kill()
-		return errors.New("it did not stop within 90 s of SIGTERM")
+		return errors.New("the daemon did not stop within 90 s of SIGTERM")
 	}
 }
 
