@@ -11,8 +11,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
-	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
@@ -39,26 +39,16 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
+	e2e.Main(m, e2e.Booted{Pkg: "api/sandbox/local", SetUp: setUp, TearDown: tearDown})
 }
 
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "api/sandbox/local: the tests boot machines and need root")
-		return 1
-	}
-	image := os.Getenv("COCOONBOX_IMAGE")
-	if image == "" {
-		fmt.Fprintln(os.Stderr, "api/sandbox/local: COCOONBOX_IMAGE must name a base image root (make image; make test sets it)")
-		return 1
-	}
+// setUp makes the image catalog and the package's supervisor, and deletes
+// the machines a crashed earlier run left.
+func setUp(ctx context.Context, image string) error {
 	var err error
 	if baseStamp, err = localtest.Catalog(filepath.Join(testRoot, "images"), image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	sup, err = New(ctx, Config{
 		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
 		// Only Debian's mirror, which apt in the boxes reaches.
@@ -67,21 +57,24 @@ func run(m *testing.M) int {
 		Log:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "api/sandbox/local:", err)
-		return 1
+		return err
 	}
 	old, _ := sup.List(ctx, "")
 	for _, mm := range old {
 		_ = sup.Delete(ctx, mm.ID)
 	}
-	code := m.Run()
-	if err := sup.Close(); err != nil {
-		fmt.Fprintln(os.Stderr, "close:", err)
-		code = 1
+	return nil
+}
+
+// tearDown closes the supervisor and removes the state and the test's
+// image catalog (links, and v2 as hard links).
+func tearDown() error {
+	var err error
+	if sup != nil {
+		err = sup.Close()
 	}
-	// The state and the test's image catalog (links, and v2 as hard links).
 	os.RemoveAll(testRoot)
-	return code
+	return err
 }
 
 // newID is a machine id no other test uses.
