@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
@@ -43,40 +44,38 @@ func testNetwork() local.Network {
 	return n
 }
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/boxes", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
+}
 
-func runTests(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "api/boxes: the tests boot boxes and need root")
-		return 1
-	}
-	image := os.Getenv("COCOONBOX_IMAGE")
-	if image == "" {
-		fmt.Fprintln(os.Stderr, "api/boxes: COCOONBOX_IMAGE must name a base image root (make image; make test sets it)")
-		return 1
-	}
+// setUp makes the image catalog and the package's supervisor, and deletes
+// the machines a crashed earlier run left.
+func setUp(ctx context.Context, image string) error {
 	images := filepath.Join(testRoot, "images")
 	if _, err := localtest.Catalog(images, image, ""); err != nil {
-		fmt.Fprintln(os.Stderr, "api/boxes:", err)
-		return 1
+		return err
 	}
-	defer os.RemoveAll(testRoot)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	var err error
 	sup, err = local.New(ctx, local.Config{StateDir: filepath.Join(testRoot, "state"), Images: images,
 		Network: testNetwork(), EgressHosts: []string{"deb.debian.org"}, DefaultMaxClaims: 1000,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "api/boxes:", err)
-		return 1
+		return err
 	}
-	defer sup.Close()
 	old, _ := sup.List(ctx, "")
 	for _, mm := range old {
 		_ = sup.Delete(ctx, mm.ID)
 	}
-	return dbtest.Run(m)
+	return nil
+}
+
+// tearDown closes the supervisor and removes its state and the catalog.
+func tearDown() error {
+	if sup != nil {
+		sup.Close()
+	}
+	os.RemoveAll(testRoot)
+	return nil
 }
 
 // env is one test's database, service and users.
