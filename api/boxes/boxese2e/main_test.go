@@ -29,54 +29,56 @@ var (
 	v1       = "cbdesk:v1-base"
 )
 
-func TestMain(m *testing.M) { os.Exit(runTests(m)) }
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/boxes/boxese2e", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
+}
 
-func runTests(m *testing.M) int {
-	if os.Geteuid() != 0 || os.Getenv("COCOONBOX_IMAGE") == "" {
-		fmt.Fprintln(os.Stderr, "api/boxes/boxese2e: needs root and COCOONBOX_IMAGE (a base image root; make test sets it)")
-		return 1
-	}
-	defer os.RemoveAll(root)
+// daemon is the cocoonbox-sandboxd setUp started.
+var daemon *exec.Cmd
+
+// setUp makes the image catalog, builds the binaries, starts
+// cocoonbox-sandboxd and deletes the machines a crashed earlier run left.
+func setUp(ctx context.Context, image string) error {
 	images := filepath.Join(root, "images")
-	if _, err := localtest.Catalog(images, os.Getenv("COCOONBOX_IMAGE"), ""); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if _, err := localtest.Catalog(images, image, ""); err != nil {
+		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
 	dir := filepath.Join(root, "bin")
 	var err error
 	if bins, err = e2e.Build(ctx, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	if out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/cocoonbox/cocoonbox/api/cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build cocoonbox-sandboxd: %v\n%s", err, out)
-		return 1
+		return fmt.Errorf("build cocoonbox-sandboxd: %v\n%s", err, out)
 	}
 	// Its own box network, so it runs beside the supervisor's own tests.
-	daemon := exec.Command(filepath.Join(dir, "cocoonbox-sandboxd"), "--listen", "unix:"+socket,
+	daemon = exec.Command(filepath.Join(dir, "cocoonbox-sandboxd"), "--listen", "unix:"+socket,
 		"--state-dir", filepath.Join(root, "state"), "--images", images, "--bridge", "cbboxes1", "--gateway", "10.205.0.1/16")
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
 	if err := daemon.Start(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		daemon = nil
+		return err
 	}
-	defer func() {
-		daemon.Process.Signal(os.Interrupt)
-		daemon.Wait()
-	}()
 	sandboxd = wire.NewClient(wire.H2CClient(socket, "", 0), "http://sandboxd")
 	if err := box.Until(time.Minute, "cocoonbox-sandboxd answers", func() (bool, string) {
 		_, err := sandboxd.Images(ctx)
 		return err == nil, fmt.Sprint(err)
 	}); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+		return err
 	}
 	old, _ := sandboxd.List(ctx, "")
 	for _, mm := range old {
 		_ = sandboxd.Delete(ctx, mm.ID)
 	}
-	return dbtest.Run(m)
+	return nil
+}
+
+// tearDown stops the daemon and removes the test's root.
+func tearDown() error {
+	if daemon != nil {
+		daemon.Process.Signal(os.Interrupt)
+		daemon.Wait()
+	}
+	os.RemoveAll(root)
+	return nil
 }
