@@ -12,7 +12,6 @@ package boxcli
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -34,49 +33,37 @@ var (
 
 const password = "correct horse battery"
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/e2e/boxcli", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
+}
 
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 {
-		fmt.Fprintln(os.Stderr, "api/e2e/boxcli: the tests boot boxes and need root")
-		return 1
+// testDir is the package's directory under /var/tmp (setUp makes it).
+var testDir string
+
+func setUp(ctx context.Context, image string) error {
+	var err error
+	if testDir, err = os.MkdirTemp("/var/tmp", "cocoonbox-boxcli-test-"); err != nil {
+		return err
 	}
-	image := os.Getenv("COCOONBOX_IMAGE")
-	if image == "" {
-		fmt.Fprintln(os.Stderr, "api/e2e/boxcli: COCOONBOX_IMAGE must name a base image root (make image; make box-test sets it)")
-		return 1
+	os.Chmod(testDir, 0o755) // the embedded cluster's user (postgres) enters it
+	return start(ctx, testDir, image)
+}
+
+// tearDown stops the api and removes the package's directory.
+func tearDown() error {
+	var err error
+	if api != nil {
+		err = api.Stop()
 	}
-	dir, err := os.MkdirTemp("/var/tmp", "cocoonbox-boxcli-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	if testDir != "" {
+		os.RemoveAll(testDir)
 	}
-	defer os.RemoveAll(dir)
-	os.Chmod(dir, 0o755) // the embedded cluster's user (postgres) enters it
-	if err := start(dir, image); err != nil {
-		fmt.Fprintln(os.Stderr, "api/e2e/boxcli:", err)
-		if api != nil {
-			fmt.Fprintln(os.Stderr, api.Log())
-			api.Stop()
-		}
-		return 1
-	}
-	code := m.Run()
-	if err := api.Stop(); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		code = 1
-	}
-	if code != 0 {
-		fmt.Fprintf(os.Stderr, "api log:\n%s\n", api.Log())
-	}
-	return code
+	return err
 }
 
 // start builds the binaries, makes the image catalog (v1 and v2 of the
 // base image), starts the api on it and signs alice in.
-func start(dir, image string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
+func start(ctx context.Context, dir, image string) error {
 	bins, err := e2e.Build(ctx, filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
