@@ -11,7 +11,6 @@ package controlmcp
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -34,33 +33,33 @@ var (
 	images string
 )
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
+func TestMain(m *testing.M) {
+	e2e.Main(m, e2e.Booted{Pkg: "api/e2e/controlmcp", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
+}
 
-func run(m *testing.M) int {
-	if os.Geteuid() != 0 || os.Getenv("COCOONBOX_IMAGE") == "" {
-		fmt.Fprintln(os.Stderr, "api/e2e/controlmcp: the tests boot boxes: run as root with COCOONBOX_IMAGE naming a base image root (make box-test sets it)")
-		return 1
+// testDir is the package's directory, beside the image roots' file
+// system: the catalog hard-links its v2.
+var testDir string
+
+// setUp makes the image catalog and builds the binaries.
+func setUp(ctx context.Context, image string) error {
+	var err error
+	if testDir, err = os.MkdirTemp("/var/tmp", "cocoonbox-controlmcp-"); err != nil {
+		return err
 	}
-	// Beside the image roots' file system: the catalog hard-links its v2.
-	dir, err := os.MkdirTemp("/var/tmp", "cocoonbox-controlmcp-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	images = filepath.Join(testDir, "images")
+	if _, err := localtest.Catalog(images, image, ""); err != nil {
+		return err
 	}
-	defer os.RemoveAll(dir)
-	images = filepath.Join(dir, "images")
-	if _, err := localtest.Catalog(images, os.Getenv("COCOONBOX_IMAGE"), ""); err != nil {
-		fmt.Fprintln(os.Stderr, "api/e2e/controlmcp:", err)
-		return 1
+	bins, err = e2e.Build(ctx, testDir)
+	return err
+}
+
+func tearDown() error {
+	if testDir != "" {
+		os.RemoveAll(testDir)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	bins, err = e2e.Build(ctx, dir)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return dbtest.Run(m)
+	return nil
 }
 
 const password = "correct horse battery"
