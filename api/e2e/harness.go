@@ -21,11 +21,11 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
 // Binaries are the two commands, built once.
@@ -64,7 +64,7 @@ type API struct {
 	Config   string // the api.yaml it was started with
 	bin      string
 	cmd      *exec.Cmd
-	log      *syncBuffer
+	log      *syncbuf.Buffer
 	exited   chan struct{}
 }
 
@@ -91,7 +91,7 @@ func Start(ctx context.Context, bin string, o Options) (*API, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &API{URL: "http://" + port, StateDir: o.StateDir, bin: bin, log: &syncBuffer{}, exited: make(chan struct{})}
+	a := &API{URL: "http://" + port, StateDir: o.StateDir, bin: bin, log: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	yaml := fmt.Sprintf("listen: %s\nstate_dir: %s\n", port, o.StateDir)
 	if o.DatabaseURL != "" {
 		yaml += fmt.Sprintf("database:\n  url: %q\n", o.DatabaseURL)
@@ -193,24 +193,6 @@ func freePort() (string, error) {
 	}
 	defer ln.Close()
 	return ln.Addr().String(), nil
-}
-
-// syncBuffer is a log written by a process and read by the test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 // CLI is the cocoonbox CLI with its own cli.json directory.

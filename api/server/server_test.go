@@ -2,7 +2,6 @@ package server
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -10,39 +9,22 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
-
-// syncBuffer is a log sink the handler goroutines and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 type running struct {
 	url    string
-	log    *syncBuffer
+	log    *syncbuf.Buffer
 	stop   context.CancelFunc
 	served chan error
 }
 
 func start(t *testing.T, health func(context.Context) error, mount func(*Server)) *running {
 	t.Helper()
-	logs := &syncBuffer{}
+	logs := &syncbuf.Buffer{}
 	s := New(slog.New(slog.NewTextHandler(logs, nil)), health)
 	if mount != nil {
 		mount(s)

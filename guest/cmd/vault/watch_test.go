@@ -1,17 +1,16 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -27,7 +26,7 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	log := journal.New("cocoonbox-vault-test")
 	// Warnings land here once each, whether journald runs (Echo) or not
 	// (Stderr): the symlink's refusal below is waited for in it.
-	logged := &syncBuffer{}
+	logged := &syncbuf.Buffer{}
 	log.Stderr, log.Echo = logged, logged
 	stopR, stopW, err := os.Pipe()
 	if err != nil {
@@ -105,22 +104,4 @@ func TestWatchRendersTheLastChangeOfABurst(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("watch did not return after stop")
 	}
-}
-
-// syncBuffer is a bytes.Buffer the watch's goroutine and the test share.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
