@@ -44,6 +44,25 @@ type Config struct {
 	HTTP           HTTP     `yaml:"http"`
 	Sandbox        Sandbox  `yaml:"sandbox"`
 	Boxes          Boxes    `yaml:"boxes"`
+	Secrets        Secrets  `yaml:"secrets"`
+}
+
+// Secrets configures the key vault's sealing (api/vault; docs/key-vault.md).
+type Secrets struct {
+	// MasterKeyFile is the api's master key: 32 random bytes, mode 0600.
+	// Empty is master.key under the state directory, made at the first
+	// start. Every replica must be given the same file; a missing or short
+	// one refuses the start.
+	MasterKeyFile string `yaml:"master_key_file"`
+}
+
+// MasterKeyFile is the master key's path and whether the api may make it
+// (only the default one under the state directory).
+func (c Config) MasterKeyFile() (string, bool) {
+	if c.Secrets.MasterKeyFile != "" {
+		return c.Secrets.MasterKeyFile, false
+	}
+	return filepath.Join(c.StateDir, "master.key"), true
 }
 
 // Boxes configures the api's box service (api/boxes; docs/box-lifecycle.md).
@@ -310,6 +329,9 @@ func (c *Config) Validate() error {
 	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		return fmt.Errorf("state_dir: %q is not an absolute path", c.StateDir)
+	}
+	if f := c.Secrets.MasterKeyFile; f != "" && !filepath.IsAbs(f) {
+		return fmt.Errorf("secrets.master_key_file: %q is not an absolute path", f)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

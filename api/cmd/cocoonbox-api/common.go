@@ -17,10 +17,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/signin"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/api/vault"
 )
 
 // schemas are every package's migrations, in the order their tables refer to each other.
-var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema}
+var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema}
 
 // common are the flags every command but version takes.
 type common struct {

@@ -333,3 +333,34 @@ func BenchmarkServeWarmStartToHealthy(b *testing.B) {
 		b.StartTimer()
 	}
 }
+
+// TestMasterKeyIsMadeOnceAndAShortOneRefusesTheStart: the first start makes
+// the master key (0600) under the state directory and the next keeps it;
+// a configured file of 31 bytes, or a missing one, refuses the start
+// naming the path.
+func TestMasterKeyIsMadeOnceAndAShortOneRefusesTheStart(t *testing.T) {
+	t.Parallel()
+	dir := stateDir(t)
+	s := startServe(t, dir)
+	s.stop(t)
+	key := filepath.Join(dir, "master.key")
+	first, err := os.ReadFile(key)
+	st, _ := os.Stat(key)
+	if err != nil || len(first) != 32 || st.Mode().Perm() != 0o600 {
+		t.Fatalf("master key after the first start: %d bytes, %v, %v", len(first), st.Mode(), err)
+	}
+	startServe(t, dir).stop(t)
+	if again, _ := os.ReadFile(key); !bytes.Equal(again, first) {
+		t.Fatal("the second start replaced the master key")
+	}
+	short := filepath.Join(t.TempDir(), "short.key")
+	os.WriteFile(short, make([]byte, 31), 0o600)
+	for file, want := range map[string]string{short: "holds 31 bytes, not 32", short + ".missing": "is missing"} {
+		conf := filepath.Join(t.TempDir(), "api.yaml")
+		os.WriteFile(conf, []byte("secrets:\n  master_key_file: "+file+"\n"), 0o644)
+		_, errs, code := api(t, "", "serve", "--config", conf, "--state-dir", dir, "--listen", freeAddr(t))
+		if code != 1 || !strings.Contains(errs, want) || !strings.Contains(errs, file) {
+			t.Errorf("serve with master key %s: exit %d, %q; want 1 and %q naming the path", file, code, errs, want)
+		}
+	}
+}

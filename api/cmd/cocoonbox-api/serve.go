@@ -39,6 +39,9 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close(ctx)
+	if _, err := startVault(ctx, cfg, db, nil, log); err != nil {
+		return err
+	}
 
 	// The token index keeps every live token of the database in memory and
 	// follows every api's changes (NOTIFY cocoonbox_users).
