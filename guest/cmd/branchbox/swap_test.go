@@ -25,7 +25,6 @@ func TestLeaseSourceSwappedAtEachStep(t *testing.T) {
 		step  string // launch.Options.Step's, "materialized" (before launch) or "cli" (in the CLI)
 		dir   bool   // a directory in its place rather than a symlink
 		rule  string
-		where string
 		code  int
 	}
 	for _, c := range []swap{
