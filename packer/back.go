@@ -54,98 +54,183 @@ type BackResult struct {
 // BACK left queued), the fetch over the transport into
 // refs/cocoonbox/box/* and refs/cocoonbox/back/<id>, the merge against S
 // (Merge), then end, and offload.json goes. A merge that refuses (a held
-// index.lock, a patch that does not apply) changes nothing and keeps the
+// index.lock, a path in the way) or fails changes nothing and keeps the
 // offload in flight, so back can run again.
+//
+// Every step is recorded in offload.json as it is done (BACK sent, the
+// back's seq, the merge's result), so a rerun after a lost answer or a
+// kill goes on where the last run stopped: never a second BACK, never a
+// second merge.
 func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackResult, error) {
 	repo, rec, err := p.Dirs.InFlight(dir)
 	if err != nil {
 		return nil, err
 	}
-	res := &BackResult{ID: rec.ID, Repo: rec.Repo, Timings: map[string]int64{}}
+	res := &BackResult{ID: rec.ID, Repo: rec.Repo, Timings: map[string]int64{}, BackMD: filepath.Join(p.Dirs.Repo(rec.Repo), "back.md")}
 	step := func(name string, t time.Time) { res.Timings[name] = time.Since(t).Milliseconds() }
-	t := time.Now()
-	body, err := p.waitBack(ctx, rec, interrupt)
-	if err != nil {
-		return nil, err
-	}
-	step("wait", t)
-	res.BackMD = filepath.Join(p.Dirs.Repo(rec.Repo), "back.md")
-	if err := offload.WriteFile(res.BackMD, []byte(body)); err != nil {
-		return nil, err
-	}
-
-	t = time.Now()
 	backRef := "refs/cocoonbox/back/" + rec.ID
-	p.Progress.Printf("fetch: the box's branches and %s from %s", backRef, rec.Dir)
-	env := []string{"GIT_SSH_COMMAND=" + p.Transport.Shell(), "GIT_SSH_VARIANT=simple"}
-	if _, err := gitcmd.Run(repo.Top, env, nil, "fetch", "-q", "box:"+rec.Dir, "+refs/heads/*:refs/cocoonbox/box/*", "+"+backRef+":"+backRef); err != nil {
-		return nil, &Failure{Step: "fetch", Err: err, Left: "nothing changed; the offload stays in flight, run cocoonbox back again"}
-	}
-	step("fetch", t)
-	if res.SPrime, err = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", backRef); err != nil {
-		return nil, &Failure{Step: "fetch", Err: err}
-	}
-	boxHead := ""
-	if b, err := gitcmd.Run(repo.Top, nil, nil, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
-		boxHead, _ = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", "-q", "refs/cocoonbox/box/"+b)
-	}
-	t = time.Now()
-	res.Merge, err = Merge(MergeInput{Top: repo.Top, ID: rec.ID, S: rec.Base, SPrime: res.SPrime, BoxHead: boxHead, Now: p.now()})
-	if err != nil {
-		var r *Refusal
-		if errors.As(err, &r) {
-			r.Msg += "; the offload stays in flight: run cocoonbox back again once that is fixed"
-			return nil, r
+	where := fmt.Sprintf("S is refs/cocoonbox/base/%s, the box's state %s", rec.ID, backRef)
+	if rec.Merged == nil {
+		// A back killed inside its merge is finished or undone first.
+		if done, err := RecoverBack(repo.Top, rec.ID); err != nil {
+			return nil, &Failure{Step: "merge", Err: err, Left: "the offload stays in flight; " + where}
+		} else if done != nil {
+			rec.Merged = done
+			if err := p.Dirs.SaveRecord(rec); err != nil {
+				return nil, err
+			}
 		}
-		return nil, &Failure{Step: "merge", Err: err, Left: "the offload stays in flight; the box's state is at " + backRef}
 	}
-	step("merge", t)
+	if rec.Merged == nil {
+		t := time.Now()
+		if err := p.waitBack(ctx, rec, res.BackMD, interrupt); err != nil {
+			return nil, err
+		}
+		step("wait", t)
+
+		t = time.Now()
+		p.Progress.Printf("fetch: the box's branches and %s from %s", backRef, rec.Dir)
+		env := []string{"GIT_SSH_COMMAND=" + p.Transport.Shell(), "GIT_SSH_VARIANT=simple"}
+		if _, err := gitcmd.Run(repo.Top, env, nil, "fetch", "-q", "box:"+rec.Dir, "+refs/heads/*:refs/cocoonbox/box/*", "+"+backRef+":"+backRef); err != nil {
+			return nil, &Failure{Step: "fetch", Err: err, Left: "nothing changed; the offload stays in flight, run cocoonbox back again"}
+		}
+		step("fetch", t)
+		sPrime, err := gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", backRef)
+		if err != nil {
+			return nil, &Failure{Step: "fetch", Err: err}
+		}
+		boxHead := ""
+		if b, err := gitcmd.Run(repo.Top, nil, nil, "symbolic-ref", "-q", "--short", "HEAD"); err == nil {
+			boxHead, _ = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", "-q", "refs/cocoonbox/box/"+b)
+		}
+		t = time.Now()
+		m, err := Merge(MergeInput{Top: repo.Top, ID: rec.ID, S: rec.Base, SPrime: sPrime, BoxHead: boxHead, Now: p.now(), Keep: rec.SecretPaths})
+		if err != nil {
+			var r *Refusal
+			if errors.As(err, &r) {
+				r.Msg += "; the offload stays in flight: run cocoonbox back again once that is fixed (" + where + ")"
+				return nil, r
+			}
+			return nil, &Failure{Step: "merge", Err: err, Left: "the offload stays in flight, run cocoonbox back again; " + where}
+		}
+		step("merge", t)
+		rec.Merged = m
+		if err := p.Dirs.SaveRecord(rec); err != nil {
+			return nil, err
+		}
+		RecoverBack(repo.Top, rec.ID) // the merge is recorded: its stage goes
+	} else {
+		p.Progress.Printf("back: the merge of %s was done before; ending the box's session", rec.ID)
+	}
+	res.Merge = rec.Merged
+	res.SPrime, _ = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", "-q", backRef)
 	p.Progress.Printf("%s", describeMerge(res.Merge))
 
-	t = time.Now()
+	t := time.Now()
 	end, err := p.verb(ctx, nil, "end", "--repo", rec.Repo)
 	if err == nil {
 		err = end.err("end")
 	}
 	if err != nil {
-		return res, &Failure{Step: "end", Err: err, Left: "the work is home; the box's session still runs: run cocoonbox back again to end it"}
+		return res, &Failure{Step: "end", Err: err, Left: "the work is home (" + describeMerge(res.Merge) + "); the box's session still runs: run cocoonbox back again to end it"}
 	}
 	step("end", t)
 	return res, p.Dirs.RemoveRecord(rec.Repo)
 }
 
-// waitBack sends BACK (unless the outbox already holds this offload's
-// back) and reads the outbox until the back entry, saving seen as it
-// goes; it returns the back's hand-over.
-func (p *Packer) waitBack(ctx context.Context, rec *Record, interrupt bool) (string, error) {
+// waitBack gets this offload's back into backMD: from an earlier run's
+// record, else from the outbox after seen, else after BACK (sent once per
+// offload, whatever is lost on the way) once the session posts it.
+func (p *Packer) waitBack(ctx context.Context, rec *Record, backMD string, interrupt bool) error {
+	if rec.BackSeq > 0 && fileExists(backMD) {
+		return nil
+	}
 	limit := p.BackWait
 	if limit == 0 {
 		limit = DefaultBackWait
 	}
 	deadline := time.Now().Add(limit)
-	read := func(wait time.Duration) (verbResult, string, error) {
+	// read reads the outbox after seen; seen never passes this offload's
+	// back until back.md holds it, so a run cut short after the read finds
+	// it again.
+	read := func(wait time.Duration) (verbResult, bool, error) {
 		secs := int((wait + time.Second - 1) / time.Second)
 		r, err := p.verb(ctx, nil, "read", "--repo", rec.Repo, "--since", strconv.FormatInt(rec.Seen, 10), "--wait", strconv.Itoa(secs))
 		if err == nil {
 			err = r.err("read")
 		}
 		if err != nil {
-			return r, "", err
+			return r, false, err
 		}
 		for _, e := range anyList(r.resp["entries"]) {
 			m, _ := e.(map[string]any)
-			if seq, ok := m["seq"].(float64); ok && int64(seq) > rec.Seen {
-				rec.Seen = int64(seq)
-			}
+			seq, _ := m["seq"].(float64)
 			if str(m, "kind") == "back" && str(m, "offload_id") == rec.ID {
-				return r, str(m, "body"), p.Dirs.SaveRecord(rec)
+				if err := offload.WriteFile(backMD, []byte(str(m, "body"))); err != nil {
+					return r, false, err
+				}
+				rec.BackSeq, rec.Seen = int64(seq), max(rec.Seen, int64(seq))
+				return r, true, p.Dirs.SaveRecord(rec)
 			}
+			rec.Seen = max(rec.Seen, int64(seq))
 		}
-		return r, "", p.Dirs.SaveRecord(rec)
+		return r, false, p.Dirs.SaveRecord(rec)
 	}
-	_, body, err := read(0)
-	if err != nil || body != "" {
-		return body, err
+	if _, ok, err := read(0); err != nil || ok {
+		return err
+	}
+	if err := p.sendBack(ctx, rec, interrupt); err != nil {
+		return err
+	}
+	p.Progress.Printf("back: BACK with the box's %s session; waiting for its hand-over (at most %v)", rec.Kind, limit.Round(time.Second))
+	var last verbResult
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			status, _ := last.resp["status"].(string)
+			return &Failure{Step: "wait", Err: fmt.Errorf("no back from the box within %v (session status %q)", limit.Round(time.Second), status),
+				Left: "BACK stays queued for the CLI's next idle; run cocoonbox back again later"}
+		}
+		r, ok, err := read(min(left, 60*time.Second))
+		if err != nil || ok {
+			return err
+		}
+		last = r
+		p.Progress.Printf("back: still waiting (the session is %v)", r.resp["status"])
+	}
+}
+
+// sendBack sends BACK to the session of this offload once: not when an
+// earlier run's BACK was answered, nor when the box's inbox shows a
+// message after the one recorded before an earlier run's BACK whose answer
+// was lost. A stopped session takes no BACK: the refusal says how to
+// restart it.
+func (p *Packer) sendBack(ctx context.Context, rec *Record, interrupt bool) error {
+	if rec.BackSent {
+		return nil
+	}
+	ss, err := p.Status(ctx, rec.Repo)
+	if err != nil {
+		return err
+	}
+	var se map[string]any
+	for _, s := range ss {
+		if str(s, "offload_id") == rec.ID {
+			se = s
+		}
+	}
+	if se == nil || str(se, "status") == "stopped" {
+		return &Refusal{Msg: fmt.Sprintf("the box's %s session of offload %s has stopped without posting its back, so BACK cannot reach it: restart it from its last hand-over with `cocoonbox rsh --box %s -- cocoonbox-agent offload restart --repo %s`, then run cocoonbox back again; nothing changed here", rec.Kind, rec.ID, rec.BoxName, rec.Repo)}
+	}
+	seq, _ := se["inbox_seq"].(float64)
+	if rec.BackTried && int64(seq) > rec.InboxSeq {
+		p.Progress.Printf("back: the BACK of an earlier run reached the box (its answer was lost); not sent again")
+		rec.BackSent = true
+		return p.Dirs.SaveRecord(rec)
+	}
+	rec.BackTried, rec.InboxSeq = true, int64(seq)
+	if err := p.Dirs.SaveRecord(rec); err != nil {
+		return err
 	}
 	args := []string{"send", "--repo", rec.Repo, "--back"}
 	if interrupt {
@@ -156,27 +241,22 @@ func (p *Packer) waitBack(ctx context.Context, rec *Record, interrupt bool) (str
 		err = s.err("send --back")
 	}
 	if err != nil {
-		return "", err
+		return err
 	}
-	p.Progress.Printf("back: BACK %s to the box's %s session; waiting for its hand-over (at most %v)", s.str("delivery"), rec.Kind, limit.Round(time.Second))
-	var last verbResult
-	for {
-		left := time.Until(deadline)
-		if left <= 0 {
-			status, _ := last.resp["status"].(string)
-			return "", &Failure{Step: "wait", Err: fmt.Errorf("no back from the box within %v (session status %q)", limit.Round(time.Second), status),
-				Left: "BACK stays queued for the CLI's next idle; run cocoonbox back again later"}
-		}
-		r, body, err := read(min(left, 60*time.Second))
-		if err != nil || body != "" {
-			return body, err
-		}
-		last = r
-		p.Progress.Printf("back: still waiting (the session is %v)", r.resp["status"])
-	}
+	p.Progress.Printf("back: BACK %s", s.str("delivery"))
+	rec.BackSent = true
+	return p.Dirs.SaveRecord(rec)
 }
 
 func describeMerge(m *MergeResult) string {
+	s := describeCase(m)
+	if m.Later != "" {
+		s += fmt.Sprintf("; the box committed after its back (%s): not brought, see refs/cocoonbox/box/", m.Later[:12])
+	}
+	return s
+}
+
+func describeCase(m *MergeResult) string {
 	switch m.Case {
 	case CaseBranch:
 		return fmt.Sprintf("back: the branch %s holds the box's work (%s); your tree is untouched, %s names your HEAD", m.Branch, m.Reason, m.PreBack)

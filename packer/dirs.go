@@ -64,8 +64,35 @@ type Record struct {
 	Base        string `json:"base"`
 	Top         string `json:"top"`
 	StartedAtMs int64  `json:"started_at_ms"`
-	// Seen is the last outbox seq `offload read` showed.
+	// Seen is the last outbox seq `offload read` showed, never past this
+	// offload's back entry until back.md holds it.
 	Seen int64 `json:"seen"`
+
+	// SecretPaths are the opted-in file: secrets' repo paths: never sent
+	// by rsync, left out of S, and never written by back (in the box they
+	// are links to its tmpfs). Ours, like the fields below.
+	SecretPaths []string `json:"secret_paths,omitempty"`
+
+	// Ours, beyond the contract's fields, so that every offload
+	// converges (issue 22): a rerun after a lost answer or a kill goes on
+	// from what is recorded here, never sending BACK twice or merging
+	// twice.
+
+	// Unconfirmed: send's answer never came (the connection dropped); the
+	// box may have taken the offload, which the next offload asks it.
+	Unconfirmed bool `json:"unconfirmed,omitempty"`
+	// BackTried is set before `send --back` goes out, with InboxSeq the
+	// box's last inbox seq then: a rerun whose box shows a later seq knows
+	// BACK landed. BackSent is set once its answer came.
+	BackTried bool  `json:"back_tried,omitempty"`
+	InboxSeq  int64 `json:"inbox_seq,omitempty"`
+	BackSent  bool  `json:"back_sent,omitempty"`
+	// BackSeq is the outbox seq of this offload's back, once back.md
+	// holds its hand-over.
+	BackSeq int64 `json:"back_seq,omitempty"`
+	// Merged is the merge's result once back's merge is done: a rerun
+	// goes on to end.
+	Merged *MergeResult `json:"merged,omitempty"`
 }
 
 func (d Dirs) recordPath(key string) string { return filepath.Join(d.Repo(key), "offload.json") }

@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"sort"
+	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 )
 
@@ -29,6 +30,9 @@ type MergeInput struct {
 	S, SPrime, BoxHead string
 	// Now stamps the branch cocoonbox/back-<UTC yyyymmddThhmmssZ>.
 	Now time.Time
+	// Keep are paths back never writes: the opted-in file: secrets (a
+	// link to the box's tmpfs in its copy).
+	Keep []string
 }
 
 // MergeResult says what back did to the repository.
@@ -45,6 +49,10 @@ type MergeResult struct {
 	Reason string `json:"reason,omitempty"`
 	// Applied are the work tree's paths the merge changed, uncommitted.
 	Applied []string `json:"applied"`
+	// Later is the box's branch head when the agent committed after its
+	// back: those commits are not brought (S′ is the back) and stay at
+	// refs/cocoonbox/box/<branch>.
+	Later string `json:"later,omitempty"`
 }
 
 // Merge brings S′ into the repository against S, never touching the
@@ -81,22 +89,47 @@ func Merge(in MergeInput) (*MergeResult, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the box's S′ %s: %w", in.SPrime, err)
 	}
+	// A back of this offload that stopped inside its change (killed) is
+	// finished or undone first.
+	if done, err := RecoverBack(in.Top, in.ID); err != nil || done != nil {
+		return done, err
+	}
 	res := &MergeResult{PreBack: "refs/cocoonbox/pre-back/" + in.ID, Applied: []string{}}
 	if lock, _ := gitcmd.GitPath(in.Top, "index.lock"); fileExists(lock) {
 		return nil, lockHeld(lock)
 	}
+	if err := hookAt("pre-back"); err != nil {
+		return nil, err
+	}
 	if _, err := g("update-ref", "-m", "cocoonbox back "+in.ID, res.PreBack, head); err != nil {
 		return nil, err
 	}
+	// The branch moves to the box HEAD that S′ was made on: S′ itself when
+	// it is a commit of the box's branch, else its parent. Commits the
+	// agent made after its back are not S′'s and stay at
+	// refs/cocoonbox/box/<branch> (moving to them would put S′'s older
+	// tree under a newer HEAD, their change shown as reverted).
+	if in.BoxHead != "" && !isAncestor(in.Top, in.SPrime, in.BoxHead) {
+		if at, err := g("rev-parse", "--verify", "-q", in.SPrime+"^1"); err == nil && at != in.BoxHead {
+			res.Later = in.BoxHead
+			in.BoxHead = at
+		}
+	} else if in.BoxHead != "" && in.BoxHead != in.SPrime {
+		res.Later = in.BoxHead
+		in.BoxHead = in.SPrime
+	}
 	canMove := branch != "" && in.BoxHead != "" && head == sParent && isAncestor(in.Top, head, in.BoxHead)
 
-	tree, err := gitcmd.SnapshotTree(in.Top)
+	tree, err := gitcmd.SnapshotTree(in.Top, in.Keep...)
 	if err != nil {
 		return nil, err
 	}
 	if head == sParent && tree == sTree {
 		res.Case = CaseFastForward
 		return res, apply(in, res, sTree, spTree, head, branch, canMove)
+	}
+	if err := hookAt("merge-tree"); err != nil {
+		return nil, err
 	}
 	merged, conflict, err := mergeTree(in, head)
 	if err != nil {
@@ -106,7 +139,7 @@ func Merge(in MergeInput) (*MergeResult, error) {
 		return branchCase(in, res, conflict)
 	}
 	headTree, _ := g("rev-parse", "HEAD^{tree}")
-	changes, err := g("diff", "--name-only", "-z", "--no-renames", headTree, merged)
+	changes, err := gitcmd.Paths(in.Top, nil, nil, "diff", "--name-only", "-z", "--no-renames", headTree, merged)
 	if err != nil {
 		return nil, err
 	}
@@ -115,8 +148,12 @@ func Merge(in MergeInput) (*MergeResult, error) {
 		return nil, err
 	}
 	var touched []string
-	for _, p := range splitZ(changes) {
-		if userChanged[p] {
+	keep := map[string]bool{}
+	for _, p := range in.Keep {
+		keep[p] = true
+	}
+	for _, p := range changes {
+		if userChanged[p] && !keep[p] {
 			touched = append(touched, p)
 		}
 	}
@@ -172,14 +209,20 @@ func branchCase(in MergeInput, res *MergeResult, reason string) (*MergeResult, e
 }
 
 // apply changes the work tree from tree from to tree to, uncommitted,
-// holding index.lock all along; with move, the lock holds the new index
-// and the branch moves to the box HEAD before the lock becomes the index.
+// all or nothing (place.go): index.lock is held all along; with move it
+// holds the new index and the branch moves to the box HEAD before the
+// lock becomes the index. Whatever fails, the work tree, the index and
+// the branch are as they were when it returns.
 func apply(in MergeInput, res *MergeResult, from, to, head, branch string, move bool) error {
 	lockPath, err := gitcmd.GitPath(in.Top, "index.lock")
 	if err != nil {
 		return err
 	}
 	indexPath, err := gitcmd.GitPath(in.Top, "index")
+	if err != nil {
+		return err
+	}
+	stage, err := stageDir(in.Top, in.ID)
 	if err != nil {
 		return err
 	}
@@ -190,11 +233,20 @@ func apply(in MergeInput, res *MergeResult, from, to, head, branch string, move 
 	if err != nil {
 		return fmt.Errorf("take %s: %w", lockPath, err)
 	}
-	committed := false
+	// The plan names the lock from the start, so the next back removes a
+	// lock that a kill from here on leaves.
+	pl := &placePlan{ID: in.ID, Move: move, Branch: branch, Head: head, BoxHead: in.BoxHead, Lock: lockPath, Index: indexPath}
+	if err := writePlan(stage, pl); err != nil {
+		lock.Close()
+		os.Remove(lockPath)
+		return err
+	}
+	planned := false
 	defer func() {
-		if !committed {
-			lock.Close()
+		lock.Close()
+		if !planned {
 			os.Remove(lockPath)
+			os.RemoveAll(stage)
 		}
 	}()
 	var index []byte
@@ -212,38 +264,68 @@ func apply(in MergeInput, res *MergeResult, from, to, head, branch string, move 
 	if err := lock.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", lockPath, err)
 	}
-	names, err := gitcmd.Run(in.Top, nil, nil, "diff", "--name-only", "-z", "--no-renames", from, to)
-	if err != nil {
+	if res.Applied, err = planPlace(in.Top, stage, from, to, in.Keep, pl); err != nil {
 		return err
-	}
-	patch, err := gitcmd.Raw(in.Top, nil, nil, "diff", "--binary", "--full-index", "--no-renames", "--no-ext-diff", "--no-textconv", from, to)
-	if err != nil {
-		return err
-	}
-	if len(patch) > 0 {
-		if _, err := gitcmd.Run(in.Top, nil, bytes.NewReader(patch), "apply", "--whitespace=nowarn", "-"); err != nil {
-			return &Refusal{Msg: fmt.Sprintf("the box's change does not apply to your work tree (%v); nothing changed; the box's state is at refs/cocoonbox/back/%s", err, in.ID)}
-		}
-		res.Applied = splitZ(names)
 	}
 	if move {
-		if _, err := gitcmd.Run(in.Top, nil, nil, "update-ref", "-m", "cocoonbox back "+in.ID, branch, in.BoxHead, head); err != nil {
-			if len(patch) > 0 {
-				gitcmd.Run(in.Top, nil, bytes.NewReader(patch), "apply", "-R", "--whitespace=nowarn", "-")
-			}
-			return fmt.Errorf("move %s to the box HEAD (the work tree is put back): %w", branch, err)
-		}
 		res.MovedTo = in.BoxHead
+	}
+	pl.Result = res
+	if err := writePlan(stage, pl); err != nil {
+		return err
+	}
+	planned = true
+	// From here on a failure is undone from the plan, as the next back
+	// undoes a kill.
+	undo := func(step string, err error) error {
+		if _, uerr := RecoverBack(in.Top, in.ID); uerr != nil {
+			return fmt.Errorf("%s: %w; undoing it failed too: %v", step, err, uerr)
+		}
+		return &Undone{Step: step, Err: err}
+	}
+	if err := place(in.Top, stage, pl); err != nil {
+		return undo("apply", err)
+	}
+	if move {
+		if err := hookAt("branch-move"); err != nil {
+			return undo("branch move", err)
+		}
+		if _, err := gitcmd.Run(in.Top, nil, nil, "update-ref", "-m", "cocoonbox back "+in.ID, branch, in.BoxHead, head); err != nil {
+			return undo("branch move", fmt.Errorf("move %s to the box HEAD: %w", branch, err))
+		}
+	}
+	if err := hookAt("index-swap"); err != nil {
+		return undo("index swap", err)
+	}
+	// The commit point: with done, the next back finishes this one.
+	if err := offload.WriteFile(filepath.Join(stage, "done"), nil); err != nil {
+		return undo("index swap", err)
+	}
+	if err := hookAt("after-commit"); err != nil {
+		return err
 	}
 	if err := lock.Close(); err != nil {
 		return err
 	}
 	if err := os.Rename(lockPath, indexPath); err != nil {
-		return fmt.Errorf("put the new index in place: %w", err)
+		return fmt.Errorf("put the new index in place (the next cocoonbox back finishes it): %w", err)
 	}
-	committed = true
 	return nil
 }
+
+// Undone is a step of back's merge that failed after the work tree
+// began to change, and was undone: the work tree, the index, HEAD and the
+// branches are as they were.
+type Undone struct {
+	Step string
+	Err  error
+}
+
+func (u *Undone) Error() string {
+	return u.Step + ": " + u.Err.Error() + "; undone: your work tree, index, HEAD and branches are as they were"
+}
+
+func (u *Undone) Unwrap() error { return u.Err }
 
 // carriedIndex is the index after the branch moves: the box HEAD's tree,
 // then the user's staged entries of every path the box's commits did not
@@ -259,30 +341,30 @@ func carriedIndex(in MergeInput, head, indexPath string) ([]byte, error) {
 	if _, err := gitcmd.Run(in.Top, env, nil, "read-tree", in.BoxHead); err != nil {
 		return nil, err
 	}
-	staged, err := gitcmd.Run(in.Top, nil, nil, "diff-index", "--cached", "--name-only", "-z", "--no-renames", head)
+	staged, err := gitcmd.Paths(in.Top, nil, nil, "diff-index", "--cached", "--name-only", "-z", "--no-renames", head)
 	if err != nil {
 		return nil, err
 	}
-	boxChanged, err := gitcmd.Run(in.Top, nil, nil, "diff-tree", "-r", "--name-only", "-z", "--no-renames", head, in.BoxHead)
+	boxChanged, err := gitcmd.Paths(in.Top, nil, nil, "diff-tree", "-r", "--name-only", "-z", "--no-renames", head, in.BoxHead)
 	if err != nil {
 		return nil, err
 	}
 	byBox := map[string]bool{}
-	for _, p := range splitZ(boxChanged) {
+	for _, p := range boxChanged {
 		byBox[p] = true
 	}
-	entries, err := gitcmd.Run(in.Top, nil, nil, "ls-files", "-s", "-z")
+	entries, err := gitcmd.Paths(in.Top, nil, nil, "ls-files", "-s", "-z")
 	if err != nil {
 		return nil, err
 	}
 	current := map[string]string{}
-	for _, e := range splitZ(entries) {
+	for _, e := range entries {
 		if _, path, ok := strings.Cut(e, "\t"); ok {
 			current[path] += e + "\x00"
 		}
 	}
 	var info bytes.Buffer
-	for _, p := range splitZ(staged) {
+	for _, p := range staged {
 		switch {
 		case byBox[p]:
 		case current[p] != "":
@@ -293,6 +375,18 @@ func carriedIndex(in MergeInput, head, indexPath string) ([]byte, error) {
 	}
 	if info.Len() > 0 {
 		if _, err := gitcmd.Run(in.Top, env, &info, "update-index", "-z", "--index-info"); err != nil {
+			return nil, err
+		}
+	}
+	// A sparse checkout's skip-worktree bits stay on the paths that had
+	// them: read-tree into a fresh index has none, and git would see every
+	// path outside the cone as deleted.
+	if skip := skipWorktree(in.Top, ""); len(skip) > 0 {
+		var paths bytes.Buffer
+		for p := range skip {
+			paths.WriteString(p + "\x00")
+		}
+		if _, err := gitcmd.Run(in.Top, env, &paths, "update-index", "-z", "--skip-worktree", "--stdin"); err != nil {
 			return nil, err
 		}
 	}
@@ -316,6 +410,24 @@ func changedSinceHead(top string) (map[string]bool, error) {
 	return paths, nil
 }
 
+// skipWorktree is the paths of the index (index, or the repository's
+// when empty) with the skip-worktree bit: a sparse checkout's paths
+// outside its cone.
+func skipWorktree(top, index string) map[string]bool {
+	var env []string
+	if index != "" {
+		env = []string{"GIT_INDEX_FILE=" + index}
+	}
+	out, _ := gitcmd.Raw(top, env, nil, "ls-files", "-z", "-t")
+	skip := map[string]bool{}
+	for _, e := range strings.Split(string(out), "\x00") {
+		if p, ok := strings.CutPrefix(e, "S "); ok {
+			skip[p] = true
+		}
+	}
+	return skip
+}
+
 func isAncestor(top, a, b string) bool {
 	_, err := gitcmd.Run(top, nil, nil, "merge-base", "--is-ancestor", a, b)
 	return err == nil
@@ -326,17 +438,6 @@ func lockHeld(path string) error {
 }
 
 func fileExists(path string) bool { _, err := os.Lstat(path); return err == nil }
-
-func splitZ(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, "\x00") {
-		if p != "" {
-			out = append(out, p)
-		}
-	}
-	sort.Strings(out)
-	return out
-}
 
 func first(s []string, n int) []string {
 	if len(s) > n {

@@ -28,7 +28,9 @@ type scene struct {
 	id, s     string
 }
 
-func newScene(t *testing.T) *scene {
+// newScene is the scene; prep runs in the host repository before S is
+// taken (after the first commit and a.txt's uncommitted change).
+func newScene(t *testing.T, prep ...func(host string)) *scene {
 	s := &scene{t: t, host: t.TempDir(), box: t.TempDir(), id: "off-test"}
 	git(t, s.host, "init", "-q")
 	write(t, s.host, ".gitignore", "*.log\n")
@@ -38,6 +40,9 @@ func newScene(t *testing.T) *scene {
 	git(t, s.host, "add", ".")
 	git(t, s.host, "commit", "-q", "-m", "one")
 	write(t, s.host, "a.txt", "a.txt uncommitted before the offload\n")
+	for _, f := range prep {
+		f(s.host)
+	}
 	var err error
 	if s.s, err = gitcmd.Snapshot(s.host, "S", false); err != nil {
 		t.Fatal(err)
@@ -52,15 +57,29 @@ func newScene(t *testing.T) *scene {
 // back makes S′ in the box as post --back does, fetches as back does
 // and merges.
 func (s *scene) back() (*MergeResult, error) {
-	t := s.t
+	s.postBack()
+	return s.merge()
+}
+
+// postBack makes S′ in the box as post --back does.
+func (s *scene) postBack() {
 	sp, err := gitcmd.Snapshot(s.box, "S′", true)
 	if err != nil {
-		t.Fatal(err)
+		s.t.Fatal(err)
 	}
-	git(t, s.box, "update-ref", "refs/cocoonbox/back/"+s.id, sp)
-	git(t, s.host, "fetch", "-q", s.box, "+refs/heads/*:refs/cocoonbox/box/*", "+refs/cocoonbox/back/"+s.id+":refs/cocoonbox/back/"+s.id)
-	return Merge(MergeInput{Top: s.host, ID: s.id, S: s.s, SPrime: sp,
-		BoxHead: git(t, s.host, "rev-parse", "refs/cocoonbox/box/main"), Now: time.Date(2026, 12, 1, 13, 4, 5, 0, time.UTC)})
+	git(s.t, s.box, "update-ref", "refs/cocoonbox/back/"+s.id, sp)
+}
+
+// merge fetches as back does and merges.
+func (s *scene) merge() (*MergeResult, error) {
+	git(s.t, s.host, "fetch", "-q", s.box, "+refs/heads/*:refs/cocoonbox/box/*", "+refs/cocoonbox/back/"+s.id+":refs/cocoonbox/back/"+s.id)
+	return Merge(s.input())
+}
+
+// input is the merge's input as back makes it after the fetch.
+func (s *scene) input() MergeInput {
+	return MergeInput{Top: s.host, ID: s.id, S: s.s, SPrime: git(s.t, s.host, "rev-parse", "refs/cocoonbox/back/"+s.id),
+		BoxHead: git(s.t, s.host, "rev-parse", "refs/cocoonbox/box/main"), Now: time.Date(2026, 12, 1, 13, 4, 5, 0, time.UTC)}
 }
 
 // state is everything of the host repository a merge must not touch

@@ -116,8 +116,9 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err != nil {
 		return nil, err
 	}
-	if err := p.clearStale(ctx, repo); err != nil {
-		return nil, err
+	taken, err := p.clearStale(ctx, repo)
+	if err != nil || taken != nil {
+		return taken, err
 	}
 	res := &OffloadResult{Repo: repo.Key, Name: name, Timings: map[string]int64{}}
 	step := func(name string, t time.Time) { res.Timings[name] = time.Since(t).Milliseconds() }
@@ -142,13 +143,17 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err != nil {
 		return nil, &Refusal{Msg: err.Error() + " (cocoonbox offload secrets remove it, or put the file back)"}
 	}
+	secretPaths, err := fileSecretPaths(repo.Top, prefs.Secrets)
+	if err != nil {
+		return nil, err
+	}
 
 	res.ID = p.newID()
 	t = time.Now()
 	p.Progress.Printf("begin: the box half of the preflight for %s in box %s", repo.Top, p.Box.Name)
 	begin, err := p.verb(ctx, nil, "begin", "--repo", repo.Key, "--name", name, "--kind", o.Kind, "--id", res.ID)
 	if err != nil {
-		return nil, &Failure{Step: "begin", Err: err, Left: "nothing changed here; the box's copy is not taken"}
+		return nil, &Failure{Step: "begin", Err: err, Left: "nothing changed here; the box may have taken its copy for " + res.ID + " (the next cocoonbox offload takes it again)"}
 	}
 	for _, f := range anyList(begin.resp["findings"]) {
 		m, _ := f.(map[string]any)
@@ -180,7 +185,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		}
 		return &Failure{Step: stepName, Err: err, Left: fmt.Sprintf("rolled back here (refs/cocoonbox/base/%s and offload.json removed); the box's copy %s may be partly synced: it holds nothing unreturned and the next offload syncs it again", res.ID, res.Dir)}
 	}
-	if excludes, err = p.writeExcludes(repo, begin); err != nil {
+	if excludes, err = p.writeExcludes(repo, begin, secretPaths); err != nil {
 		return nil, rollback("excludes", err)
 	}
 	t = time.Now()
@@ -213,11 +218,11 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	}
 	// offload.json before S's ref: a packer killed after it leaves a
 	// record the next offload finds stale and clears, ref and all.
-	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false); err != nil {
+	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false, secretPaths...); err != nil {
 		return nil, rollback("S", err)
 	}
 	rec := &Record{ID: res.ID, Repo: repo.Key, Box: p.Box.ID, BoxName: p.Box.Name, Name: name, Dir: res.Dir,
-		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli()}
+		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli(), SecretPaths: secretPaths}
 	if err := p.Dirs.SaveRecord(rec); err != nil {
 		return nil, rollback("offload.json", err)
 	}
@@ -253,6 +258,8 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	t = time.Now()
 	p.Progress.Printf("send: the stream (hand-over, env.json%s%s, %d secrets) to the box", map[bool]string{true: ", the bundle"}[res.Bundle], map[bool]string{true: ", HEAD and index"}[repo.Linked], len(secrets))
 	send, err := p.send(ctx, repo.Key, o.Kind, res.ID, in)
+	// No answer (the connection dropped): the box may have acted.
+	lost := err != nil && send.resp == nil
 	if err == nil {
 		err = send.err("send")
 	}
@@ -260,6 +267,13 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		os.Remove(bundle)
 	}
 	os.Remove(excludes)
+	if lost {
+		rec.Unconfirmed = true
+		if serr := p.Dirs.SaveRecord(rec); serr != nil {
+			return nil, rollback("send", errors.Join(err, serr))
+		}
+		return nil, &Failure{Step: "send", Err: err, Left: fmt.Sprintf("the box's answer was lost, and it may have taken the offload: offload.json and S (refs/cocoonbox/base/%s) are kept; run cocoonbox offload again: it asks the box, then finishes this offload or starts over", res.ID)}
+	}
 	if err != nil {
 		return nil, rollback("send", err)
 	}
@@ -305,38 +319,54 @@ func (d Dirs) ReadHandover(key string) ([]byte, error) {
 	return data, nil
 }
 
-// clearStale handles an offload.json left by an offload that stopped
-// before the box took it (killed, or a lost connection): when the box has
-// no session of that offload, the record and its S ref go and the new
-// offload starts over; otherwise the offload is in flight, a refusal.
-func (p *Packer) clearStale(ctx context.Context, repo Repo) error {
+// clearStale handles an offload.json left by an earlier offload. When
+// the box has no session of that offload (a packer killed before the box
+// took it, or a box that refused), the record and its S ref go and the
+// new offload starts over. When it has one, the box took it: an offload
+// whose send answer was lost (Unconfirmed) is done, and its result is
+// returned; any other is in flight, a refusal saying to bring it back.
+func (p *Packer) clearStale(ctx context.Context, repo Repo) (*OffloadResult, error) {
 	rec, err := p.Dirs.LoadRecord(repo.Key)
 	if err != nil || rec == nil {
-		return err
+		return nil, err
 	}
-	st, err := p.verb(ctx, nil, "status", "--repo", repo.Key)
+	ss, err := p.Status(ctx, repo.Key)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if err := st.err("status"); err != nil {
-		return err
-	}
-	for _, s := range anyList(st.resp["sessions"]) {
-		if m, _ := s.(map[string]any); str(m, "offload_id") == rec.ID {
-			return &Refusal{Msg: fmt.Sprintf("offload %s of this repository is in flight in box %s (%s): bring it back first with cocoonbox back", rec.ID, rec.BoxName, rec.Dir)}
+	for _, s := range ss {
+		if str(s, "offload_id") != rec.ID {
+			continue
 		}
+		if !rec.Unconfirmed {
+			return nil, &Refusal{Msg: fmt.Sprintf("offload %s of this repository is in flight in box %s (%s, session %s): bring it back first with cocoonbox back", rec.ID, rec.BoxName, rec.Dir, str(s, "status"))}
+		}
+		rec.Unconfirmed = false
+		if err := p.Dirs.SaveRecord(rec); err != nil {
+			return nil, err
+		}
+		res := &OffloadResult{ID: rec.ID, Repo: rec.Repo, Name: rec.Name, Dir: rec.Dir, Base: rec.Base, Tmux: "cb-off-" + rec.Repo + "-" + rec.Kind,
+			Accepted: str(s, "status") != "starting", Findings: []Finding{}, Timings: map[string]int64{}}
+		p.Progress.Printf("offloaded: the box had taken offload %s (its answer was lost): %s works in %s (session %s); bring it back with: cocoonbox back", rec.ID, rec.Kind, rec.Dir, str(s, "status"))
+		return res, nil
 	}
 	p.Progress.Printf("offload %s stopped before the box took it; starting over", rec.ID)
 	gitcmd.Run(repo.Top, nil, nil, "update-ref", "-d", "refs/cocoonbox/base/"+rec.ID)
 	os.Remove(filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle"))
-	return p.Dirs.RemoveRecord(repo.Key)
+	return nil, p.Dirs.RemoveRecord(repo.Key)
 }
 
 // writeExcludes is rsync's --exclude-from file: git's ignored paths here
 // and begin's ignored in the box, each anchored at the top (/<path>), so
-// the box's own ignored files stay (no --delete-excluded).
-func (p *Packer) writeExcludes(repo Repo, begin verbResult) (string, error) {
+// the box's own ignored files stay (no --delete-excluded); then what is
+// never carried (excludeLines: the history, LFS objects, submodules,
+// git's lock files, the opted-in file: secrets).
+func (p *Packer) writeExcludes(repo Repo, begin verbResult, secretPaths []string) (string, error) {
 	ign, err := gitcmd.Ignored(repo.Top)
+	if err != nil {
+		return "", err
+	}
+	extra, err := excludeLines(repo.Top, secretPaths)
 	if err != nil {
 		return "", err
 	}
@@ -351,6 +381,11 @@ func (p *Packer) writeExcludes(repo Repo, begin verbResult) (string, error) {
 			continue // git quotes no name with -z; rsync's file is one pattern a line
 		}
 		b.WriteString("/" + l + "\n")
+	}
+	for _, l := range extra {
+		if !strings.ContainsAny(l, "\n\r") {
+			b.WriteString(l + "\n")
+		}
 	}
 	path := filepath.Join(p.Dirs.Repo(repo.Key), "excludes")
 	return path, offload.WriteFile(path, []byte(b.String()))

@@ -74,15 +74,16 @@ type repoFiles struct {
 }
 
 func listFiles(top string) (*repoFiles, error) {
-	out, err := gitcmd.Run(top, nil, nil, "ls-files", "-z", "-co", "--exclude-standard")
+	files, err := gitcmd.Paths(top, nil, nil, "ls-files", "-z", "-co", "--exclude-standard")
 	if err != nil {
 		return nil, err
 	}
+	sort.Strings(files)
 	ign, err := gitcmd.Ignored(top)
 	if err != nil {
 		return nil, err
 	}
-	return &repoFiles{top: top, files: splitZ(out), ignored: ign}, nil
+	return &repoFiles{top: top, files: files, ignored: ign}, nil
 }
 
 // HostFindings is the host half of the preflight for the repository at
@@ -396,24 +397,6 @@ func secretFindings(rf *repoFiles, handover string, optedIn []string) []Finding 
 	}
 	if unset = uniq(unset); len(unset) > 0 {
 		fs = append(fs, offload.Found("Secrets not opted in", Warn, "the code reads variables unset here: "+strings.Join(first(unset, 10), ", ")))
-	}
-	return fs
-}
-
-// carriedFindings: LFS objects and submodules are not carried.
-func carriedFindings(rf *repoFiles) []Finding {
-	var fs []Finding
-	for _, f := range rf.files {
-		switch path.Base(f) {
-		case ".gitattributes":
-			if strings.Contains(rf.read(f), "filter=lfs") {
-				fs = append(fs, offload.Found("LFS, submodules", Warn, f+" has filter=lfs: LFS objects are not carried"))
-			}
-		case ".gitmodules":
-			if f == ".gitmodules" {
-				fs = append(fs, offload.Found("LFS, submodules", Warn, ".gitmodules: submodules are not carried"))
-			}
-		}
 	}
 	return fs
 }

@@ -43,6 +43,24 @@ func Raw(dir string, env []string, stdin io.Reader, args ...string) ([]byte, err
 	return out.Bytes(), nil
 }
 
+// Paths runs git with -z output and splits it at each NUL as git wrote
+// it: a name is never trimmed (Run would cut the leading space of a first
+// path " n.txt", or the newline of a last one). Empty entries are
+// dropped.
+func Paths(dir string, env []string, stdin io.Reader, args ...string) ([]string, error) {
+	out, err := Raw(dir, env, stdin, args...)
+	if err != nil {
+		return nil, err
+	}
+	paths := []string{}
+	for _, p := range strings.Split(string(out), "\x00") {
+		if p != "" {
+			paths = append(paths, p)
+		}
+	}
+	return paths, nil
+}
+
 // Refs is the repository's refs as {"<ref>":"<oid>"} (begin's refs field),
 // leaving out a ref whose object the repository lacks: a copy that rsync
 // filled before its bundle came (an offload killed mid-way) has the host's
@@ -83,17 +101,7 @@ func Refs(dir string) map[string]string {
 // the git-ignored files and directories (a directory ends in /), relative
 // to dir.
 func Ignored(dir string) ([]string, error) {
-	s, err := Run(dir, nil, nil, "ls-files", "-z", "-oi", "--exclude-standard", "--directory")
-	if err != nil {
-		return nil, err
-	}
-	out := []string{}
-	for _, l := range strings.Split(s, "\x00") {
-		if l != "" {
-			out = append(out, l)
-		}
-	}
-	return out, nil
+	return Paths(dir, nil, nil, "ls-files", "-z", "-oi", "--exclude-standard", "--directory")
 }
 
 // IgnoredDirs is Ignored's directories only (begin's ignored, and the
@@ -111,8 +119,9 @@ func IgnoredDirs(dir string) []string {
 
 // SnapshotTree is the tree of the work tree as it is, staged, unstaged
 // and untracked (not ignored) alike, written through a temporary copy of
-// the index so the repository's own index stays as it was.
-func SnapshotTree(dir string) (string, error) {
+// the index so the repository's own index stays as it was; the untracked
+// paths of except (the host's opted-in file: secrets) are left out.
+func SnapshotTree(dir string, except ...string) (string, error) {
 	index, err := Run(dir, nil, nil, "rev-parse", "--path-format=absolute", "--git-path", "index")
 	if err != nil {
 		return "", err
@@ -131,18 +140,25 @@ func SnapshotTree(dir string) (string, error) {
 		os.Remove(tmp.Name())
 	}
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
-	if _, err := Run(dir, env, nil, "-c", "core.fsmonitor=false", "add", "-A"); err != nil {
+	args := []string{"-c", "core.fsmonitor=false", "add", "-A"}
+	if len(except) > 0 {
+		args = append(args, "--", ".")
+		for _, p := range except {
+			args = append(args, ":(exclude,literal)"+p)
+		}
+	}
+	if _, err := Run(dir, env, nil, args...); err != nil {
 		return "", err
 	}
 	return Run(dir, env, nil, "write-tree")
 }
 
-// Snapshot commits SnapshotTree with HEAD as its parent (none on an
+// Snapshot commits SnapshotTree (leaving out except) with HEAD as its parent (none on an
 // unborn branch) and returns the commit. With reuseHead, a tree equal to
 // HEAD's is HEAD itself (the box's S′); without it there is always a new
 // commit (the host's S, whose parent must be HEAD).
-func Snapshot(dir, msg string, reuseHead bool) (string, error) {
-	tree, err := SnapshotTree(dir)
+func Snapshot(dir, msg string, reuseHead bool, except ...string) (string, error) {
+	tree, err := SnapshotTree(dir, except...)
 	if err != nil {
 		return "", err
 	}

@@ -66,3 +66,23 @@ func TestSnapshot(t *testing.T) {
 		t.Error("the snapshot misses the untracked file, or changed the index")
 	}
 }
+
+// STYLE: raw bytes for -z output. A path that starts with a space is
+// listed as it is, first in the list as anywhere (Run's trim made the
+// ignored " n.log" "n.log", and the host's "you changed this" check missed
+// " n.txt").
+func TestNULSeparatedOutputKeepsALeadingSpace(t *testing.T) {
+	dir := t.TempDir()
+	git(t, dir, "init", "-q")
+	os.WriteFile(filepath.Join(dir, ".gitignore"), []byte("*.log\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, " n.log"), []byte("x\n"), 0o644)
+	os.WriteFile(filepath.Join(dir, "tail\n"), []byte("x\n"), 0o644)
+	ign, err := Ignored(dir)
+	if err != nil || len(ign) != 1 || ign[0] != " n.log" {
+		t.Errorf("Ignored = %q, %v; want [\" n.log\"]", ign, err)
+	}
+	paths, err := Paths(dir, nil, nil, "ls-files", "-z", "-o", "--exclude-standard")
+	if err != nil || strings.Join(paths, "|") != ".gitignore|tail\n" {
+		t.Errorf("Paths = %q, %v", paths, err)
+	}
+}

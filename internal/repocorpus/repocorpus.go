@@ -65,6 +65,7 @@ func Shapes() []Shape {
 		{Name: "linked-worktree", About: "a linked worktree of a clone (git worktree add: .git is a file), on its own branch", Make: LinkedWorktree, Outcome: Back},
 		{Name: "submodule", About: "a superproject with a submodule checked out (.gitmodules, .git/modules/)", Make: Submodule, Outcome: Back, Finding: FindingLFSSubmodules},
 		{Name: "lfs-pointers", About: "LFS-tracked files (filter=lfs, made with git-lfs) whose work tree holds the pointer files, as a clone with GIT_LFS_SKIP_SMUDGE=1 leaves them", Make: LFSPointers, Outcome: Back, Finding: FindingLFSSubmodules},
+		{Name: "lfs-content", About: "LFS-tracked files whose work tree holds their content (git-lfs smudged them): the box has no git-lfs to clean them", Make: LFSContent, Outcome: Refused, Finding: FindingLFSSubmodules},
 		{Name: "sparse", About: "a cone-mode sparse checkout (skip-worktree bits in the index) of a clone", Make: Sparse, Outcome: Back},
 		{Name: "partially-staged", About: "a file staged at one version and changed again in the work tree", Make: PartiallyStaged, Outcome: Back},
 		{Name: "odd-paths", About: "paths with a leading space, a newline, non-UTF-8 bytes, and CRLF content, committed and uncommitted", Make: OddPaths, Outcome: Back},
@@ -146,6 +147,10 @@ func cloneOf(t testing.TB, origin, name string, args ...string) string {
 	t.Helper()
 	top := filepath.Join(t.TempDir(), name)
 	Git(t, filepath.Dir(top), append(append([]string{"clone", "-q"}, args...), origin, top)...)
+	// A git gc --auto that git starts in the background (10,000 loose
+	// objects) would still write into .git while t.TempDir's cleanup
+	// removes it; in the foreground it is the same gc.
+	Git(t, top, "config", "gc.autoDetach", "false")
 	write(t, top, "src/local.go", "package main // committed here, not pushed\n")
 	Git(t, top, "add", ".")
 	Git(t, top, "commit", "-q", "-m", "local")
@@ -210,24 +215,38 @@ func Submodule(t testing.TB) string {
 	return top
 }
 
+// lfsArgs run git-lfs's filters through -c, so no config outside the
+// repository changes.
+var lfsArgs = []string{"-c", "filter.lfs.clean=git-lfs clean -- %f", "-c", "filter.lfs.smudge=git-lfs smudge -- %f", "-c", "filter.lfs.process=git-lfs filter-process", "-c", "filter.lfs.required=true"}
+
+// lfsClone is a clone with assets/model.bin committed through git-lfs
+// (Debian's), its content still in the work tree.
+func lfsClone(t testing.TB) string {
+	if _, err := exec.LookPath("git-lfs"); err != nil {
+		t.Fatalf("repocorpus: git-lfs is not installed (tests/setup-host installs Debian's git-lfs): %v", err)
+	}
+	top := Clone(t)
+	write(t, top, ".gitattributes", "*.bin filter=lfs diff=lfs merge=lfs -text\n")
+	write(t, top, "assets/model.bin", strings.Repeat("\x00\x01binary", 1000))
+	Git(t, top, append(lfsArgs, "add", ".gitattributes", "assets/model.bin")...)
+	Git(t, top, append(lfsArgs, "commit", "-q", "-m", "an LFS file")...)
+	return top
+}
+
+// LFSContent is lfsClone: the LFS file's content in the work tree, its
+// object in .git/lfs.
+func LFSContent(t testing.TB) string { return lfsClone(t) }
+
 // LFSPointers is a clone with *.bin tracked by git-lfs (Debian's git-lfs,
 // run through -c so no config outside the repository changes) and the
 // work tree holding their pointer files, as GIT_LFS_SKIP_SMUDGE=1 leaves
 // them.
 func LFSPointers(t testing.TB) string {
-	if _, err := exec.LookPath("git-lfs"); err != nil {
-		t.Fatalf("repocorpus: git-lfs is not installed (tests/setup-host installs Debian's git-lfs): %v", err)
-	}
-	top := Clone(t)
-	lfs := []string{"-c", "filter.lfs.clean=git-lfs clean -- %f", "-c", "filter.lfs.smudge=git-lfs smudge -- %f", "-c", "filter.lfs.process=git-lfs filter-process", "-c", "filter.lfs.required=true"}
-	write(t, top, ".gitattributes", "*.bin filter=lfs diff=lfs merge=lfs -text\n")
-	write(t, top, "assets/model.bin", strings.Repeat("\x00\x01binary", 1000))
-	Git(t, top, append(lfs, "add", ".gitattributes", "assets/model.bin")...)
-	Git(t, top, append(lfs, "commit", "-q", "-m", "an LFS file")...)
+	top := lfsClone(t)
 	if err := os.Remove(filepath.Join(top, "assets/model.bin")); err != nil {
 		t.Fatal(err)
 	}
-	GitEnv(t, top, []string{"GIT_LFS_SKIP_SMUDGE=1"}, append(lfs, "checkout", "--", "assets/model.bin")...)
+	GitEnv(t, top, []string{"GIT_LFS_SKIP_SMUDGE=1"}, append(lfsArgs, "checkout", "--", "assets/model.bin")...)
 	if got, _ := os.ReadFile(filepath.Join(top, "assets/model.bin")); !strings.HasPrefix(string(got), "version https://git-lfs.github.com/spec/v1\n") {
 		t.Fatalf("repocorpus: assets/model.bin is not a pointer file: %.80q", got)
 	}

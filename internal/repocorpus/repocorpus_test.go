@@ -32,7 +32,8 @@ func TestShapesAreMade(t *testing.T) {
 		"shallow":         func(t *testing.T, top string) { exists(t, top, ".git/shallow") },
 		"linked-worktree": func(t *testing.T, top string) { isFile(t, top, ".git") },
 		"submodule":       func(t *testing.T, top string) { exists(t, top, "lib/lib.txt"); isFile(t, top, "lib/.git") },
-		"lfs-pointers":    func(t *testing.T, top string) { exists(t, top, ".gitattributes") },
+		"lfs-pointers":    func(t *testing.T, top string) { exists(t, top, ".git/lfs") },
+		"lfs-content":     func(t *testing.T, top string) { exists(t, top, ".git/lfs") },
 		"sparse": func(t *testing.T, top string) {
 			if !strings.Contains(Git(t, top, "ls-files", "-t"), "S docs/guide.md") {
 				t.Error("docs/guide.md has no skip-worktree bit")
