@@ -225,3 +225,16 @@ func TestFileSecretAndLockNeverByRsync(t *testing.T) {
 		t.Errorf("a tracked secret: %v, want a refusal", err)
 	}
 }
+
+// An opted-in file: secret that is git-ignored (the usual .env) is left
+// out of S as git leaves it out (git add refused a pathspec naming it).
+func TestIgnoredFileSecretLeftOutOfS(t *testing.T) {
+	top := repocorpus.Clone(t)
+	s, err := gitcmd.Snapshot(top, "S", false, ".env")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ls := git(t, top, "ls-tree", "-r", "--name-only", s); strings.Contains(ls, ".env") {
+		t.Errorf("S has the ignored .env:\n%s", ls)
+	}
+}

@@ -142,9 +142,18 @@ func SnapshotTree(dir string, except ...string) (string, error) {
 	env := []string{"GIT_INDEX_FILE=" + tmp.Name()}
 	args := []string{"-c", "core.fsmonitor=false", "add", "-A"}
 	if len(except) > 0 {
+		// An ignored path is left out anyway, and git add refuses a
+		// pathspec that names one: only the others are excluded.
+		out, _ := Raw(dir, nil, strings.NewReader(strings.Join(except, "\x00")+"\x00"), "check-ignore", "-z", "--stdin")
+		ignored := map[string]bool{}
+		for _, p := range strings.Split(string(out), "\x00") {
+			ignored[p] = true
+		}
 		args = append(args, "--", ".")
 		for _, p := range except {
-			args = append(args, ":(exclude,literal)"+p)
+			if !ignored[p] {
+				args = append(args, ":(exclude,literal)"+p)
+			}
 		}
 	}
 	if _, err := Run(dir, env, nil, args...); err != nil {

@@ -17,6 +17,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -203,3 +204,55 @@ func (tr Transport) Script() string { return tr.script }
 
 // TransportAt is the transport of a script NewTransport wrote.
 func TransportAt(script string) Transport { return Transport{script: script} }
+
+// Dropping is the stand-in transport with one answer lost (issue 22,
+// Deliver 4): the first command whose argv Drop matches runs in the box
+// to its end, as the box acts on it, but its stdout never reaches the
+// host and its exit status is 255, as `cocoonbox rsh` and ssh exit when
+// the connection drops. Every other command, rsync's and git's remote
+// shell included, goes through as Transport runs it.
+type Dropping struct {
+	Transport
+	// Drop picks the command whose answer is lost.
+	Drop func(argv []string) bool
+	// Dropped says whether it was.
+	Dropped *atomic.Bool
+}
+
+// NewDropping is tr dropping the answer of the first command drop picks.
+func NewDropping(tr Transport, drop func(argv []string) bool) Dropping {
+	return Dropping{Transport: tr, Drop: drop, Dropped: &atomic.Bool{}}
+}
+
+// Command runs argv in the box (packer.Transport), losing the answer
+// once.
+func (d Dropping) Command(ctx context.Context, argv ...string) *exec.Cmd {
+	if !d.Drop(argv) || !d.Dropped.CompareAndSwap(false, true) {
+		return d.Transport.Command(ctx, argv...)
+	}
+	words := make([]string, len(argv))
+	for i, a := range argv {
+		words[i] = packer.ShellQuote(a)
+	}
+	return exec.CommandContext(ctx, "sh", "-c", `"$0" box "$1" >/dev/null 2>&1; exit 255`, d.script, strings.Join(words, " "))
+}
+
+// VerbArgs is a Drop that picks the box verb `cocoonbox-agent offload VERB`
+// whose arguments include every one of with.
+func VerbArgs(verb string, with ...string) func(argv []string) bool {
+	return func(argv []string) bool {
+		if len(argv) < 3 || argv[0] != "cocoonbox-agent" || argv[2] != verb {
+			return false
+		}
+		for _, w := range with {
+			found := false
+			for _, a := range argv[3:] {
+				found = found || a == w
+			}
+			if !found {
+				return false
+			}
+		}
+		return true
+	}
+}
