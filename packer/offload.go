@@ -159,7 +159,11 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		m, _ := f.(map[string]any)
 		findings = append(findings, offload.Found(str(m, "check"), str(m, "outcome"), str(m, "detail")))
 	}
-	if cli, _ := begin.resp["cli"].(map[string]any); str(cli, "hooks_blocked") != "" {
+	cli, _ := begin.resp["cli"].(map[string]any)
+	if f := AccountFinding(o.Kind, str(cli, "account"), HostAccount(ctx, o.Kind)); f != nil {
+		findings = append(findings, *f)
+	}
+	if str(cli, "hooks_blocked") != "" {
 		findings = append(findings, offload.Found("Box CLI hooks", Warn, str(cli, "hooks_blocked")+" turns hooks off: the box cannot see when claude is idle"))
 	}
 	if err := begin.err("begin"); err != nil {

@@ -24,7 +24,8 @@ const generated = 2000
 // the user's staged, unstaged and untracked work byte-identical and none
 // of the box's files in the work tree; the next back undoes what the
 // killed one left (its index.lock, its stage) and merges: every one of
-// the box's files comes in, the user's work byte-identical.
+// the box's files comes in, the branch moves to the box's commit, the
+// user's work byte-identical.
 func TestBackKilledWhileItWritesTheBoxsFiles(t *testing.T) {
 	data := t.TempDir()
 	top := newRepo(t, "applykill", [2]string{"a.txt", "a.txt one\n"}, [2]string{"b.txt", "b.txt one\n"}, [2]string{"c.txt", "c.txt one\n"})
@@ -76,8 +77,14 @@ func TestBackKilledWhileItWritesTheBoxsFiles(t *testing.T) {
 	if m["case"] != "merge" {
 		t.Fatalf("the back after the kill: %v, want the clean merge", res)
 	}
-	if got := work(t, top); got != mine || count(t, top) != generated {
+	// HEAD is still S's parent: the branch moved to the box's commit,
+	// the user's staged, unstaged and untracked work as it was.
+	_, mineNoHead, _ := strings.Cut(mine, "\n")
+	if got := work(t, top); !strings.HasSuffix(got, "\n"+mineNoHead) || count(t, top) != generated {
 		t.Errorf("after the back the user's work is\n%s\nwas\n%s\n(%d of the box's %d files)", got, mine, count(t, top), generated)
+	}
+	if got := git(t, top, "log", "-1", "--format=%s"); got != "standin turn 1" {
+		t.Errorf("HEAD is %q, want the box's commit", got)
 	}
 	if _, err := os.Lstat(lock); err == nil {
 		t.Error("index.lock left behind")

@@ -110,7 +110,8 @@ func corpus(t *testing.T, r *rig) {
 			}
 			write(t, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("the corpus shape "+shape.Name, "standin: commit"))
 			head := git(t, top, "rev-parse", "HEAD")
-			res, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
+			// Each shape's own copy (most are clones, all named clone).
+			res, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude", Name: "corpus-" + shape.Name})
 			if shape.Outcome == repocorpus.Refused {
 				var ref *packer.Refusal
 				if !errors.As(err, &ref) || !hasFinding(ref.Findings, shape.Finding) {
