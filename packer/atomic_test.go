@@ -200,14 +200,7 @@ func TestBackKilledAtEachStep(t *testing.T) {
 			git(t, s.host, "fetch", "-q", s.box, "+refs/heads/*:refs/cocoonbox/box/*", "+refs/cocoonbox/back/"+s.id+":refs/cocoonbox/back/"+s.id)
 			before := exact(t, s.host)
 			in := s.input()
-			spec, _ := json.Marshal(map[string]any{"In": in, "KillAt": step})
-			cmd := exec.Command(os.Args[0])
-			cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
-			out, err := cmd.CombinedOutput()
-			var ee *exec.ExitError
-			if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
-				t.Fatalf("the child was not killed at %s: %v %s", step, err, out)
-			}
+			s.killAt(t, in, step)
 			done, err := RecoverBack(s.host, s.id)
 			if err != nil {
 				t.Fatalf("the next back's recovery: %v", err)
@@ -263,6 +256,40 @@ func (s *scene) assertDone(t *testing.T, step string, m *MergeResult) {
 	}
 	if st := git(t, s.host, "status", "--porcelain", "--untracked-files=all"); st != "?? e.txt" {
 		t.Errorf("status after the back:\n%s\nwant e.txt alone (the box's, uncommitted): the box's commit a commit", st)
+	}
+}
+
+// killAt runs the merge of s in a child process and SIGKILLs it at step.
+func (s *scene) killAt(t *testing.T, in MergeInput, step string) {
+	t.Helper()
+	spec, _ := json.Marshal(map[string]any{"In": in, "KillAt": step})
+	cmd := exec.Command(os.Args[0])
+	cmd.Env = append(os.Environ(), childEnv+"="+string(spec))
+	out, err := cmd.CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ProcessState.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {
+		t.Fatalf("the child was not killed at %s: %v %s", step, err, out)
+	}
+}
+
+// A killed back's index.lock that another git replaced meanwhile (the
+// user removed it and ran git) is that git's: the next back undoes its
+// own renames and never touches the lock.
+func TestBackRecoveryLeavesAnotherGitsLock(t *testing.T) {
+	s := moving(t)
+	s.postBack()
+	git(t, s.host, "fetch", "-q", s.box, "+refs/heads/*:refs/cocoonbox/box/*", "+refs/cocoonbox/back/"+s.id+":refs/cocoonbox/back/"+s.id)
+	before := exact(t, s.host)
+	s.killAt(t, s.input(), "apply")
+	write(t, s.host, ".git/index.lock", "another git\n")
+	if _, err := RecoverBack(s.host, s.id); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, s.host, ".git/index.lock"); got != "another git\n" {
+		t.Errorf("the other git's index.lock is %q", got)
+	}
+	if after := exact(t, s.host); after != before+"index.lock held\n" {
+		t.Errorf("the recovered repository differs:\n%s\nwas\n%s", after, before)
 	}
 }
 

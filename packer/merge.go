@@ -233,14 +233,6 @@ func apply(in MergeInput, res *MergeResult, from, to, head, branch string, move 
 	if err != nil {
 		return fmt.Errorf("take %s: %w", lockPath, err)
 	}
-	// The plan names the lock from the start, so the next back removes a
-	// lock that a kill from here on leaves.
-	pl := &placePlan{ID: in.ID, Move: move, Branch: branch, Head: head, BoxHead: in.BoxHead, Lock: lockPath, Index: indexPath}
-	if err := writePlan(stage, pl); err != nil {
-		lock.Close()
-		os.Remove(lockPath)
-		return err
-	}
 	planned := false
 	defer func() {
 		lock.Close()
@@ -263,6 +255,12 @@ func apply(in MergeInput, res *MergeResult, from, to, head, branch string, move 
 	}
 	if err := lock.Sync(); err != nil {
 		return fmt.Errorf("fsync %s: %w", lockPath, err)
+	}
+	// The plan names the lock and its bytes from here on, so the next back
+	// removes (or puts in place) the lock a kill leaves, and only that one.
+	pl := &placePlan{ID: in.ID, Move: move, Branch: branch, Head: head, BoxHead: in.BoxHead, Lock: lockPath, Index: indexPath, LockSum: sum(index)}
+	if err := writePlan(stage, pl); err != nil {
+		return err
 	}
 	if res.Applied, err = planPlace(in.Top, stage, from, to, in.Keep, pl); err != nil {
 		return err

@@ -1,6 +1,8 @@
 package packer
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -49,6 +51,9 @@ type placePlan struct {
 	// index.
 	Lock  string `json:"lock"`
 	Index string `json:"index"`
+	// LockSum is the SHA-256 of the bytes the lock holds: a lock with
+	// others is another git's, never touched.
+	LockSum string `json:"lock_sum"`
 	// Result is the merge's answer once done.
 	Result *MergeResult `json:"result"`
 }
@@ -361,7 +366,7 @@ func RecoverBack(top, id string) (*MergeResult, error) {
 		return nil, fmt.Errorf("the stopped back's plan: %w", err)
 	}
 	if fileExists(filepath.Join(stage, "done")) {
-		if fileExists(pl.Lock) {
+		if ours(&pl) {
 			if err := os.Rename(pl.Lock, pl.Index); err != nil {
 				return nil, fmt.Errorf("finish the stopped back (put the new index in place): %w", err)
 			}
@@ -378,8 +383,17 @@ func RecoverBack(top, id string) (*MergeResult, error) {
 	if err := unplace(top, stage, &pl); err != nil {
 		return nil, fmt.Errorf("undo the stopped back (the plan is %s): %w", filepath.Join(stage, "plan.json"), err)
 	}
-	if pl.Lock != "" {
+	if ours(&pl) {
 		os.Remove(pl.Lock)
 	}
 	return nil, os.RemoveAll(stage)
 }
+
+// ours says whether the plan's index.lock is there with the bytes this
+// back wrote into it.
+func ours(pl *placePlan) bool {
+	data, err := os.ReadFile(pl.Lock)
+	return err == nil && pl.LockSum != "" && sum(data) == pl.LockSum
+}
+
+func sum(data []byte) string { s := sha256.Sum256(data); return hex.EncodeToString(s[:]) }
