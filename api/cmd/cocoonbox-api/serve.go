@@ -39,7 +39,8 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close(ctx)
-	if _, err := startVault(ctx, cfg, db, nil, log); err != nil {
+	keys, err := startVault(ctx, cfg, db, nil, log)
+	if err != nil {
 		return err
 	}
 
@@ -62,6 +63,7 @@ func serve(args []string) error {
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
+	mountKeys(srv, keys, nil, index, con, log)
 	mountControlMCP(srv, bh, index, cfg.Issuer(), log)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {

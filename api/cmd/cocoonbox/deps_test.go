@@ -19,7 +19,7 @@ var serverDeps = []string{
 // serverPackages are the api's server packages, by exact path.
 var serverPackages = []string{
 	"signin", "tokens", "session", "mcp", "users", "boxes", "database",
-	"server", "sandbox", "devices", "console",
+	"server", "sandbox", "devices", "console", "vault",
 }
 
 // The CLI links no server package: it is a client of the api, and its

@@ -78,6 +78,16 @@ Boxes (NAME is a box's name or id; without it, your first box):
                           Exit: the command's status; rsh's own failures 2 usage,
                           65 refused by a rule, 66 no such box, 69 box or api not
                           running, 74 the stream broke, 1 other
+Keys (your API keys, sealed in the api; a box holds only a placeholder):
+  keys add NAME --host HOST... [--header H] [--template T | --query P] [--json]
+                          store a key, its value from standard input or a prompt
+                          (never the command line), sent to those hosts only, in
+                          header H (default Authorization) as T (default
+                          "Bearer {}") or in query parameter P
+  keys ls [--json]        list them (never a value) and the boxes that get none
+  keys rotate NAME [--json]
+                          replace a key's value (stdin or a prompt); boxes get it at once
+  keys rm NAME [--json]   remove a key from the vault and your boxes
 Agents:
   mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
@@ -149,6 +159,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return listImages(ctx, rest, stdout)
 	case "box":
 		return boxCommand(ctx, rest, stdout)
+	case "keys":
+		return keysCmd(ctx, rest, stdin, stdout)
 	case "mcp":
 		return mcpSnippet(rest, stdout)
 	case "offload":

@@ -1,0 +1,154 @@
+package vault
+
+import (
+	_ "embed"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+)
+
+// Console serves the console's Keys section and its JSON calls (Contract:
+// Key vault), for the user of the console session:
+//
+//	GET    /cb/api/keys          200 {keys: [{name, hosts, how, placeholder, created, rotated}], boxes_without_keys: [{box, image}]}
+//	POST   /cb/api/keys          {name, hosts, header, template, query, value}; 201 the key
+//	PUT    /cb/api/keys/{name}   {value}; 200 the key
+//	DELETE /cb/api/keys/{name}   204
+//	GET    /cb/keys              the Keys page
+//
+// Bad input is 400 {error} naming the field and rule; a taken NAME 409; an
+// unknown one 404; a POST or PUT not sent as application/json 415. Without
+// a session each call answers 401. No answer carries a value.
+type Console struct {
+	svc     *Service
+	session func(*http.Request) (userID string, ok bool)
+	log     *slog.Logger
+}
+
+// NewConsole is the console side of svc; session answers the user id of
+// the request's console session.
+func NewConsole(svc *Service, session func(*http.Request) (string, bool), log *slog.Logger) *Console {
+	return &Console{svc: svc, session: session, log: log}
+}
+
+// Mount puts the routes on mux.
+func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/api/keys", c.user(c.list))
+	mux.Handle("POST /cb/api/keys", c.user(c.add))
+	mux.Handle("PUT /cb/api/keys/{name}", c.user(c.rotate))
+	mux.Handle("DELETE /cb/api/keys/{name}", c.user(c.remove))
+	mux.Handle("GET /cb/keys", http.HandlerFunc(c.page))
+}
+
+func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		userID, ok := c.session(r)
+		if !ok {
+			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
+			return
+		}
+		h(w, r, userID)
+	})
+}
+
+// fail answers err of the store, at this one edge.
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	status := http.StatusInternalServerError
+	msg := "the api failed; try again"
+	switch {
+	case errors.Is(err, ErrInvalid):
+		status, msg = http.StatusBadRequest, err.Error()
+	case errors.Is(err, ErrExists):
+		status, msg = http.StatusConflict, err.Error()
+	case errors.Is(err, ErrNotFound):
+		status, msg = http.StatusNotFound, err.Error()
+	case errors.Is(err, ErrWrongMasterKey):
+		status, msg = http.StatusServiceUnavailable, ErrWrongMasterKey.Error()
+		c.log.ErrorContext(r.Context(), "keys call failed", "path", r.URL.Path, "err", err)
+	default:
+		c.log.ErrorContext(r.Context(), "keys call failed", "path", r.URL.Path, "err", err)
+	}
+	server.WriteJSON(w, status, map[string]string{"error": msg})
+}
+
+// readJSON reads a JSON body (JSON only: a form of another page cannot send it).
+func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+	err := server.ReadJSON(r, 2*MaxValueLen, v)
+	switch {
+	case errors.Is(err, server.ErrNotJSON):
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
+	case err != nil:
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	return err == nil
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
+	keys, boxes, err := c.svc.List(r.Context(), userID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"keys": keys, "boxes_without_keys": boxes})
+}
+
+func (c *Console) add(w http.ResponseWriter, r *http.Request, userID string) {
+	var req struct {
+		Name     string   `json:"name"`
+		Hosts    []string `json:"hosts"`
+		Header   string   `json:"header"`
+		Template string   `json:"template"`
+		Query    string   `json:"query"`
+		Value    string   `json:"value"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	k, err := c.svc.store.Add(r.Context(), userID, ActorConsole, req.Name,
+		Spec{Hosts: req.Hosts, Header: req.Header, Template: req.Template, Query: req.Query}, NewSecret(req.Value))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusCreated, k)
+}
+
+func (c *Console) rotate(w http.ResponseWriter, r *http.Request, userID string) {
+	var req struct {
+		Value string `json:"value"`
+	}
+	if !readJSON(w, r, &req) {
+		return
+	}
+	k, err := c.svc.store.Rotate(r.Context(), userID, ActorConsole, r.PathValue("name"), NewSecret(req.Value))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, k)
+}
+
+func (c *Console) remove(w http.ResponseWriter, r *http.Request, userID string) {
+	if err := c.svc.store.Delete(r.Context(), userID, ActorConsole, r.PathValue("name")); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+//go:embed keys.html
+var keysPage []byte
+
+// page is the Keys page; without a session it is the console's sign-in,
+// which comes back here.
+func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.session(r); !ok {
+		http.Redirect(w, r, "/cb/?return_to=/cb/keys", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Write(keysPage)
+}
