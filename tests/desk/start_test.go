@@ -120,3 +120,33 @@ func TestDesktopRestartedAfterAFailedPrepareHasItsWindowManager(t *testing.T) {
 		t.Errorf("xfwm4 is gone after the save: the desktop has no window manager")
 	}
 }
+
+// Contract: Desktop restart; issue 25 ("whatever state they are in"). A
+// process of the old session that ignores SIGTERM (here a sleep started
+// with SIGTERM and SIGHUP ignored, put into the session's scope) is killed before the
+// restart is over, and the journal says so: logind alone would have left
+// it for its scope's 90 s stop timeout, running beside the new desktop.
+func TestDesktopRestartKillsAnOldSessionProcessThatIgnoresSIGTERM(t *testing.T) {
+	b := bootDesk(t)
+	scope := b.MustSh(t, `r=/sys/fs/cgroup; [ "$(stat -f -c %T $r)" = cgroup2fs ] || r=$r/unified
+echo "$r$(sed -n 's|^0::||p' /proc/$(systemctl show -P MainPID cocoonbox-session.service)/cgroup)"`)
+	scope = strings.TrimSpace(scope)
+	if !strings.Contains(scope, "/session-") {
+		t.Fatalf("the desktop's main process is in %q, not a logind session's scope", scope)
+	}
+	pid := strings.TrimSpace(mustUser(t, b, `setsid -f sh -c 'trap "" TERM HUP; echo $$ >/tmp/deaf.pid; exec sleep 86400.25' </dev/null >/dev/null 2>&1; until [ -s /tmp/deaf.pid ]; do sleep 0.01; done; cat /tmp/deaf.pid`))
+	b.MustSh(t, "echo "+pid+" >"+scope+"/cgroup.procs")
+	if got, _ := b.Sh("grep -x " + pid + " " + scope + "/cgroup.procs"); strings.TrimSpace(got) != pid {
+		t.Fatalf("the SIGTERM-deaf sleep %s is not in %s", pid, scope)
+	}
+	killed, _ := b.Journal("8d95ec99ba97489a867619ace5c7fdd1")
+	restartDesktop(t, b)
+	// A process that has exited leaves its cgroup at once (a zombie not
+	// yet reaped is no longer counted), so the scope says it all.
+	if populated := b.MustSh(t, "grep populated "+scope+"/cgroup.events 2>/dev/null || echo gone"); strings.Contains(populated, "populated 1") {
+		state, _ := b.Sh("grep State: /proc/" + pid + "/status")
+		t.Errorf("the restart returned with the old session's scope %s still populated (the SIGTERM-deaf sleep %s: %s)", scope, pid, strings.TrimSpace(state))
+	}
+	b.WaitJournal(t, 10*time.Second, len(killed), "8d95ec99ba97489a867619ace5c7fdd1")
+	waitDesktop(t, b)
+}
