@@ -123,9 +123,10 @@ func TestDesktopRestartedAfterAFailedPrepareHasItsWindowManager(t *testing.T) {
 
 // Contract: Desktop restart; issue 25 ("whatever state they are in"). A
 // process of the old session that ignores SIGTERM (here a sleep started
-// with SIGTERM and SIGHUP ignored, put into the session's scope) is killed before the
-// restart is over, and the journal says so: logind alone would have left
-// it for its scope's 90 s stop timeout, running beside the new desktop.
+// with SIGTERM and SIGHUP ignored, put into the session's scope) is
+// killed before the restart is over, and the journal says so: logind
+// alone would have left it for its scope's 90 s stop timeout, running
+// beside the new desktop.
 func TestDesktopRestartKillsAnOldSessionProcessThatIgnoresSIGTERM(t *testing.T) {
 	b := bootDesk(t)
 	scope := b.MustSh(t, `r=/sys/fs/cgroup; [ "$(stat -f -c %T $r)" = cgroup2fs ] || r=$r/unified
