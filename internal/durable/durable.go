@@ -82,6 +82,23 @@ func WriteAt(dfd int, name string, f File) error {
 	return nil
 }
 
+// CreateAt creates name in the directory open at dfd (O_EXCL, O_NOFOLLOW)
+// with f's data, owner and mode, fsynced: for a directory nobody reads yet
+// (it is renamed into place once complete), where no temporary file is
+// needed. f.Temp and f.NoReplace do not apply; the caller fsyncs the
+// directory when it has made all of it. On an error the file is removed.
+func CreateAt(dfd int, name string, f File) error {
+	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, uint32(f.Mode.Perm()))
+	if err != nil {
+		return fmt.Errorf("create %s: %w", name, err)
+	}
+	if err := fill(fd, f); err != nil {
+		_ = unix.Unlinkat(dfd, name, 0)
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	return nil
+}
+
 // fill writes f's data, owner and mode to fd, fsyncs and closes it.
 func fill(fd int, f File) error {
 	file := os.NewFile(uintptr(fd), "")

@@ -118,3 +118,25 @@ func TestWriteAtNamedTemporaryFileIsExclusive(t *testing.T) {
 		t.Fatalf("the other writer's file holds %q", data)
 	}
 }
+
+// CreateAt makes a new file with its mode whatever the umask, and refuses
+// a name already there, leaving it.
+func TestCreateAtIsExclusiveWithItsMode(t *testing.T) {
+	old := syscall.Umask(0o077)
+	defer syscall.Umask(old)
+	dir := t.TempDir()
+	dfd := openDir(t, dir)
+	if err := CreateAt(dfd, "keys", File{Data: []byte("k\n"), Mode: 0o444}); err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, "keys"))
+	if err != nil || st.Mode().Perm() != 0o444 {
+		t.Fatalf("mode %v (%v), want 0444", st.Mode(), err)
+	}
+	if err := CreateAt(dfd, "keys", File{Data: []byte("other\n"), Mode: 0o444}); !errors.Is(err, unix.EEXIST) {
+		t.Fatalf("a second create: %v, want EEXIST", err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "keys")); string(data) != "k\n" {
+		t.Fatalf("the first file holds %q", data)
+	}
+}

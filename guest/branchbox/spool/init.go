@@ -12,6 +12,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
+	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // The spool's immutable files.
@@ -115,22 +116,7 @@ func empty(dfd int, dir string) error {
 
 // create writes a root-owned 0444 file name in dfd, synced.
 func create(dfd int, dir, name string, data []byte) error {
-	fd, err := unix.Openat(dfd, name, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o444)
-	if err != nil {
-		return fmt.Errorf("spool %s/%s: %w", dir, name, err)
-	}
-	f := os.NewFile(uintptr(fd), dir+"/"+name)
-	_, err = f.Write(data)
-	if err == nil {
-		err = unix.Fchmod(fd, 0o444)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	if err := durable.CreateAt(dfd, name, durable.File{Data: data, Mode: 0o444}); err != nil {
 		return fmt.Errorf("spool %s/%s: %w", dir, name, err)
 	}
 	return nil
