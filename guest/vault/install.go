@@ -90,26 +90,18 @@ func Install(dir string, f *Files) error {
 	return durable.SyncDir(parent)
 }
 
+// writeFile creates dir/name 0644 with data, fsynced (durable.CreateAt:
+// dir is the new render's, not yet in place).
 func writeFile(dir, name string, data []byte) error {
-	path := filepath.Join(dir, name)
-	fd, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o644)
+	dfd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}
-	if _, err := fd.Write(data); err != nil {
-		fd.Close()
-		return fmt.Errorf("write %s: %w", path, err)
+	defer unix.Close(dfd)
+	if err := durable.CreateAt(dfd, name, durable.File{Data: data, Mode: 0o644}); err != nil {
+		return fmt.Errorf("write %s: %w", filepath.Join(dir, name), err)
 	}
-	// The umask may have narrowed the mode: set it on the descriptor.
-	if err := fd.Chmod(0o644); err != nil {
-		fd.Close()
-		return err
-	}
-	if err := fd.Sync(); err != nil {
-		fd.Close()
-		return fmt.Errorf("fsync %s: %w", path, err)
-	}
-	return fd.Close()
+	return nil
 }
 
 // ReadNames returns the names of the vault at dir (none when there is no
