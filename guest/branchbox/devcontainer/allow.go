@@ -200,3 +200,54 @@ func checkLabels(where string, labels types.Labels) error {
 	}
 	return nil
 }
+
+// ConfigKeys are the devcontainer.json keys a managed launch passes to the
+// Dev Containers CLI, each with why it is safe; package facade writes
+// the generated configuration from these only. configDropped are removed
+// as the contract says (builds and features: images come from
+// service_images; mounts: only signed pairs; initializeCommand runs on the
+// guest; privileged, securityOpt and capAdd would weaken the container).
+// Any other key is refused (rule devcontainer-config): runArgs, appPort,
+// workspaceMount, hostRequirements (GPUs) and whatever the CLI learns next.
+var ConfigKeys = map[string]string{
+	"name":                 "a display name",
+	"dockerComposeFile":    "replaced by the facade's Compose file",
+	"service":              "the primary service, checked to be runnable",
+	"runServices":          "which of the project's services start, checked to be runnable",
+	"workspaceFolder":      "where the workspace volume goes, checked",
+	"remoteUser":           "the provider user, checked against the kernel",
+	"containerUser":        "the provider user, checked against the kernel",
+	"containerEnv":         "the container's own environment, literal",
+	"remoteEnv":            "the environment of the CLI's processes in the container, literal",
+	"overrideCommand":      "whether the CLI keeps the container alive with its own command",
+	"shutdownAction":       "what the CLI does when its client leaves",
+	"init":                 "Docker's init as PID 1",
+	"onCreateCommand":      "runs inside the container",
+	"updateContentCommand": "runs inside the container",
+	"postCreateCommand":    "runs inside the container",
+	"postStartCommand":     "runs inside the container",
+	"postAttachCommand":    "runs inside the container",
+	"waitFor":              "which lifecycle command the CLI waits for",
+	"userEnvProbe":         "how the CLI reads the user's environment in the container",
+	"customizations":       "tool settings, read by editors, not by the CLI's up",
+	"forwardPorts":         "metadata for a client; up forwards nothing",
+	"portsAttributes":      "metadata for a client",
+	"otherPortsAttributes": "metadata for a client",
+	"updateRemoteUserUID":  "replaced by false (it would build a -uid image)",
+	"$schema":              "a schema URL for editors",
+}
+
+var configDropped = map[string]bool{"build": true, "dockerFile": true, "image": true, "features": true,
+	"overrideFeatureInstallOrder": true, "mounts": true, "initializeCommand": true,
+	"privileged": true, "securityOpt": true, "capAdd": true}
+
+// checkConfigKeys refuses a devcontainer.json key that is neither passed
+// (ConfigKeys) nor dropped (configDropped).
+func checkConfigKeys(place string, raw map[string]any) error {
+	for _, k := range sortedKeys(raw) {
+		if _, ok := ConfigKeys[k]; !ok && !configDropped[k] {
+			return branchbox.Refuse(branchbox.RuleDevcontainer, place+": "+k, "is not a devcontainer.json key a managed launch allows")
+		}
+	}
+	return nil
+}

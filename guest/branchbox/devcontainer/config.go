@@ -93,6 +93,9 @@ func parseConfig(place string, data []byte) (*Config, error) {
 	if where, ok := findVariable(raw, ""); ok {
 		return nil, branchbox.Refuse(branchbox.RuleInterpolatedValue, place+": "+where, "holds a ${...} variable; only literal values are accepted")
 	}
+	if err := checkConfigKeys(place, raw); err != nil {
+		return nil, err
+	}
 	var f configFields
 	if err := json.Unmarshal(std, &f); err != nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "has a field of the wrong type: %v", err)

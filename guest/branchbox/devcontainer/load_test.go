@@ -104,6 +104,8 @@ func TestHostileRepositories(t *testing.T) {
 		{"no service", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml"}`}, branchbox.RuleDevcontainer, "service"},
 		{"unknown service", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml", "service": "web"}`}, branchbox.RuleDevcontainer, "service"},
 		{"disabled runService", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml", "service": "app", "runServices": ["tools"]}`}, branchbox.RuleDevcontainer, "runServices[0]"},
+		{"runArgs", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml", "service": "app", "runArgs": ["--privileged"]}`}, branchbox.RuleDevcontainer, "devcontainer.json: runArgs"},
+		{"hostRequirements", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml", "service": "app", "hostRequirements": {"gpu": true}}`}, branchbox.RuleDevcontainer, "devcontainer.json: hostRequirements"},
 		{"not JSON", map[string]string{".devcontainer/devcontainer.json": `{"service": `}, branchbox.RuleDevcontainer, "devcontainer.json"},
 		{"devcontainer variable", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../compose.yaml", "service": "app", "containerEnv": {"T": "${localEnv:TOKEN}"}}`}, branchbox.RuleInterpolatedValue, "containerEnv.T"},
 		{"compose file escapes", map[string]string{".devcontainer/devcontainer.json": `{"dockerComposeFile": "../../etc/compose.yaml", "service": "app"}`}, branchbox.RuleComposeFile, "dockerComposeFile[0]"},

@@ -55,15 +55,6 @@ func VolumeName(runID, leaseID string) string {
 // volume before the CLI runs (docs/branchbox.md, "Managed launches (`feature launch`)").
 func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-workspace" }
 
-// configDropped are devcontainer.json keys a managed launch removes: the
-// build and features (images come from service_images only), mounts (only
-// signed pairs are mounted), initializeCommand (it would run on the guest,
-// outside any container, as the CLI's user), and what the CLI would turn
-// into a weaker container (privileged, securityOpt such as
-// seccomp=unconfined, capAdd) before the final inspection could see it.
-var configDropped = []string{"build", "dockerFile", "image", "features", "overrideFeatureInstallOrder", "mounts", "initializeCommand",
-	"privileged", "securityOpt", "capAdd"}
-
 // Generate builds the facade of a checked input for assignment a (which
 // must pass branchbox.ManagedLaunchError and whose service_images
 // devcontainer.CheckServiceImages accepted), for writing into dir
@@ -77,7 +68,7 @@ var configDropped = []string{"build", "dockerFile", "image", "features", "overri
 // them), and it has no security_opt (Docker's default seccomp profile)
 // and is not privileged. The config names the
 // facade Compose file, keeps the rest of the repository's keys but
-// configDropped, and turns updateRemoteUserUID off. Values are copied as
+// what devcontainer.ConfigKeys passes, and turns updateRemoteUserUID off. Values are copied as
 // loaded, so "$$" escapes, quotes and newlines reach the files unchanged.
 func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Facade, error) {
 	if !filepath.IsAbs(dir) {
@@ -216,16 +207,15 @@ func linked(a *branchbox.Assignment, id string) bool {
 	return false
 }
 
-// generateConfig is the facade devcontainer.json: the repository's object
-// without configDropped, naming only the facade Compose file, with remote
+// generateConfig is the facade devcontainer.json: the repository's keys
+// that devcontainer.ConfigKeys passes, naming only the facade Compose file, with remote
 // user UID rewriting off (it would build a "-uid" image).
 func generateConfig(c *devcontainer.Config, composePath string) ([]byte, error) {
 	out := make(map[string]any, len(c.Raw))
 	for k, v := range c.Raw {
-		out[k] = v
-	}
-	for _, k := range configDropped {
-		delete(out, k)
+		if _, ok := devcontainer.ConfigKeys[k]; ok {
+			out[k] = v
+		}
 	}
 	out["dockerComposeFile"] = []string{composePath}
 	out["updateRemoteUserUID"] = false
