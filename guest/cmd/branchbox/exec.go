@@ -17,7 +17,7 @@ import (
 // process tree only and nothing of branchbox's own environment does. It
 // runs on the guest, also for a launched run: a Docker exec would inherit
 // the container's whole environment, which the Engine API cannot clear
-// (docs/branchbox.md, "Where the provider runs").
+// (docs/branchbox.md, its paragraph on where the provider runs).
 // When it runs as root and the provider's user differs it drops to that
 // user (no supplementary groups) on every thread first (Go's
 // syscall.Setuid applies to all threads since Go 1.16).
