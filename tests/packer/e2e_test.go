@@ -298,6 +298,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("KilledAtEachStep", func(t *testing.T) { killedAtEachStep(t, r) })
 	t.Run("BackKilled", func(t *testing.T) { killedBack(t, r) })
 	t.Run("LostAnswers", func(t *testing.T) { lostAnswers(t, r) })
+	t.Run("FetchFailsThenTheCLIStops", func(t *testing.T) { fetchFailsThenTheCLIStops(t, r) })
 	t.Run("Corpus", func(t *testing.T) { corpus(t, r) })
 }
 

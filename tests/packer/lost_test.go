@@ -5,10 +5,12 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 	"github.com/cocoonbox/cocoonbox/packer"
+	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
@@ -135,5 +137,43 @@ func corpus(t *testing.T, r *rig) {
 			}
 			t.Logf("%s: offloaded (rsync %d ms, send %d ms) and back (%s)", shape.Name, res.Timings["rsync"], res.Timings["send"], back.Merge.Case)
 		})
+	}
+}
+
+// failingFetch is the stand-in transport whose remote shell for git and
+// rsync fails: back's fetch fails after the wait.
+type failingFetch struct{ offloadbox.Transport }
+
+func (failingFetch) Shell() string { return "false" }
+
+// Issue 22: back could never finish after a failure past the wait: seen
+// was saved past the box's back entry, so the rerun sent BACK again, and
+// a CLI that had stopped meanwhile refused it. The fetch fails, the CLI
+// stops; back run again takes the back it read, fetches, merges and ends,
+// with one BACK for the offload.
+func fetchFailsThenTheCLIStops(t *testing.T, r *rig) {
+	p := r.packer(t, t.TempDir())
+	top, key := repo(t, p, "lost-stopped", "standin: commit")
+	res := offload(t, p, top)
+	before := backs(t, r)
+	plain := p.Transport
+	p.Transport = failingFetch{r.tr}
+	_, err := p.Back(context.Background(), top, false)
+	var f *packer.Failure
+	if !errors.As(err, &f) || f.Step != "fetch" {
+		t.Fatalf("back with a failing fetch: %v", err)
+	}
+	r.b.Must(t, "runuser", "-u", "user", "--", "tmux", "kill-session", "-t", res.Tmux)
+	box.Eventually(t, 30*time.Second, "the session stopped", func() (bool, string) {
+		st := offloadbox.Status(t, r.b, key)
+		return st == "stopped", st
+	})
+	p.Transport = plain
+	back, err := p.Back(context.Background(), top, false)
+	if err != nil || back.Merge.Case != packer.CaseFastForward {
+		t.Fatalf("back run again with the CLI stopped: %v %+v", err, back)
+	}
+	if n := backs(t, r) - before; n != 1 {
+		t.Errorf("the CLI got %d BACKs for one offload", n)
 	}
 }
