@@ -38,8 +38,11 @@ func (d Dirs) InFlight(dir string) (Repo, *Record, error) {
 
 // BackResult is what back did.
 type BackResult struct {
-	ID     string       `json:"id"`
-	Repo   string       `json:"repo"`
+	ID   string `json:"id"`
+	Repo string `json:"repo"`
+	// Base is S's ref, refs/cocoonbox/base/<id>: the state the box
+	// started from, uncommitted work and all.
+	Base   string       `json:"base"`
 	SPrime string       `json:"s_prime"`
 	BackMD string       `json:"back_md"`
 	Merge  *MergeResult `json:"merge"`
@@ -66,7 +69,7 @@ func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackRes
 	if err != nil {
 		return nil, err
 	}
-	res := &BackResult{ID: rec.ID, Repo: rec.Repo, Timings: map[string]int64{}, BackMD: filepath.Join(p.Dirs.Repo(rec.Repo), "back.md")}
+	res := &BackResult{ID: rec.ID, Repo: rec.Repo, Timings: map[string]int64{}, BackMD: filepath.Join(p.Dirs.Repo(rec.Repo), "back.md"), Base: "refs/cocoonbox/base/" + rec.ID}
 	step := func(name string, t time.Time) { res.Timings[name] = time.Since(t).Milliseconds() }
 	backRef := "refs/cocoonbox/back/" + rec.ID
 	where := fmt.Sprintf("S is refs/cocoonbox/base/%s, the box's state %s", rec.ID, backRef)

@@ -84,6 +84,9 @@ func lostAnswers(t *testing.T, r *rig) {
 			if got := git(t, top, "log", "-1", "--format=%s"); got != "standin turn 1" {
 				t.Errorf("HEAD is %q, want the box's one commit", got)
 			}
+			if back.Base != "refs/cocoonbox/base/"+id || git(t, top, "rev-parse", back.Base+"^") != git(t, top, "rev-parse", "HEAD~1") {
+				t.Errorf("the answer's base %q does not name S", back.Base)
+			}
 			if n := backs(t, r) - before; n != 1 {
 				t.Errorf("the CLI got %d BACKs for one offload", n)
 			}
