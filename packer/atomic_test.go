@@ -67,7 +67,10 @@ func exact(t *testing.T, top string) string {
 			}
 		}
 	}
-	filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+	filepath.WalkDir(top, func(p string, d fs.DirEntry, werr error) error {
+		if werr != nil {
+			return werr
+		}
 		rel, _ := filepath.Rel(top, p)
 		if rel == ".git" {
 			return filepath.SkipDir
