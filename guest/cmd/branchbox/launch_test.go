@@ -466,3 +466,38 @@ func TestTeardownOfALaunchWithoutTheEngineIsResidue(t *testing.T) {
 		}
 	}
 }
+
+// TestTeardownReportsWhatItCannotRemove (Deliver 6): a named volume of the
+// repository's that teardown cannot remove (a container outside the run
+// still uses it) is residue in the receipt, by name, and the teardown is
+// not residue-free; everything else of the run is gone.
+func TestTeardownReportsWhatItCannotRemove(t *testing.T) {
+	r, _ := launchable(t, composeExtra{}, nil)
+	if out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json"); code != 0 {
+		t.Fatalf("launch: exit %d: %s%s", code, out, errs)
+	}
+	vol := facade.ProjectName(branchboxtest.RunID) + "_dbdata"
+	holder, err := exec.Command("docker", "run", "-d", "-v", vol+":/held", enginetest.ShellImage(t), "sleep", "1000").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strings.TrimSpace(string(holder))
+	t.Cleanup(func() {
+		exec.Command("docker", "rm", "-f", id).Run()
+		exec.Command("docker", "volume", "rm", "-f", vol).Run()
+	})
+	out, errs, code := runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--force", "--json")
+	rc := receipt(t, out)
+	var named bool
+	for _, res := range rc.Residue {
+		named = named || res.Path == "docker volume "+vol
+	}
+	if code != exitFailed || rc.ResidueFree || !named {
+		t.Fatalf("exit %d: %s%s; want the held volume %s as residue", code, out, errs, vol)
+	}
+	exec.Command("docker", "rm", "-f", id).Run()
+	exec.Command("docker", "volume", "rm", "-f", vol).Run()
+	if left := runObjects(t); len(left) != 0 {
+		t.Fatalf("the engine still holds %v", left)
+	}
+}
