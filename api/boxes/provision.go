@@ -14,7 +14,6 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
-	"github.com/cocoonbox/cocoonbox/guest/vault"
 )
 
 // identityWriter is the guest's identity writer (Contract: Box identity:
@@ -34,17 +33,6 @@ func (b *Box) Record() *identity.Identity {
 		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: b.Name}
 }
 
-// claimEntries are the claim env entries every incarnation gets (Contract:
-// Box API keys): guest/vault's sources, empty until the key vault and
-// Connect exist.
-func claimEntries() []sandbox.ClaimEntry {
-	entries := make([]sandbox.ClaimEntry, 0, len(vault.Sources))
-	for _, src := range vault.Sources {
-		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
-	}
-	return entries
-}
-
 // provision writes what a boot or a wake needs, in this order: on a wake
 // a new /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path
 // restarts journald under it) and the claim env entries again (a boot had
@@ -60,8 +48,8 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 		if err := r.sup.PutFile(ctx, r.b.ID, sandbox.File{Path: "/etc/machine-id", Data: []byte(mid + "\n"), Mode: 0o444}); err != nil {
 			return fmt.Errorf("machine-id: %w", supervisorError(err))
 		}
-		if err := r.sup.SetClaimEnv(ctx, r.b.ID, claimEntries()); err != nil {
-			return fmt.Errorf("claim env: %w", supervisorError(err))
+		if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
+			return fmt.Errorf("claim env: %w", err)
 		}
 	}
 	out, err := ExecIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)

@@ -46,7 +46,12 @@ type Config struct {
 	// left and sweeps a deleted user's leftovers (api.yaml's
 	// boxes.recover_every; 0 is 15 s; it also looks once at start).
 	RecoverEvery time.Duration
-	Log          *slog.Logger
+	// Keys answers a user's key vault entries (nil: no vault, every box's
+	// COCOONBOX_VAULT empty). InterceptFrom is the first image version
+	// whose boxes get them (0: DefaultInterceptFrom).
+	Keys          Keys
+	InterceptFrom int
+	Log           *slog.Logger
 }
 
 // Service is the boxes of every user of one database. Its methods are safe
@@ -60,6 +65,10 @@ type Service struct {
 	events   *notifier
 	log      *slog.Logger
 	every    time.Duration
+	// keys, interceptFrom and keyLocks (owner → *sync.Mutex): keys.go.
+	keys          Keys
+	interceptFrom int
+	keyLocks      sync.Map
 
 	ctx  context.Context // ends at Close: runners stop and leave their operation to recovery
 	stop context.CancelFunc
@@ -79,8 +88,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.RecoverEvery == 0 {
 		cfg.RecoverEvery = 15 * time.Second
 	}
+	if cfg.InterceptFrom == 0 {
+		cfg.InterceptFrom = DefaultInterceptFrom
+	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
-		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery}
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom}
 	conn, err := pgx.Connect(ctx, cfg.URL)
 	if err != nil {
 		return nil, fmt.Errorf("boxes: connect for the instance lock: %w", err)

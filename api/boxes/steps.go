@@ -66,8 +66,8 @@ func (r *run) boot(ctx context.Context) error {
 	if err := r.phase(ctx, PhaseCreating); err != nil {
 		return err
 	}
-	if err := r.sup.SetClaimEnv(ctx, r.b.ID, claimEntries()); err != nil {
-		return fmt.Errorf("claim env: %w", supervisorError(err))
+	if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
+		return fmt.Errorf("claim env: %w", err)
 	}
 	if _, err := r.sup.Boot(ctx, r.b.ID); err != nil {
 		return fmt.Errorf("boot: %w", supervisorError(err))

@@ -38,8 +38,8 @@ const bridgeWait = 5 * time.Second
 // UNAVAILABLE with why. The handler is what the rest of the api calls in
 // process (its Service for Locate and WaitOperation); the returned func
 // stops the service and the local supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, index *tokens.Index, log *slog.Logger) (*boxes.Handler, func()) {
-	h, stop, err := startBoxes(ctx, cfg, db, log)
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, index *tokens.Index, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func()) {
+	h, stop, err := startBoxes(ctx, cfg, db, keys, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
@@ -49,12 +49,12 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	return h, stop
 }
 
-func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, log *slog.Logger) (*boxes.Handler, func(), error) {
+func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func(), error) {
 	hosts, closeHosts, err := supervisors(ctx, cfg.Sandbox, log)
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery, Log: log})
+	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery, Keys: keys, Log: log})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err

@@ -39,7 +39,8 @@ func serve(args []string) error {
 		return err
 	}
 	defer db.Close(ctx)
-	keys, err := startVault(ctx, cfg, db, nil, log)
+	var pushKeys keysPush
+	keys, err := startVault(ctx, cfg, db, pushKeys.push, log)
 	if err != nil {
 		return err
 	}
@@ -60,10 +61,10 @@ func serve(args []string) error {
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, log)
-	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, log)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, keys.Entries, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
-	mountKeys(srv, keys, nil, index, con, log)
+	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, index, cfg.Issuer(), log)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {

@@ -4,8 +4,10 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -32,6 +34,34 @@ func startVault(ctx context.Context, cfg config.Config, db *database.DB, onChang
 	store := vault.NewStore(db.Pool, master, onChange)
 	go store.RunSweeper(ctx, auditSweepEvery, func(err error) { log.Warn("vault: audit sweep", "err", err) })
 	return store, nil
+}
+
+// keysPush sends a change of a user's keys to the box service, once it
+// is there (the vault starts before the boxes, which read it).
+type keysPush struct{ svc atomic.Pointer[boxes.Service] }
+
+func (p *keysPush) push(owner string) {
+	if s := p.svc.Load(); s != nil {
+		s.PushKeys(owner)
+	}
+}
+
+// to hooks the box service of h up, and answers its list of the boxes
+// that get no keys (nil without a box service).
+func (p *keysPush) to(h *boxes.Handler) func(context.Context, string) ([]vault.BoxWithoutKeys, error) {
+	svc, err := h.Service()
+	if err != nil {
+		return nil
+	}
+	p.svc.Store(svc)
+	return func(ctx context.Context, owner string) ([]vault.BoxWithoutKeys, error) {
+		bs, err := svc.WithoutKeys(ctx, owner)
+		out := []vault.BoxWithoutKeys{}
+		for _, b := range bs {
+			out = append(out, vault.BoxWithoutKeys{Box: b.Name, Image: b.Image})
+		}
+		return out, err
+	}
 }
 
 // mountKeys mounts cocoonbox.control.v1.Keys behind the token check and

@@ -1,0 +1,151 @@
+package boxes
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
+)
+
+// DefaultInterceptFrom is the first image version whose egress proxy
+// intercepts TLS for a box (image v23): only its boxes get the key
+// vault's entries (Contract: Key vault, Connect's injection).
+const DefaultInterceptFrom = 23
+
+// Keys answers a user's vault as claim env: the COCOONBOX_VAULT records
+// and the host-only entries (api/vault's Store.Entries).
+type Keys func(ctx context.Context, owner string) (records string, host []sandbox.ClaimEntry, err error)
+
+// The retries of a failed push: the first after pushRetryFirst, each next
+// one twice as late up to pushRetryMax, at most pushRetries of them. A box
+// that is still unreachable gets the whole set at its next wake or boot.
+const (
+	pushRetryFirst = time.Second
+	pushRetryMax   = 30 * time.Second
+	pushRetries    = 8
+)
+
+// intercepts says whether boxes of image ref get keys.
+func (s *Service) intercepts(ref string) bool {
+	im, err := sandbox.ParseImageRef(ref)
+	return err == nil && im.Version >= s.interceptFrom
+}
+
+// ownerLock serializes reading an owner's keys and setting them on a
+// machine, so a push and a boot or wake never leave a machine with the
+// older set.
+func (s *Service) ownerLock(owner string) *sync.Mutex {
+	m, _ := s.keyLocks.LoadOrStore(owner, &sync.Mutex{})
+	return m.(*sync.Mutex)
+}
+
+// claimEntries are the claim env entries an incarnation of b gets
+// (Contract: Box API keys): guest/vault's sources, COCOONBOX_VAULT holding
+// the user's keys' records, and a host-only entry per key; for an image
+// that does not intercept, the sources empty and no host entry (the Keys
+// list names such boxes). The caller holds ownerLock(b.UserID).
+func (s *Service) claimEntries(ctx context.Context, b *Box) ([]sandbox.ClaimEntry, error) {
+	entries := make([]sandbox.ClaimEntry, 0, len(vault.Sources))
+	for _, src := range vault.Sources {
+		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
+	}
+	if s.keys == nil || !s.intercepts(b.Image) {
+		return entries, nil
+	}
+	records, host, err := s.keys(ctx, b.UserID)
+	if err != nil {
+		return nil, err
+	}
+	entries[0].Value = records
+	return append(entries, host...), nil
+}
+
+// setClaims gives b's machine the owner's current entries.
+func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box) error {
+	mu := s.ownerLock(b.UserID)
+	mu.Lock()
+	defer mu.Unlock()
+	entries, err := s.claimEntries(ctx, b)
+	if err != nil {
+		return err
+	}
+	return supervisorError(sup.SetClaimEnv(ctx, b.ID, entries))
+}
+
+// PushKeys gives every machine of owner their current keys at once, one
+// call per machine in parallel: a running one renders them now, any other
+// keeps them for its next wake or boot (which sets them again anyway). A
+// machine that is gone is skipped; a failed push is retried (pushRetries,
+// backing off from pushRetryFirst to pushRetryMax). It returns at once.
+func (s *Service) PushKeys(owner string) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		bs, err := listBoxes(s.ctx, s.pool, owner)
+		if err != nil {
+			s.log.Warn("boxes: keys not pushed: the boxes could not be listed; each gets them at its next wake or boot", "user", owner, "err", err)
+			return
+		}
+		for _, b := range bs {
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.pushTo(b.ID, owner, 0)
+			}()
+		}
+	}()
+}
+
+// pushTo pushes to box id (read again: its image may have changed), and on
+// failure schedules attempt+1.
+func (s *Service) pushTo(id, owner string, attempt int) {
+	b, err := findBox(s.ctx, s.pool, owner, id, false)
+	if errors.Is(err, ErrNotFound) || s.ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		var sup sandbox.Supervisor
+		if sup, err = s.supervisor(b.Host); err == nil {
+			err = s.setClaims(s.ctx, sup, b)
+		}
+	}
+	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, sandbox.ErrNotFound) || s.ctx.Err() != nil {
+		return
+	}
+	if attempt >= pushRetries {
+		s.log.Warn("boxes: keys not pushed; the box gets them at its next wake or boot", "box", id, "attempts", attempt+1, "err", err)
+		return
+	}
+	wait := min(pushRetryFirst<<attempt, pushRetryMax)
+	s.log.Warn("boxes: keys not pushed; retrying", "box", id, "attempt", attempt+1, "retry_in", wait, "err", err)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-s.ctx.Done():
+		case <-t.C:
+			s.pushTo(id, owner, attempt+1)
+		}
+	}()
+}
+
+// WithoutKeys lists owner's boxes whose image does not intercept: they
+// get no keys until upgraded.
+func (s *Service) WithoutKeys(ctx context.Context, owner string) ([]*Box, error) {
+	bs, err := listBoxes(ctx, s.pool, owner)
+	if err != nil {
+		return nil, err
+	}
+	var out []*Box
+	for _, b := range bs {
+		if !s.intercepts(b.Image) {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
