@@ -230,6 +230,12 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 		// directories alone let rsync's --delete remove them).
 		// Listed before the copy is taken, so a failure leaves it as it was.
 		all, err := gitcmd.Ignored(res.Dir)
+		if _, rerr := gitcmd.Run(res.Dir, nil, nil, "rev-parse", "--git-dir"); err != nil && rerr != nil {
+			// A copy git cannot read (rsync filled its .git, the bundle
+			// with .git/objects never came: an offload killed at send)
+			// has no ignored paths, as it has no refs.
+			all, err = []string{}, nil
+		}
 		if err != nil {
 			return res, fmt.Errorf("list the copy's ignored files (the copy is not taken): %w", err)
 		}
