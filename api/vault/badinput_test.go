@@ -3,8 +3,11 @@ package vault
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 )
 
 // TestBadInputStoresAndPushesNothing: each bad request is refused with an
@@ -45,6 +48,8 @@ func TestBadInputStoresAndPushesNothing(t *testing.T) {
 		{"a template without {}", "K", Spec{Hosts: []string{"a.com"}, Template: "Bearer"}, "v", "holds {} 0 times"},
 		{"a template with two {}", "K", Spec{Hosts: []string{"a.com"}, Template: "{} {}"}, "v", "holds {} 2 times"},
 		{"a template with a newline", "K", Spec{Hosts: []string{"a.com"}, Template: "Bearer {}\n"}, "v", "printable ASCII only"},
+		{"a template with ;", "K", Spec{Hosts: []string{"a.com"}, Template: "Bearer {};x"}, "v", "may not hold ';' or '%'"},
+		{"a template with %", "K", Spec{Hosts: []string{"a.com"}, Template: "Bearer %{}"}, "v", "may not hold ';' or '%'"},
 		{"a query with ;", "K", Spec{Hosts: []string{"a.com"}, Query: "key;x"}, "v", `"key;x" holds ';'`},
 		{"a query and a header", "K", Spec{Hosts: []string{"a.com"}, Query: "key", Header: "X"}, "v", "not both"},
 		{"a value with a newline", "K", openai, "abc\ndef", "holds a newline at byte 3"},
@@ -95,5 +100,45 @@ func TestHowAndRecord(t *testing.T) {
 	}
 	if r := Record("K", "p", []string{"a.com", "b.com"}, "X: a;b {}%"); r != "K=p;a.com,b.com;X:%20a%3Bb%20{}%25" {
 		t.Errorf("record %q", r)
+	}
+}
+
+// TestEveryAcceptedKeyPassesTheSupervisorsCheck: a key the vault accepts
+// makes entries sandbox.CheckClaimEnv accepts (else every push and boot
+// of the owner's boxes would fail on it); a template with ';' or '%' was
+// accepted and refused by the supervisor.
+func TestEveryAcceptedKeyPassesTheSupervisorsCheck(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t)
+	accepted := 0
+	for i, spec := range []Spec{
+		{Hosts: []string{"a.com"}},
+		{Hosts: []string{"a.com", "b.a.com"}, Header: "X-Api-Key"},
+		{Hosts: []string{"a.com"}, Template: "Basic {}"},
+		{Hosts: []string{"a.com"}, Header: "X-Key", Template: "token={} (v1)"},
+		{Hosts: []string{"a.com"}, Template: "Bearer {};v=1"},
+		{Hosts: []string{"a.com"}, Template: "100% {}"},
+		{Hosts: []string{"a.com"}, Query: "api_key"},
+	} {
+		name := fmt.Sprintf("K%d", i)
+		if _, err := f.store.Add(ctx, f.owner, ActorCLI, name, spec, NewSecret("sk-x y")); err != nil {
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("%+v: %v", spec, err)
+			}
+			continue
+		}
+		accepted++
+		records, host, err := f.store.Entries(ctx, f.owner)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := append([]sandbox.ClaimEntry{{Name: "COCOONBOX_VAULT", Value: records, Guest: true}}, host...)
+		if err := sandbox.CheckClaimEnv(entries); err != nil {
+			t.Errorf("%+v: accepted, but the supervisor refuses its entries: %v", spec, err)
+			f.store.Delete(ctx, f.owner, ActorCLI, name)
+		}
+	}
+	if accepted < 5 {
+		t.Fatalf("only %d keys accepted", accepted)
 	}
 }

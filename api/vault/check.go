@@ -169,6 +169,12 @@ func (s Spec) how() ([]string, string, error) {
 			return nil, "", invalid("template", "holds byte 0x%02x at %d: printable ASCII only", c, i)
 		}
 	}
+	// The supervisor checks a host entry's how as a raw record field
+	// (sandbox.CheckClaimEnv), where ';' ends the field and '%' starts an
+	// escape: such a template would make every push and boot fail.
+	if i := strings.IndexAny(tmpl, ";%"); i >= 0 {
+		return nil, "", invalid("template", "%q holds %q: a template may not hold ';' or '%%'", tmpl, tmpl[i])
+	}
 	return hosts, header + ": " + tmpl, nil
 }
 
