@@ -25,6 +25,7 @@ import (
 func TestCorpusThroughTheHostPacker(t *testing.T) {
 	for _, shape := range repocorpus.Shapes() {
 		t.Run(shape.Name, func(t *testing.T) {
+			t.Parallel() // git runs in processes: both cores
 			top := shape.Make(t)
 			repo, err := FindRepo(top)
 			if err != nil {

@@ -55,6 +55,7 @@ func TestShapesAreMade(t *testing.T) {
 	}
 	for _, s := range Shapes() {
 		t.Run(s.Name, func(t *testing.T) {
+			t.Parallel() // git runs in processes: both cores
 			top := s.Make(t)
 			if s.Outcome != Back && s.Outcome != Refused {
 				t.Errorf("outcome %q", s.Outcome)
