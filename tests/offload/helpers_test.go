@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
@@ -58,33 +57,36 @@ func macRepo(t *testing.T) string {
 	return dir
 }
 
-// macSide does the host packer's half (Contract: Offload, Mac side)
-// against the box: begin, S, rsync into the box's /workspace/<name>
-// without .git/objects, the bundle, the stream, send.
+// macSide does the host packer's half (Contract: Offload, Mac side;
+// offloadtest.MacStream) against the box: begin, S, rsync into the box's
+// /workspace/<name> over the stand-in remote shell, the bundle, the
+// stream, send.
 func macSide(t *testing.T, b *box.Box, host, key, name, kind, id string, extra ...[2]string) (map[string]any, int) {
 	t.Helper()
-	mustVerb(t, b, nil, "begin", "--repo", key, "--name", name, "--kind", kind, "--id", id)
-	s, err := gitcmd.Snapshot(host, "S", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	git(t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
-	// rsync over the stand-in remote shell, as the host does through
-	// cocoonbox rsh: the receiving rsync runs in the box as user.
-	out, err := exec.Command("rsync", "-az", "--delete", "--exclude=/.git/objects/", "-e", offloadbox.NewTransport(t, b).Shell(),
-		host+"/", "box:/workspace/"+name+"/").CombinedOutput()
-	if err != nil {
-		t.Fatalf("rsync into the box: %v: %s", err, out)
-	}
-	bundle := filepath.Join(t.TempDir(), "offload.bundle")
-	git(t, host, "bundle", "create", bundle, "--all")
-	data, _ := os.ReadFile(bundle)
-	members := append([][2]string{{"handover.md", handover("a box task")},
-		{"env.json", `{"v":1,"tools":{},"package_managers":{},"files":[],"lockfiles":[]}`},
-		{"offload.bundle", string(data)}}, extra...)
-	resp, code, stderr := verb(t, b, tarOf(t, members...), "send", "--repo", key, "--kind", kind, "--id", id)
+	return macSideWith(t, b, host, key, name, kind, id, handover("a box task"), extra...)
+}
+
+// macSideWith is macSide with the hand-over ho.
+func macSideWith(t *testing.T, b *box.Box, host, key, name, kind, id, ho string, extra ...[2]string) (map[string]any, int) {
+	t.Helper()
+	resp, code, stderr := verb(t, b, macStream(t, b, host, key, name, kind, id, ho, extra...), "send", "--repo", key, "--kind", kind, "--id", id)
 	if code != 0 {
 		t.Logf("send exited %d: %v\nstderr: %s", code, resp, stderr)
 	}
 	return resp, code
+}
+
+// macStream is macSideWith up to send: begin, S, the rsync, the bundle;
+// it returns send's stream.
+func macStream(t *testing.T, b *box.Box, host, key, name, kind, id, ho string, extra ...[2]string) []byte {
+	t.Helper()
+	begin := mustVerb(t, b, nil, "begin", "--repo", key, "--name", name, "--kind", kind, "--id", id)
+	return offloadtest.MacStream(t, host, id, ho, begin, func(args []string) {
+		// The receiving rsync runs in the box as user, as through
+		// cocoonbox rsh.
+		args = append(args, "-z", "-e", offloadbox.NewTransport(t, b).Shell(), host+"/", "box:/workspace/"+name+"/")
+		if out, err := exec.Command("rsync", args...).CombinedOutput(); err != nil {
+			t.Fatalf("rsync into the box: %v: %s", err, out)
+		}
+	}, extra...)
 }

@@ -167,8 +167,8 @@ func TestRemainOnExitInTheUsersTmuxConf(t *testing.T) {
 
 // Deliver 5 of issue 22: an interrupt sent while the session is still
 // starting waits until the CLI took its first prompt, then is delivered
-// (Esc, the paste, Enter); pasted at once, a TUI still starting drops it
-// while the inbox marked it delivered.
+// (Esc, the paste, Enter; or at its idle); pasted at once, a TUI still
+// starting drops it while the inbox marked it delivered.
 func TestAnInterruptWaitsForTheFirstPrompt(t *testing.T) {
 	e := newEnv(t)
 	host := e.hostRepo("ia")
@@ -193,8 +193,10 @@ func TestAnInterruptWaitsForTheFirstPrompt(t *testing.T) {
 		m := e.messages("claude")
 		return len(m) == 2 && m[1] == "stop that", fmt.Sprintf("%q; events %s", m, e.standin("claude", "events.jsonl"))
 	})
-	if ev := e.standin("claude", "events.jsonl"); !strings.Contains(ev, `"interrupt"`) || strings.Contains(ev, "dropped") {
-		t.Errorf("the CLI's events: %s; want the Esc, nothing dropped", ev)
+	// The stand-in's first turn ends at once, so the message may come as
+	// the next idle's (no Esc needed); either way nothing was dropped.
+	if ev := e.standin("claude", "events.jsonl"); strings.Contains(ev, "dropped") {
+		t.Errorf("the CLI's events: %s; want nothing dropped", ev)
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 )
 
@@ -29,18 +30,7 @@ func TestCorpusOnTheBoxSide(t *testing.T) {
 				t.Fatalf("%s (%s): send %d %v", shape.Name, shape.About, code, send)
 			}
 			copyDir := e.paths.Copy(name)
-			// A linked worktree's copy is built from the bundle alone, which
-			// cannot carry a symref: its origin/HEAD is a plain ref.
-			refs := "%(refname) %(objectname) %(symref)"
-			if shape.Name == "linked-worktree" {
-				refs = "%(refname) %(objectname)"
-			}
-			for _, args := range [][]string{
-				{"rev-parse", "HEAD"},
-				{"status", "--porcelain", "-z", "--untracked-files=all"},
-				{"diff", "--cached"},
-				{"for-each-ref", "--format=" + refs, "refs/heads", "refs/remotes"},
-			} {
+			for _, args := range offloadtest.CopyChecks(shape.Name == "linked-worktree") {
 				if got, want := repocorpus.Git(t, copyDir, args...), repocorpus.Git(t, top, args...); got != want {
 					t.Errorf("git %s in the copy:\n%.600q\nwant the host's:\n%.600q", strings.Join(args, " "), got, want)
 				}

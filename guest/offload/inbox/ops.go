@@ -278,6 +278,7 @@ func (s *Server) event(req *offload.Request) (map[string]any, error) {
 	switch req.Hook {
 	case "UserPromptSubmit":
 		next = offload.StatusWorking
+		s.promptAt[req.Repo] = nowMs()
 	case "Stop", "StopFailure", "notify":
 		next = s.idleOrBlockedLocked(se)
 	case "Notification":

@@ -10,8 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
-	"github.com/cocoonbox/cocoonbox/packer"
+	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 )
 
 // hostRepo makes a "Mac" repository with two commits and an uncommitted
@@ -32,94 +31,28 @@ func (e *env) hostRepo(name string) string {
 }
 
 // macSide does the host packer's part of an offload (Contract: Offload,
-// Mac side): begin, S, rsync without .git/objects (a linked worktree also
-// without its .git file), the bundle of what the copy lacks with the
-// index's tree held at packer.IndexRef, the stream (a linked worktree's
-// HEAD and index in it); then send. extra members go into the stream
-// after the table's.
+// Mac side; offloadtest.MacStream): begin, S, the rsync into the copy, the
+// bundle, the stream; then send. extra members go into the stream after
+// the table's.
 func (e *env) macSide(host, key, name, kind, id string, extra ...[2]string) (map[string]any, int) {
 	e.t.Helper()
 	begin := e.mustVerb(nil, "begin", "--repo", key, "--name", name, "--kind", kind, "--id", id)
 	copyDir, _ := begin["dir"].(string)
-	fi, err := os.Lstat(filepath.Join(host, ".git"))
-	must(e.t, err)
-	linked := fi.Mode().IsRegular()
-	index := git(e.t, host, "rev-parse", "--path-format=absolute", "--git-path", "index")
-	// S: the work tree as a commit whose parent is HEAD.
-	idx := filepath.Join(e.dir, "s-index")
-	os.Remove(idx)
-	cmd := exec.Command("sh", "-c", `cp "$2" "$1" && GIT_INDEX_FILE="$1" git add -A && GIT_INDEX_FILE="$1" git write-tree`, "sh", idx, index)
-	cmd.Dir = host
-	tree, err := cmd.Output()
-	must(e.t, err)
-	s := git(e.t, host, "commit-tree", strings.TrimSpace(string(tree)), "-p", "HEAD", "-m", "S")
-	git(e.t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
-	e.rsync(host, copyDir, begin, linked)
-	git(e.t, host, "update-ref", packer.IndexRef, git(e.t, host, "write-tree"))
-	var not strings.Builder
-	refs, _ := begin["refs"].(map[string]any)
-	for _, oid := range refs {
-		not.WriteString("^" + oid.(string) + "\n")
-	}
-	bcmd := exec.Command("git", "bundle", "create", "-q", filepath.Join(e.dir, "offload.bundle"), "--all", "--stdin")
-	bcmd.Dir, bcmd.Stdin = host, strings.NewReader(not.String())
-	out, err := bcmd.CombinedOutput()
-	git(e.t, host, "update-ref", "-d", packer.IndexRef)
 	ho := e.handover
 	if ho == "" {
 		ho = Handover("a test task")
 	}
-	members := [][2]string{{"handover.md", ho},
-		{"env.json", `{"v":1,"tools":{},"package_managers":{},"files":[],"lockfiles":[]}`}}
-	switch {
-	case err == nil:
-		bundle, err := os.ReadFile(filepath.Join(e.dir, "offload.bundle"))
-		must(e.t, err)
-		members = append(members, [2]string{"offload.bundle", string(bundle)})
-	case !strings.Contains(string(out), "Refusing to create empty bundle"):
-		e.t.Fatalf("git bundle create: %v: %s", err, out)
-	}
-	if linked {
-		head, err := os.ReadFile(git(e.t, host, "rev-parse", "--path-format=absolute", "--git-path", "HEAD"))
-		must(e.t, err)
-		data, err := os.ReadFile(index)
-		must(e.t, err)
-		members = append(members, [2]string{"HEAD", string(head)}, [2]string{"index", string(data)})
-	}
-	members = append(members, extra...)
-	resp, code, stderr := e.verb(tarOf(e.t, members...), "send", "--repo", key, "--kind", kind, "--id", id)
+	stream := offloadtest.MacStream(e.t, host, id, ho, begin, func(args []string) {
+		out, err := exec.Command("rsync", append(args, host+"/", copyDir+"/")...).CombinedOutput()
+		if err != nil {
+			e.t.Fatalf("rsync: %v: %s", err, out)
+		}
+	}, extra...)
+	resp, code, stderr := e.verb(stream, "send", "--repo", key, "--kind", kind, "--id", id)
 	if code != 0 {
 		e.t.Logf("send exited %d: %v\nstderr: %s", code, resp, stderr)
 	}
 	return resp, code
-}
-
-// rsync is the contract's rsync of host into the copy: -a --delete, the
-// host's git-ignored paths and begin's ignored left out (each anchored at
-// the top; no --delete-excluded, so the box's own ignored files stay), and
-// .git/objects/.
-func (e *env) rsync(host, copyDir string, begin map[string]any, linked bool) {
-	e.t.Helper()
-	var ex strings.Builder
-	for _, l := range strings.Split(repocorpus.Git(e.t, host, "ls-files", "-z", "-oi", "--exclude-standard", "--directory"), "\x00") {
-		if l != "" {
-			ex.WriteString("/" + l + "\n")
-		}
-	}
-	ign, _ := begin["ignored"].([]any)
-	for _, l := range ign {
-		ex.WriteString("/" + l.(string) + "\n")
-	}
-	excludes := filepath.Join(e.dir, "rsync-excludes")
-	must(e.t, os.WriteFile(excludes, []byte(ex.String()), 0o600))
-	args := []string{"-a", "--delete", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
-	if linked {
-		args = append(args, "--exclude=/.git")
-	}
-	out, err := exec.Command("rsync", append(args, host+"/", copyDir+"/")...).CombinedOutput()
-	if err != nil {
-		e.t.Fatalf("rsync: %v: %s", err, out)
-	}
 }
 
 const secretValue = "aws_secret_access_key = s3cr3t-value-never-logged"

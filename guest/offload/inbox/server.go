@@ -47,6 +47,9 @@ type Server struct {
 	// op answers it (ours, beside sessions), so a test or benchmark waits
 	// for a read to be parked instead of sleeping.
 	parked int
+	// promptAt is, per repo, when claude last reported a prompt taken
+	// (Unix ms; confirmSubmit).
+	promptAt map[string]int64
 }
 
 // WatchEvent is one line of the watch feed: an outbox entry (Entry and
@@ -75,6 +78,7 @@ func (s *Server) init() {
 	s.changed = make(chan struct{})
 	s.watchers = map[chan WatchEvent]struct{}{}
 	s.envSteps = map[string]chan struct{}{}
+	s.promptAt = map[string]int64{}
 }
 
 // pinTmuxConfig writes Config to tmux.conf in the state directory and

@@ -183,13 +183,44 @@ func (s *Server) setStatusLocked(se *offload.Session, status string) error {
 		}
 		s.notifyLocked(s.eventOf(se))
 	}
-	if idle(status) {
-		return s.deliverNextLocked(se)
-	}
-	if tookFirst {
-		return s.deliverInterruptsLocked(se)
+	if idle(status) || tookFirst {
+		s.deliverSoon(se.Repo)
 	}
 	return nil
+}
+
+// deliverSoon delivers, KeySettle after a status change, the next queued
+// message to a session that is idle, or the interrupts that waited for a
+// working session's first prompt. Not inline: the change is often a hook's
+// report, and keys typed while the CLI still runs that hook were left in
+// the real claude's input, unsubmitted. Under the lock the status is read
+// again, so one idle gets one message.
+func (s *Server) deliverSoon(repo string) {
+	ctx := s.ctx
+	go func() {
+		select {
+		case <-time.After(KeySettle):
+		case <-ctx.Done():
+			return
+		}
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		se := s.sessions[repo]
+		if se == nil || ctx.Err() != nil {
+			return
+		}
+		var err error
+		switch {
+		case idle(se.Status):
+			err = s.deliverNextLocked(se)
+		case se.Status == offload.StatusWorking:
+			err = s.deliverInterruptsLocked(se)
+		}
+		if err != nil {
+			s.Log.Send(journal.Warning, msgDelivered, fmt.Sprintf("a queued message to %s: %v", se.Tmux, err),
+				"COCOONBOX_OFFLOAD_REPO", repo)
+		}
+	}()
 }
 
 // deliverInterruptsLocked delivers the interrupts that waited for the
@@ -216,8 +247,48 @@ func (s *Server) interruptLocked(se *offload.Session, m *offload.Message) error 
 	if err := s.tm.key(se.Tmux, "Escape"); err != nil {
 		return err
 	}
+	time.Sleep(KeySettle)
 	return s.pasteLocked(se, m)
 }
+
+// confirmSubmit presses Enter again, up to three times SubmitCheck apart,
+// while claude has not reported a prompt (UserPromptSubmit) since enterAt
+// (Unix ms): under load the real claude left a pasted message in its
+// input although the Enter came KeySettle after the paste. An Enter on
+// its empty input does nothing, so one more never submits twice.
+func (s *Server) confirmSubmit(repo string, enterAt int64) {
+	ctx := s.ctx
+	go func() {
+		for i := 0; i < 3; i++ {
+			select {
+			case <-time.After(SubmitCheck):
+			case <-ctx.Done():
+				return
+			}
+			s.mu.Lock()
+			se := s.sessions[repo]
+			if se == nil || se.Status == offload.StatusStopped || s.promptAt[repo] >= enterAt || ctx.Err() != nil {
+				s.mu.Unlock()
+				return
+			}
+			s.tm.key(se.Tmux, "Enter")
+			s.mu.Unlock()
+		}
+	}()
+}
+
+// SubmitCheck is how long confirmSubmit waits for claude's prompt hook
+// before it presses Enter again.
+const SubmitCheck = 3 * time.Second
+
+// KeySettle is how long the inbox lets the CLI take an Esc or a paste
+// before the next keys: the real claude (2.1.197, in tmux) read an Esc
+// followed at once by a paste as one sequence (the interrupt lost), and
+// an Enter right after a paste often as part of it (the message left in
+// its input, never submitted, while the inbox said delivered); 500 ms
+// submitted every one of the runs tried. The stand-in cannot show it
+// (tests/offload's TestRealCLIsInTheBox does).
+const KeySettle = 500 * time.Millisecond
 
 // deliverNextLocked pastes the next queued message: a BACK first, else the
 // oldest.
@@ -274,14 +345,19 @@ func (s *Server) finishLocked(se *offload.Session, m *offload.Message) error {
 			if err := s.tm.pasteBuffer(se.Tmux, buf); err != nil {
 				return err
 			}
+			time.Sleep(KeySettle)
 		}
 		m.State = offload.MsgPasted
 		if err := s.Store.SaveMessage(se.Repo, *m); err != nil {
 			return err
 		}
 	}
+	enterAt := nowMs()
 	if err := s.tm.key(se.Tmux, "Enter"); err != nil {
 		return err
+	}
+	if se.CLI == "claude" {
+		s.confirmSubmit(se.Repo, enterAt)
 	}
 	m.State = offload.MsgDelivered
 	if err := s.Store.SaveMessage(se.Repo, *m); err != nil {
