@@ -3,12 +3,16 @@
 // network's gateway). It forwards plain HTTP requests and tunnels CONNECT,
 // and refuses any destination that is not a public address or is one of
 // the host's own, so a box cannot reach the host's services (on loopback
-// or on its public address), other boxes or a private network through it. It is where the claim env's host-only entries will be
-// swapped for their placeholders (Contract: Key vault, Connect injection).
+// // or on its public address), other boxes or a private network through it.
+// For a CONNECT to a host a box's key lists it terminates TLS with a leaf
+// of the pool's CA and swaps the key's placeholder for its value in the
+// key's header or query parameter (intercept.go; Contract: Key vault,
+// Connect injection); any other CONNECT is tunnelled untouched.
 package egress
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -30,6 +34,22 @@ type Config struct {
 	Log *slog.Logger
 	// Resolver resolves host names (net.DefaultResolver when nil).
 	Resolver *net.Resolver
+
+	// CA mints the leaves of intercepted hosts; nil intercepts nothing.
+	CA *CA
+	// Injections returns the host-only keys of the box at a bridge
+	// address (nil for none). It is called on every CONNECT: it must not
+	// wait on anything slow (the supervisor answers from a snapshot).
+	Injections func(box netip.Addr) []Injection
+	// UpstreamRoots verify an intercepted host's upstream (the system
+	// roots when nil; api.yaml sandbox.local.egress.upstream_ca_file).
+	UpstreamRoots *x509.CertPool
+	// Resolve sends a host to an address instead of DNS, for tests and
+	// the demo (api.yaml sandbox.local.egress.resolve). It applies only to
+	// a CONNECT the asking box's keys list (any other resolves as usual),
+	// and the address is admitted even when it is not public, exactly for
+	// that dial; the host list and every other rule still apply.
+	Resolve map[string]netip.Addr
 }
 
 // Proxy is an http.Handler; serve it on the gateway. It reaches public
@@ -44,6 +64,10 @@ type Proxy struct {
 	host      *HostAddrs
 	dialer    net.Dialer
 	transport *http.Transport // forwards plain HTTP
+	// admit is an address check passes, set by this package's tests only
+	// (an unlisted host's upstream on loopback, which a tunnel must reach
+	// to show its bytes are untouched).
+	admit netip.Addr
 }
 
 // ErrRefused wraps every refused destination.
@@ -63,10 +87,13 @@ func New(cfg Config) (*Proxy, error) {
 	// kernel is about to be given: whatever the resolver, Go's dialer or
 	// a DNS answer that changed between the check and the dial did, a
 	// refused address gets no packet.
-	p.dialer = net.Dialer{Timeout: 30 * time.Second, Control: func(_, address string, _ syscall.RawConn) error {
+	p.dialer = net.Dialer{Timeout: 30 * time.Second, ControlContext: func(ctx context.Context, _, address string, _ syscall.RawConn) error {
 		ap, err := netip.ParseAddrPort(address)
 		if err != nil {
 			return fmt.Errorf("%w: dial %q: not an address and port", ErrRefused, address)
+		}
+		if to, ok := ctx.Value(resolveTo{}).(netip.Addr); ok && to == ap.Addr().Unmap() {
+			return nil
 		}
 		return p.check(ap.Addr())
 	}}
@@ -83,6 +110,9 @@ func (p *Proxy) Close() {
 
 // check refuses an address that is not public or is the host's own.
 func (p *Proxy) check(a netip.Addr) error {
+	if p.admit.IsValid() && a.Unmap() == p.admit {
+		return nil
+	}
 	if why := nonPublic(a); why != "" {
 		return fmt.Errorf("%w: %s is not a public address: %s", ErrRefused, a, why)
 	}
@@ -114,6 +144,9 @@ func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
 	}
 	if a.IsValid() {
 		return net.JoinHostPort(a.Unmap().String(), port), nil
+	}
+	if to, ok := ctx.Value(resolveTo{}).(netip.Addr); ok {
+		return net.JoinHostPort(to.String(), port), nil
 	}
 	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if err != nil {
@@ -181,7 +214,12 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
-	up, err := p.dial(r.Context(), "tcp", r.Host)
+	ctx := r.Context()
+	inj := p.boxInjections(r.RemoteAddr, canonicalHost(r.Host))
+	if to, ok := p.cfg.Resolve[canonicalHost(r.Host)]; ok && len(inj) > 0 {
+		ctx = context.WithValue(ctx, resolveTo{}, to.Unmap())
+	}
+	up, err := p.dial(ctx, "tcp", r.Host)
 	if err != nil {
 		p.fail(w, r, err)
 		return
@@ -196,6 +234,11 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	down, buf, err := hj.Hijack()
 	if err != nil {
 		up.Close()
+		return
+	}
+	if len(inj) > 0 {
+		// The hijacked connection outlives r: its context is done.
+		p.intercept(context.WithoutCancel(ctx), bufConn{Conn: down, r: buf.Reader}, up, r.Host, inj)
 		return
 	}
 	// Bytes the client sent after its CONNECT line are already buffered.

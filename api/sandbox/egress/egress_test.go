@@ -41,7 +41,7 @@ func TestPublicRefusesEveryNonPublicRange(t *testing.T) {
 }
 
 // newProxy serves a Proxy on loopback for the test's life.
-func newProxy(t *testing.T, cfg Config) (*Proxy, string) {
+func newProxy(t testing.TB, cfg Config) (*Proxy, string) {
 	t.Helper()
 	p, err := New(cfg)
 	if err != nil {
