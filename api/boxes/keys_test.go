@@ -114,7 +114,7 @@ func valueIn(s, v string) bool {
 // through a push that fails twice and is retried; a hibernated box gets
 // the rotated value at its wake; a delete removes the entry and the
 // record; a box of an image that does not intercept gets nothing and is
-// listed. The box never holds the value.
+// listed, until upgraded onto one that does. The box never holds the value.
 func TestKeysReachRunningAndHibernatedBoxesAndOldImagesGetNone(t *testing.T) {
 	e, store, fl, offline := keysEnv(t)
 	ctx := context.Background()
@@ -152,6 +152,15 @@ func TestKeysReachRunningAndHibernatedBoxesAndOldImagesGetNone(t *testing.T) {
 	}
 	if bs, err := e.s.WithoutKeys(ctx, alice); err != nil || len(bs) != 1 || bs[0].Name != "old" {
 		t.Fatalf("WithoutKeys: %v %v", bs, err)
+	}
+
+	// Upgraded onto an image that intercepts, the old box gets the key.
+	e.do(alice, e.s.Upgrade, "old")
+	if got := sh(t, old.ID, "cat /run/silkd.env"); !strings.Contains(got, record) || hostValue(old.ID) != "Bearer "+value {
+		t.Fatalf("after the upgrade to v2 the box holds %q and entry %q", got, hostValue(old.ID))
+	}
+	if bs, err := e.s.WithoutKeys(ctx, alice); err != nil || len(bs) != 0 {
+		t.Fatalf("WithoutKeys after the upgrade: %v %v", bs, err)
 	}
 
 	// A rotation whose first two pushes fail arrives through the retries.

@@ -166,6 +166,11 @@ func (r *run) upgrade(ctx context.Context) error {
 		r.b.Incarnation++
 	}
 	r.b.Image = m.Image
+	// The claim env again, for the new image: one older than v23 had no
+	// keys, one that intercepts gets them.
+	if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
+		return fmt.Errorf("claim env: %w", err)
+	}
 	if err := r.phase(ctx, PhaseRestoringFiles); err != nil {
 		return err
 	}
