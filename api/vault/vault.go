@@ -42,9 +42,6 @@ func NewSecret(v string) Secret { return Secret{v: v} }
 // Reveal is the value itself: for sealing and for rendering a box's entry.
 func (s Secret) Reveal() string { return s.v }
 
-// Empty says the value is "".
-func (s Secret) Empty() bool { return s.v == "" }
-
 func (s Secret) String() string {
 	if s.id == "" {
 		return "[secret]"
