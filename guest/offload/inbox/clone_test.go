@@ -234,3 +234,26 @@ func TestA200KiBHandoverReachesTheCLI(t *testing.T) {
 		})
 	}
 }
+
+// A copy that an offload killed at send left with the host's .git but
+// without .git/objects (rsync leaves them out; the bundle never came):
+// the next begin still lists the box's own ignored files in it (git did
+// not read such a copy, and begin listed none, so the next rsync deleted
+// them), and no ref of it (their objects are missing).
+func TestBeginOnACopyWithoutObjectsListsItsIgnoredFiles(t *testing.T) {
+	e := newEnv(t)
+	host := e.hostRepo("nob")
+	copyDir := e.paths.Copy("nob")
+	out, err := exec.Command("rsync", "-a", "--exclude=/.git/objects/", host+"/", copyDir+"/").CombinedOutput()
+	if err != nil {
+		t.Fatalf("rsync: %v: %s", err, out)
+	}
+	must(t, os.WriteFile(filepath.Join(copyDir, ".env"), []byte("BOX=1\n"), 0o644))
+	begin := e.mustVerb(nil, "begin", "--repo", "kn", "--name", "nob", "--kind", "claude", "--id", "off1")
+	if ign := fmt.Sprint(begin["ignored"]); !strings.Contains(ign, ".env") {
+		t.Errorf("begin's ignored on a copy without objects: %s, want .env", ign)
+	}
+	if refs, _ := begin["refs"].(map[string]any); len(refs) != 0 {
+		t.Errorf("begin's refs on a copy without objects: %v, want none", refs)
+	}
+}

@@ -223,6 +223,14 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 		return res, fmt.Errorf("make %s: %w", res.Dir, err)
 	}
 	if !noRepo && isGitDir(res.Dir) {
+		// A copy whose .git rsync filled while its bundle never came (an
+		// offload killed at send) lacks .git/objects, and git does not
+		// read it at all; made now, as send would, its refs show as
+		// missing (left out) and its ignored paths are listed, so the box's
+		// own ignored files stay there too.
+		if err := os.MkdirAll(filepath.Join(res.Dir, ".git/objects"), 0o755); err != nil {
+			return res, err
+		}
 		res.Refs = gitcmd.Refs(res.Dir)
 		// Every ignored path, files too: the host leaves each out of rsync,
 		// and without --delete-excluded that keeps it, so the box's own
