@@ -45,6 +45,16 @@ type Config struct {
 	Sandbox        Sandbox  `yaml:"sandbox"`
 	Boxes          Boxes    `yaml:"boxes"`
 	Secrets        Secrets  `yaml:"secrets"`
+	OAuth          OAuth    `yaml:"oauth"`
+}
+
+// OAuth configures the api as an OAuth authorization server for agents
+// (api/oauth; docs/oauth.md). Contract: OAuth for agents.
+type OAuth struct {
+	// PublicURL is the issuer and the origin of the protected resource
+	// <PublicURL>/cocoonbox.mcp: an https origin, or http on a loopback
+	// host (tests, the api alone on a laptop). Empty turns OAuth off.
+	PublicURL string `yaml:"public_url"`
 }
 
 // Secrets configures the key vault's sealing (api/vault; docs/key-vault.md).
@@ -327,6 +337,9 @@ func (c *Config) Validate() error {
 		}
 		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	}
+	if err := c.OAuth.validate(); err != nil {
+		return err
+	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		return fmt.Errorf("state_dir: %q is not an absolute path", c.StateDir)
 	}
@@ -480,4 +493,36 @@ func (c *Config) Issuer() string {
 		return c.PublicURL
 	}
 	return "http://" + c.Listen
+}
+
+// validate checks oauth.public_url: an origin alone (no path, query,
+// fragment or user), https, or http on localhost or a loopback address;
+// a trailing "/" is dropped, as the issuer is compared as a string.
+func (o *OAuth) validate() error {
+	if o.PublicURL == "" {
+		return nil
+	}
+	u, err := url.Parse(o.PublicURL)
+	if err != nil || u.Host == "" || u.Opaque != "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("oauth.public_url: %q is not an origin alone (e.g. https://api.example.com)", o.PublicURL)
+	}
+	switch {
+	case u.Scheme == "https":
+	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	default:
+		return fmt.Errorf("oauth.public_url: %q is neither https nor http on a loopback host (tokens would cross the network readable)", o.PublicURL)
+	}
+	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
+	return nil
+}
+
+// loopbackHost says whether host (no port, no brackets) is localhost or a
+// loopback address.
+func loopbackHost(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
 }

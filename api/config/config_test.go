@@ -59,6 +59,12 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"public_url: ftp://x\n":                               "public_url:",
 		"public_url: https://x/path\n":                        "public_url:",
 		"state_dir: relative/dir\n":                           "state_dir:",
+		"oauth:\n  public_url: http://api.example.com\n":      "oauth.public_url: \"http://api.example.com\" is neither https nor http on a loopback host",
+		"oauth:\n  public_url: http://10.0.0.1:8080\n":        "oauth.public_url: \"http://10.0.0.1:8080\" is neither https",
+		"oauth:\n  public_url: https://x/cb\n":                "oauth.public_url: \"https://x/cb\" is not an origin alone",
+		"oauth:\n  public_url: https://x?a=b\n":               "oauth.public_url:",
+		"oauth:\n  public_url: https://u@x\n":                 "oauth.public_url:",
+		"oauth:\n  public_url: javascript:alert(1)\n":         "oauth.public_url:",
 		"log:\n  level: loud\n":                               "log.level:",
 		"log:\n  format: xml\n":                               "log.format:",
 		"database:\n  max_conns: 0\n":                         "database.max_conns: 0",
@@ -201,4 +207,22 @@ func TestShippedFileIsTheDefaultsWithEveryKey(t *testing.T) {
 		}
 	}
 	walk(reflect.TypeOf(Config{}), "")
+}
+
+func TestOAuthPublicURLIsAnOriginWithoutTrailingSlash(t *testing.T) {
+	for in, want := range map[string]string{
+		"https://api.example.com/": "https://api.example.com",
+		"https://api.example.com":  "https://api.example.com",
+		"http://127.0.0.1:18200/":  "http://127.0.0.1:18200",
+		"http://localhost:8080":    "http://localhost:8080",
+		"http://[::1]:8080":        "http://[::1]:8080",
+	} {
+		c, err := Parse([]byte("oauth:\n  public_url: " + in + "\n"))
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if c.OAuth.PublicURL != want {
+			t.Errorf("%s: public_url %q, want %q", in, c.OAuth.PublicURL, want)
+		}
+	}
 }

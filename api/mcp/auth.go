@@ -22,7 +22,8 @@ const principalKey = "cocoonbox.principal"
 // requireBearer is the sdk's bearer middleware with the api's token check:
 // the personal token or a device token, a cbit_ token refused before any
 // lookup (tokens.Index.Check). A bad or missing token is 401 with the
-// middleware's one-line body. The token's user is the session's user, so
+// middleware's one-line body, and WWW-Authenticate: Bearer with
+// resource_metadata when Deps.ResourceMetadata is set. The token's user is the session's user, so
 // the sdk refuses a session id under another user's token (403).
 //
 // Contract: Browser sign-in and device tokens; Control MCP.
@@ -35,8 +36,10 @@ func (h *Handler) requireBearer(next http.Handler) http.Handler {
 		server.SetUser(ctx, p.UserID)
 		return &auth.TokenInfo{UserID: p.UserID, Extra: map[string]any{principalKey: p}}, nil
 	}
-	// Our tokens carry no expiry: they live until revoked.
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(bindRequest(next))
+	// Our tokens carry no expiry: they live until revoked. A 401 names
+	// the resource's metadata (RFC 9728 §5.1) when OAuth is on.
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true,
+		ResourceMetadataURL: h.deps.ResourceMetadata})(bindRequest(next))
 }
 
 // bindRequest ends every request with the token it carries: a GET's

@@ -64,6 +64,10 @@ type Deps struct {
 	// besides localhost's (the api's public host behind a proxy);
 	// anything else is 403, against DNS rebinding.
 	Hosts []string
+	// ResourceMetadata is the URL of the control MCP's protected resource
+	// metadata (RFC 9728), which a 401 names in WWW-Authenticate; empty
+	// with OAuth off.
+	ResourceMetadata string
 	// Log gets the failures answered -32603 (required).
 	Log *slog.Logger
 }

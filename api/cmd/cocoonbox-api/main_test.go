@@ -81,7 +81,13 @@ func freeAddr(t testing.TB) string {
 // startServe starts `cocoonbox-api serve` and waits until /healthz answers 200.
 func startServe(t testing.TB, dir string, args ...string) *served {
 	t.Helper()
-	s := &served{addr: freeAddr(t), stderr: &bytes.Buffer{}, done: make(chan error, 1)}
+	return startServeAt(t, dir, freeAddr(t), args...)
+}
+
+// startServeAt is startServe listening on addr (a config naming it first).
+func startServeAt(t testing.TB, dir, addr string, args ...string) *served {
+	t.Helper()
+	s := &served{addr: addr, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--state-dir", dir, "--listen", s.addr}, args...)...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {

@@ -18,11 +18,12 @@ import (
 // service's handler h called in process as the caller, the operations its
 // tools wait on followed with the Service's WaitOperation (its errors as
 // boxes.Code's connect codes; UNAVAILABLE without a supervisor), tokens
-// checked by index. The issuer's host is served beside localhost (the api
-// behind a proxy on loopback).
+// checked by index. The issuers' hosts are served beside localhost (the
+// api behind a proxy on loopback); a 401 names resourceMetadata (OAuth's
+// discovery; "" when off).
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7).
-func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, issuer string, log *slog.Logger) {
+func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, resourceMetadata string, log *slog.Logger, issuers ...string) {
 	follow := func(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
 		svc, err := h.Service()
 		if err == nil {
@@ -34,8 +35,10 @@ func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, 
 		return nil, connect.NewError(boxes.Code(err), err)
 	}
 	var hosts []string
-	if u, err := url.Parse(issuer); err == nil && u.Host != "" {
-		hosts = append(hosts, u.Host)
+	for _, issuer := range issuers {
+		if u, err := url.Parse(issuer); err == nil && u.Host != "" {
+			hosts = append(hosts, u.Host)
+		}
 	}
-	mcp.New(mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, Log: log}).Mount(srv)
+	mcp.New(mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, ResourceMetadata: resourceMetadata, Log: log}).Mount(srv)
 }
