@@ -78,7 +78,7 @@ func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box)
 // PushKeys gives every machine of owner their current keys at once, one
 // call per machine in parallel: a running one renders them now, any other
 // keeps them for its next wake or boot (which sets them again anyway). A
-// machine that is gone is skipped; a failed push is retried (pushRetries,
+// machine that is gone, or whose image gets no keys, is skipped; a failed push is retried (pushRetries,
 // backing off from pushRetryFirst to pushRetryMax). It returns at once.
 func (s *Service) PushKeys(owner string) {
 	s.wg.Add(1)
@@ -105,6 +105,9 @@ func (s *Service) pushTo(id, owner string, attempt int) {
 	b, err := findBox(s.ctx, s.pool, owner, id, false)
 	if errors.Is(err, ErrNotFound) || s.ctx.Err() != nil {
 		return
+	}
+	if err == nil && !s.intercepts(b.Image) {
+		return // its set stays empty: nothing to push
 	}
 	if err == nil {
 		var sup sandbox.Supervisor

@@ -17,15 +17,16 @@ func init() { register(30, "box API keys (the vault)", vaultStep) }
 // are not built yet), then plays their part: it writes a claim env with two
 // vault keys, a variable-only record, a Connect grant and a bad record,
 // then shows what a login shell of user sees, the keys file, and the
-// journal's word on the bad record; then removes a key. The wake step
-// shows the api's own entries coming back at the wake.
+// journal's word on the bad record; then removes a key; then adds one
+// through the api's key vault (vaultKeys). The wake step shows the api's
+// own entries coming back at the wake.
 func vaultStep(ctx context.Context, d *demo, r *report) {
 	b := d.box
 	own, err := b.ReadFile("/run/silkd.env")
 	if err == nil && (!strings.Contains(string(own), "COCOONBOX_VAULT=") || !strings.Contains(string(own), "COCOONBOX_CONNECT=")) {
 		err = fmt.Errorf("/run/silkd.env holds %q, want the api's COCOONBOX_VAULT and COCOONBOX_CONNECT", own)
 	}
-	r.check("api's claim env", err, "/run/silkd.env from the api at the boot: %s (no keys: the key vault is not built yet; the demo writes its records next)",
+	r.check("api's claim env", err, "/run/silkd.env from the api at the boot: %s (no keys in the vault yet; the demo writes records of its own next, then adds one with cocoonbox keys add)",
 		strings.Join(strings.Fields(string(own)), " "))
 	vaultRecs := "OPENAI_API_KEY=sk-proj-cbv_0123456789abcdef0123456789abcdef;api.openai.com;Authorization:%20Bearer%20{} " +
 		"MAPS_KEY=AIza-cbv_fedcba9876543210fedcba9876543210;maps.googleapis.com;?key={} " +
@@ -79,6 +80,7 @@ func vaultStep(ctx context.Context, d *demo, r *report) {
 	res, _ = b.Exec(box.Cmd{Args: []string{`echo "MAPS_KEY=${MAPS_KEY-<unset>}"`}, User: "user", Login: true})
 	r.check("key removed", err, "a new login shell: %s; names: %s", strings.TrimSpace(res.Stdout),
 		strings.TrimSpace(strings.ReplaceAll(mustSh(b, "cat /run/cocoonbox-vault/names"), "\n", " ")))
+	vaultKeys(ctx, d, r)
 }
 
 func waitVault(b *box.Box, file, want string) (string, error) {
