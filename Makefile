@@ -117,7 +117,7 @@ lint:
 # api/sandbox/local, wire, api/boxes, api/session, api/offloade2e, api/e2e/controlmcp and
 # api/e2e/boxcli boot machines: they run with the booted-box tests.
 unit-test:
-	tests/with-test-database go test -count=1 $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
+	tests/with-test-database go test -count=1 -timeout 30m $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
