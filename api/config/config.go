@@ -82,6 +82,16 @@ type Boxes struct {
 	// also looks once at start). Shorter finds a dead replica's work sooner
 	// at the cost of one query per host each pass.
 	RecoverEvery time.Duration `yaml:"recover_every"`
+	// MaxOperations bounds the operations this api runs at once (1 to 256;
+	// default 4): each holds a database connection of its own (a pool
+	// beside database.max_conns) for its box's lock, and the rest wait
+	// their turn in a queue, so calls, sign-in and /healthz never wait
+	// behind them.
+	MaxOperations int `yaml:"max_operations"`
+	// MaxQueued bounds the operations waiting for a turn (1 to 100000;
+	// default 256): a call that would begin one more is refused
+	// RESOURCE_EXHAUSTED. Recovery's adopted operations queue past it.
+	MaxQueued int `yaml:"max_queued"`
 }
 
 // Sandbox says where the boxes run (Contract: Boxes (api) ↔ sandboxd):
@@ -176,7 +186,7 @@ func Default() Config {
 			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16"}},
-		Boxes: Boxes{RecoverEvery: 15 * time.Second},
+		Boxes: Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 	}
 }
 
@@ -397,6 +407,12 @@ func (c *Config) Validate() error {
 	}
 	if r := c.Boxes.RecoverEvery; r < time.Second || r > time.Hour {
 		return fmt.Errorf("boxes.recover_every: %s is not 1s..1h", r)
+	}
+	if n := c.Boxes.MaxOperations; n < 1 || n > 256 {
+		return fmt.Errorf("boxes.max_operations: %d is not 1..256", n)
+	}
+	if n := c.Boxes.MaxQueued; n < 1 || n > 100000 {
+		return fmt.Errorf("boxes.max_queued: %d is not 1..100000", n)
 	}
 	return c.Sandbox.validate()
 }

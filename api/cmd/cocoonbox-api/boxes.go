@@ -54,7 +54,8 @@ func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, keys bo
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery, Keys: keys, Log: log})
+	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, Log: log})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err
