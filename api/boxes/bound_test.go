@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/gate"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
@@ -17,7 +17,7 @@ import (
 // (RESOURCE_EXHAUSTED) before anything is written; those queued run once
 // a turn is free.
 func TestOperationsPastTheQueueAreRefusedAndTheQueuedRunInTurn(t *testing.T) {
-	g := e2e.NewGate(sup)
+	g := gate.New(sup)
 	e := newEnvWith(t, func(c *Config) {
 		c.Hosts = map[string]sandbox.Supervisor{"local": g}
 		c.MaxOperations, c.MaxQueued = 1, 1

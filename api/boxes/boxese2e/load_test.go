@@ -12,13 +12,14 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/gate"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // The load tests pile operations up in the api: the api drives the daemon
-// through an e2e.Gate that holds every Create, so all of them wait in the
+// through a gate.Gate that holds every Create, so all of them wait in the
 // api (queued, or in flight at the gate) without a boot each; once let
 // through, each create boots a real box and the test deletes it as soon
 // as it runs, so a few boxes are up at once.
@@ -32,11 +33,11 @@ const (
 // gated serves the test's sandboxd behind a shut gate on a socket of its
 // own, stopped when the test ends, and answers the gate and api.yaml's
 // sandbox mapping naming it.
-func (e *env) gated() (*e2e.Gate, string) {
+func (e *env) gated() (*gate.Gate, string) {
 	e.t.Helper()
-	g := e2e.NewGate(sandboxd)
+	g := gate.New(sandboxd)
 	path := filepath.Join(root, fmt.Sprintf("gate-%d.sock", seq.Add(1)))
-	stop, err := e2e.Serve(g, path)
+	stop, err := gate.Serve(g, path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func (e *env) createAll(c controlv1connect.BoxesClient, n int) []string {
 
 // piledUp waits until n operations are under way in the database and
 // max_operations of them wait at the gate.
-func (e *env) piledUp(g *e2e.Gate, n int) {
+func (e *env) piledUp(g *gate.Gate, n int) {
 	e.t.Helper()
 	wait.Eventually(e.t, time.Minute, fmt.Sprintf("%d operations under way, %d at the gate", n, maxOps), func() (bool, string) {
 		var under int

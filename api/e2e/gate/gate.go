@@ -1,4 +1,8 @@
-package e2e
+// Package gate holds a test's box supervisor at its Create (Gate) and
+// serves a supervisor over the sandboxd protocol on a unix socket (Serve),
+// so an api's operations pile up in the api without a boot each.
+// Apart from package e2e: wire's own tests use e2e, and this uses wire.
+package gate
 
 import (
 	"context"
@@ -26,8 +30,8 @@ type Gate struct {
 	held, most int
 }
 
-// NewGate wraps sup with its gate shut.
-func NewGate(sup sandbox.Supervisor) *Gate {
+// New wraps sup with its gate shut.
+func New(sup sandbox.Supervisor) *Gate {
 	return &Gate{Supervisor: sup, open: make(chan struct{})}
 }
 
