@@ -26,6 +26,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -125,8 +126,34 @@ type Local struct {
 	StateDir string `yaml:"state_dir"`
 	// Bridge and Gateway are the box network: the bridge's name and its
 	// address with the boxes' prefix.
-	Bridge  string `yaml:"bridge"`
-	Gateway string `yaml:"gateway"`
+	Bridge  string      `yaml:"bridge"`
+	Gateway string      `yaml:"gateway"`
+	Egress  LocalEgress `yaml:"egress"`
+}
+
+// LocalEgress are the local supervisor's egress proxy settings for tests
+// and the demo (docs/boxes.md, "Egress"; both logged at start as a
+// warning).
+type LocalEgress struct {
+	// Resolve sends a host name (lower-case, as a key's host) to an IP
+	// address instead of DNS, for a box whose key lists that host only
+	// (any other CONNECT to it resolves as usual); the address is
+	// admitted even when it is not public, for that dial alone.
+	Resolve map[string]string `yaml:"resolve"`
+	// UpstreamCAFile, an absolute path, is the PEM file of the only roots
+	// an intercepted host's upstream is verified against (the system
+	// roots when empty).
+	UpstreamCAFile string `yaml:"upstream_ca_file"`
+}
+
+// ResolveAddrs is Resolve with its addresses parsed (Check has judged
+// them).
+func (e LocalEgress) ResolveAddrs() map[string]netip.Addr {
+	out := map[string]netip.Addr{}
+	for h, a := range e.Resolve {
+		out[h] = netip.MustParseAddr(a)
+	}
+	return out
 }
 
 // Console configures the web console (api/console).
@@ -457,6 +484,17 @@ func (s *Sandbox) validate() error {
 	}
 	if p, err := netip.ParsePrefix(s.Local.Gateway); err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
 		return fmt.Errorf("sandbox.local.gateway: %q is not an IPv4 address with a prefix of 8 to 24 bits (e.g. 10.203.0.1/16)", s.Local.Gateway)
+	}
+	for h, a := range s.Local.Egress.Resolve {
+		if !vault.ValidHost(h) || h != strings.ToLower(h) {
+			return fmt.Errorf("sandbox.local.egress.resolve: %q is not a lower-case DNS host name (a key's host)", h)
+		}
+		if _, err := netip.ParseAddr(a); err != nil {
+			return fmt.Errorf("sandbox.local.egress.resolve.%s: %q is not an IP address", h, a)
+		}
+	}
+	if f := s.Local.Egress.UpstreamCAFile; f != "" && !filepath.IsAbs(f) {
+		return fmt.Errorf("sandbox.local.egress.upstream_ca_file: %q is not an absolute path", f)
 	}
 	return nil
 }

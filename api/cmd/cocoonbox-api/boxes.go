@@ -77,7 +77,8 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		n.Bridge, n.Gateway = c.Local.Bridge, netip.MustParsePrefix(c.Local.Gateway)
 		wait, cancel := context.WithTimeout(ctx, bridgeWait)
 		defer cancel()
-		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, Log: log})
+		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, Log: log,
+			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile})
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}
