@@ -132,7 +132,7 @@ type Local struct {
 }
 
 // LocalEgress are the local supervisor's egress proxy settings for tests
-// and the demo (docs/boxes.md, "Egress"; both logged at start as a
+// and the demo (docs/boxes.md, "The local supervisor"; both logged at start as a
 // warning).
 type LocalEgress struct {
 	// Resolve sends a host name (lower-case, as a key's host) to an IP

@@ -23,8 +23,8 @@ const (
 	caKeyFile  = "egress-ca.key"
 )
 
-// Where a box finds the pool CA (bound read-only at boot, docs/boxes.md
-// "Egress"): the certificate alone, where Debian's update-ca-certificates
+// Where a box finds the pool CA (bound read-only at boot, docs/boxes.md,
+// "The local supervisor"): the certificate alone, where Debian's update-ca-certificates
 // looks for local CAs, and the image's system bundle with it appended,
 // which the runtimes' variables name.
 const (
