@@ -279,3 +279,23 @@ func TestInterceptedUpstreamIsVerified(t *testing.T) {
 		t.Errorf("the unverified upstream got %d requests", len(s.reqs))
 	}
 }
+
+// A box speaking HTTP/2 to a listed host whose upstream speaks HTTP/1.1
+// only is served still: the upstream gets HTTP/1.1 with the value.
+func TestInterceptedHTTP2BoxReachesAnHTTP1Upstream(t *testing.T) {
+	s := &seen{}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, r)
+		s.mu.Unlock()
+	}))
+	ts.StartTLS() // no EnableHTTP2
+	t.Cleanup(ts.Close)
+	_, proxy, trust := interceptProxy(t, ts, Config{})
+	c, _ := client(t, proxy, trust, true)
+	get(t, c, fmt.Sprintf("https://example.com:%d/", ts.Listener.Addr().(*net.TCPAddr).Port), http.Header{"Authorization": {"Bearer " + placeholder}})
+	r := s.last(t)
+	if r.Proto != "HTTP/1.1" || r.Header.Get("Authorization") != "Bearer "+realValue {
+		t.Errorf("the upstream got %s with Authorization %q", r.Proto, r.Header.Get("Authorization"))
+	}
+}
