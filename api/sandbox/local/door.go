@@ -95,7 +95,9 @@ func (d *nsenterDoor) Start(ctx context.Context, req sandbox.ExecRequest) (sandb
 		err = p.startPipes()
 	}
 	if err != nil {
-		return nil, fmt.Errorf("start %q: %w", req.Args[0], err)
+		// Nothing of the command's text: its words may be secrets
+		// (GH_TOKEN=ghp_… as one word), and the api logs this error.
+		return nil, fmt.Errorf("start the command (%d words): %w", len(req.Args), err)
 	}
 	go func() {
 		select {
