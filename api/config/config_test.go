@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -54,64 +55,72 @@ func TestBadInputUnknownKeyIsNamed(t *testing.T) {
 
 func TestBadValueIsNamedWithItsRule(t *testing.T) {
 	cases := map[string]string{
-		"listen: nohost\n":                                                       "listen:",
-		"listen: 127.0.0.1:70000\n":                                              "listen: port",
-		"public_url: ftp://x\n":                                                  "public_url:",
-		"public_url: https://x/path\n":                                           "public_url:",
-		"state_dir: relative/dir\n":                                              "state_dir:",
-		"oauth:\n  public_url: http://api.example.com\n":                         "oauth.public_url: \"http://api.example.com\" is neither https nor http on a loopback host",
-		"oauth:\n  public_url: http://10.0.0.1:8080\n":                           "oauth.public_url: \"http://10.0.0.1:8080\" is neither https",
-		"oauth:\n  public_url: https://x/cb\n":                                   "oauth.public_url: \"https://x/cb\" is not an origin alone",
-		"oauth:\n  public_url: https://x?a=b\n":                                  "oauth.public_url:",
-		"oauth:\n  public_url: https://u@x\n":                                    "oauth.public_url:",
-		"oauth:\n  public_url: javascript:alert(1)\n":                            "oauth.public_url:",
-		"log:\n  level: loud\n":                                                  "log.level:",
-		"log:\n  format: xml\n":                                                  "log.format:",
-		"database:\n  max_conns: 0\n":                                            "database.max_conns: 0",
-		"database:\n  max_conns: many\n":                                         `database.max_conns: "many" is not a int`,
-		"database:\n  url: 'http://%zz'\n":                                       "database.url:",
-		"database: [1, 2]\n":                                                     "database: want a mapping",
-		"listen: [a]\n":                                                          "listen: want a single value",
-		"listen: a:1\nlisten: b:2\n":                                             `key "listen" given twice`,
-		"a: 1\n---\nb: 2\n":                                                      "unknown key",
-		"listen: 1:1\n---\nlog: {}\n":                                            "second YAML document",
-		"listen: [\n":                                                            "not YAML",
-		"sandbox:\n  hosts: {Bad: unix:/s}\n":                                    `sandbox.hosts: "Bad" is not a host name`,
-		"sandbox:\n  hosts: {a: ftp://x}\n":                                      `sandbox.hosts.a: "ftp://x" is neither unix:/PATH, https://HOST:PORT nor http://HOST:PORT`,
-		"sandbox:\n  hosts: {a: unix:rel}\n":                                     "sandbox.hosts.a:",
-		"sandbox:\n  hosts: [a]\n":                                               "sandbox.hosts: want a mapping",
-		"sandbox:\n  hosts: {a: unix:/s, a: unix:/t}\n":                          `key "sandbox.hosts.a" given twice`,
-		"sandbox:\n  hosts: {a: [1]}\n":                                          "sandbox.hosts.a: want a single value",
-		"sandbox:\n  local: {images: ''}\n":                                      "sandbox.local.images: empty",
-		"sandbox:\n  local: {state_dir: x}\n":                                    "sandbox.local.state_dir:",
-		"sandbox:\n  local: {bridge: way-too-long-name}\n":                       "sandbox.local.bridge:",
-		"sandbox:\n  local: {gateway: 10.0.0.1}\n":                               "sandbox.local.gateway:",
-		"sandbox:\n  local: {bridgee: x}\n":                                      `unknown key "sandbox.local.bridgee"`,
-		"sandbox:\n  local: {egress: {resolve: {Api.Example.com: 127.0.0.1}}}\n": "sandbox.local.egress.resolve: \"Api.Example.com\" is not a lower-case DNS host name",
-		"sandbox:\n  local: {egress: {resolve: {api.example.com: localhost}}}\n": "sandbox.local.egress.resolve.api.example.com: \"localhost\" is not an IP address",
-		"sandbox:\n  local: {egress: {upstream_ca_file: ca.pem}}\n":              "sandbox.local.egress.upstream_ca_file:",
-		"sandbox:\n  token_file: rel\n":                                          "sandbox.token_file:",
-		"trusted_proxies: [10.0.0.1]\n":                                          `trusted_proxies[0]: "10.0.0.1" is not a CIDR prefix`,
-		"trusted_proxies: 127.0.0.1/32\n":                                        "trusted_proxies: want a list",
-		"trusted_proxies: [[a]]\n":                                               "trusted_proxies[0]: want a single value",
-		"console:\n  sign_in:\n    per_user: 0\n":                                "console.sign_in.per_user: 0 is not 1..1000",
-		"console:\n  sign_in:\n    per_address: -1\n":                            "console.sign_in.per_address: -1",
-		"console:\n  sign_in:\n    window: soon\n":                               `console.sign_in.window: "soon" is not a duration with its unit`,
-		"console:\n  sign_in:\n    window: 15\n":                                 `console.sign_in.window: "15" is not a duration with its unit`,
-		"console:\n  sign_in:\n    window: 48h\n":                                "console.sign_in.window: 48h0m0s is not 1s..24h",
-		"console:\n  sign_in:\n    per_user: 3\n    pre: 1\n":                    `unknown key "console.sign_in.pre"`,
-		"sandbox:\n  ping_after: 50ms\n":                                         "sandbox.ping_after: 50ms is not 100ms..24h",
-		"boxes:\n  recover_every: 500ms\n":                                       "boxes.recover_every: 500ms is not 1s..1h",
-		"boxes:\n  recover_every: 2h\n":                                          "boxes.recover_every: 2h0m0s is not 1s..1h",
-		"boxes:\n  max_operations: 0\n":                                          "boxes.max_operations: 0 is not 1..256",
-		"boxes:\n  max_operations: 257\n":                                        "boxes.max_operations: 257 is not 1..256",
-		"boxes:\n  max_queued: 0\n":                                              "boxes.max_queued: 0 is not 1..100000",
-		"boxes:\n  recover_evry: 1m\n":                                           `unknown key "boxes.recover_evry"`,
-		"boxes:\n  recover_every: 99999999999h\n":                                `line 2: boxes.recover_every: "99999999999h" is longer than any duration can be (2562047h)`,
-		"http:\n  ping_after: soon\n":                                            `http.ping_after: "soon" is not a duration`,
-		"http:\n  idle_timeout: 10\n":                                            `http.idle_timeout: "10" is not a duration`,
-		"http:\n  ping_timeout: 0s\n":                                            "http.ping_timeout: 0s is not 100ms..24h",
-		"http:\n  read_header_timeout: 25h\n":                                    "http.read_header_timeout: 25h0m0s is not",
+		"listen: nohost\n":                                                   "listen:",
+		"listen: 127.0.0.1:70000\n":                                          "listen: port",
+		"public_url: ftp://x\n":                                              "public_url:",
+		"public_url: https://x/path\n":                                       "public_url:",
+		"state_dir: relative/dir\n":                                          "state_dir:",
+		"oauth:\n  public_url: http://api.example.com\n":                     "oauth.public_url: \"http://api.example.com\" is neither https nor http on a loopback host",
+		"oauth:\n  public_url: http://10.0.0.1:8080\n":                       "oauth.public_url: \"http://10.0.0.1:8080\" is neither https",
+		"oauth:\n  public_url: https://x/cb\n":                               "oauth.public_url: \"https://x/cb\" is not an origin alone",
+		"oauth:\n  public_url: https://x?a=b\n":                              "oauth.public_url:",
+		"oauth:\n  public_url: https://u@x\n":                                "oauth.public_url:",
+		"oauth:\n  public_url: javascript:alert(1)\n":                        "oauth.public_url:",
+		"log:\n  level: loud\n":                                              "log.level:",
+		"log:\n  format: xml\n":                                              "log.format:",
+		"database:\n  max_conns: 0\n":                                        "database.max_conns: 0",
+		"database:\n  max_conns: many\n":                                     `database.max_conns: "many" is not a int`,
+		"database:\n  url: 'http://%zz'\n":                                   "database.url:",
+		"database: [1, 2]\n":                                                 "database: want a mapping",
+		"listen: [a]\n":                                                      "listen: want a single value",
+		"listen: a:1\nlisten: b:2\n":                                         `key "listen" given twice`,
+		"a: 1\n---\nb: 2\n":                                                  "unknown key",
+		"listen: 1:1\n---\nlog: {}\n":                                        "second YAML document",
+		"listen: [\n":                                                        "not YAML",
+		"sandbox:\n  hosts: {Bad: unix:/s}\n":                                `sandbox.hosts: "Bad" is not a host name`,
+		"sandbox:\n  hosts: {a: ftp://x}\n":                                  `sandbox.hosts.a: "ftp://x" is neither unix:/PATH, https://HOST:PORT nor http://HOST:PORT`,
+		"sandbox:\n  hosts: {a: unix:rel}\n":                                 "sandbox.hosts.a:",
+		"sandbox:\n  hosts: [a]\n":                                           "sandbox.hosts: want a mapping",
+		"sandbox:\n  hosts: {a: unix:/s, a: unix:/t}\n":                      `key "sandbox.hosts.a" given twice`,
+		"sandbox:\n  hosts: {a: [1]}\n":                                      "sandbox.hosts.a: want a single value",
+		"sandbox:\n  local: {images: ''}\n":                                  "sandbox.local.images: empty",
+		"sandbox:\n  local: {state_dir: x}\n":                                "sandbox.local.state_dir:",
+		"sandbox:\n  local: {bridge: way-too-long-name}\n":                   "sandbox.local.bridge:",
+		"sandbox:\n  local: {gateway: 10.0.0.1}\n":                           "sandbox.local.gateway:",
+		"sandbox:\n  local: {bridgee: x}\n":                                  `unknown key "sandbox.local.bridgee"`,
+		"sandbox:\n  token_file: rel\n":                                      "sandbox.token_file:",
+		"sandbox:\n  local:\n    egress: {admit: [10.0.0.1]}\n":              `sandbox.local.egress.admit: "10.0.0.1" is not a network in CIDR form`,
+		"sandbox:\n  local:\n    egress: {admit: [10.1.2.3/8]}\n":            `sandbox.local.egress.admit: "10.1.2.3/8" has host bits set: the network is 10.0.0.0/8`,
+		"sandbox:\n  local:\n    egress: {admit: [127.0.0.0/8]}\n":           `sandbox.local.egress.admit: "127.0.0.0/8" overlaps loopback 127.0.0.0/8`,
+		"sandbox:\n  local:\n    egress: {admit: [0.0.0.0/0]}\n":             `sandbox.local.egress.admit: "0.0.0.0/0" overlaps loopback`,
+		"sandbox:\n  local:\n    egress: {admit: ['::1/128']}\n":             `sandbox.local.egress.admit: "::1/128" overlaps loopback ::1/128`,
+		"sandbox:\n  local:\n    egress: {admit: ['::/0']}\n":                `sandbox.local.egress.admit: "::/0" overlaps loopback ::1/128`,
+		"sandbox:\n  local:\n    egress: {admit: [0.0.0.0/32]}\n":            `sandbox.local.egress.admit: "0.0.0.0/32" overlaps unspecified 0.0.0.0/32`,
+		"sandbox:\n  local:\n    egress: {admit: ['::/128']}\n":              `sandbox.local.egress.admit: "::/128" overlaps unspecified ::/128`,
+		"sandbox:\n  local:\n    egress: {admit: [169.254.169.254/32]}\n":    `sandbox.local.egress.admit: "169.254.169.254/32" overlaps link-local 169.254.0.0/16`,
+		"sandbox:\n  local:\n    egress: {admit: ['fe80::/64']}\n":           `sandbox.local.egress.admit: "fe80::/64" overlaps link-local fe80::/10`,
+		"sandbox:\n  local:\n    egress: {admit: [239.1.0.0/16]}\n":          `sandbox.local.egress.admit: "239.1.0.0/16" overlaps multicast 224.0.0.0/4`,
+		"sandbox:\n  local:\n    egress: {admit: ['ff02::/16']}\n":           `sandbox.local.egress.admit: "ff02::/16" overlaps multicast ff00::/8`,
+		"sandbox:\n  local:\n    egress: {admit: ['::ffff:10.0.0.0/104']}\n": `sandbox.local.egress.admit: "::ffff:10.0.0.0/104" is an IPv4-mapped IPv6 network`,
+		"sandbox:\n  local:\n    egress: {admit: 10.0.0.0/8}\n":              "sandbox.local.egress.admit: want a list",
+		"trusted_proxies: [10.0.0.1]\n":                                      `trusted_proxies[0]: "10.0.0.1" is not a CIDR prefix`,
+		"trusted_proxies: 127.0.0.1/32\n":                                    "trusted_proxies: want a list",
+		"trusted_proxies: [[a]]\n":                                           "trusted_proxies[0]: want a single value",
+		"console:\n  sign_in:\n    per_user: 0\n":                            "console.sign_in.per_user: 0 is not 1..1000",
+		"console:\n  sign_in:\n    per_address: -1\n":                        "console.sign_in.per_address: -1",
+		"console:\n  sign_in:\n    window: soon\n":                           `console.sign_in.window: "soon" is not a duration with its unit`,
+		"console:\n  sign_in:\n    window: 15\n":                             `console.sign_in.window: "15" is not a duration with its unit`,
+		"console:\n  sign_in:\n    window: 48h\n":                            "console.sign_in.window: 48h0m0s is not 1s..24h",
+		"console:\n  sign_in:\n    per_user: 3\n    pre: 1\n":                `unknown key "console.sign_in.pre"`,
+		"sandbox:\n  ping_after: 50ms\n":                                     "sandbox.ping_after: 50ms is not 100ms..24h",
+		"boxes:\n  recover_every: 500ms\n":                                   "boxes.recover_every: 500ms is not 1s..1h",
+		"boxes:\n  recover_every: 2h\n":                                      "boxes.recover_every: 2h0m0s is not 1s..1h",
+		"boxes:\n  recover_evry: 1m\n":                                       `unknown key "boxes.recover_evry"`,
+		"boxes:\n  recover_every: 99999999999h\n":                            `line 2: boxes.recover_every: "99999999999h" is longer than any duration can be (2562047h)`,
+		"http:\n  ping_after: soon\n":                                        `http.ping_after: "soon" is not a duration`,
+		"http:\n  idle_timeout: 10\n":                                        `http.idle_timeout: "10" is not a duration`,
+		"http:\n  ping_timeout: 0s\n":                                        "http.ping_timeout: 0s is not 100ms..24h",
+		"http:\n  read_header_timeout: 25h\n":                                "http.read_header_timeout: 25h0m0s is not",
 	}
 	for text, want := range cases {
 		_, err := Parse([]byte(text))
@@ -230,5 +239,16 @@ func TestOAuthPublicURLIsAnOriginWithoutTrailingSlash(t *testing.T) {
 		if c.OAuth.PublicURL != want {
 			t.Errorf("%s: public_url %q, want %q", in, c.OAuth.PublicURL, want)
 		}
+	}
+}
+
+// sandbox.local.egress.admit is read as networks, IPv4 and IPv6.
+func TestEgressAdmitIsReadAsNetworks(t *testing.T) {
+	c, err := Parse([]byte("sandbox:\n  local:\n    egress:\n      admit: [10.20.0.0/16, 203.0.113.80/32, 'fd00:1::/64']\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(c.Sandbox.Local.AdmitPrefixes()); got != "[10.20.0.0/16 203.0.113.80/32 fd00:1::/64]" {
+		t.Fatalf("AdmitPrefixes: %s", got)
 	}
 }

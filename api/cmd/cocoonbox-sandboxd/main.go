@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 )
@@ -55,10 +56,10 @@ func main() {
 var errUsage = errors.New("usage")
 
 type options struct {
-	listen, tokenFile, stateDir, images, egressHosts string
-	tlsCert, tlsKey                                  string
-	bridge, gateway                                  string
-	pingAfter, pingTimeout, idle                     time.Duration
+	listen, tokenFile, stateDir, images, egressHosts, egressAdmit string
+	tlsCert, tlsKey                                               string
+	bridge, gateway                                               string
+	pingAfter, idle                                               time.Duration
 }
 
 func run(args []string) error {
@@ -70,7 +71,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
 	fs.Usage = func() {
 		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
-		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...]")
+		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...]")
 		fs.PrintDefaults()
 	}
 	for _, a := range args {
@@ -85,10 +86,10 @@ func run(args []string) error {
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/cocoonbox-sandboxd", "the machines' disks and the saves")
 	fs.StringVar(&o.images, "images", "/var/lib/cocoonbox-sandboxd/images", "the directory of image roots cbdesk-vN-TIER")
 	fs.StringVar(&o.egressHosts, "egress-hosts", "", "comma-separated hosts the egress proxy alone reaches (empty: every public host)")
+	fs.StringVar(&o.egressAdmit, "egress-admit", "", "comma-separated networks (CIDR) the egress proxy reaches although not public, e.g. an internal mirror's 10.20.0.0/16 (never loopback, link-local, multicast; never this host's own addresses)")
 	fs.StringVar(&o.bridge, "bridge", local.DefaultNetwork().Bridge, "the box network's host bridge")
 	fs.StringVar(&o.gateway, "gateway", local.DefaultNetwork().Gateway.String(), "the bridge's address and the boxes' prefix")
 	fs.DurationVar(&o.pingAfter, "ping-after", 15*time.Second, "ping an HTTP/2 connection after this long without a frame")
-	fs.DurationVar(&o.pingTimeout, "ping-timeout", 0, "close a connection whose ping has no answer after this long (0: --ping-after)")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection with no open call after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -98,9 +99,6 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
-	if o.pingTimeout == 0 {
-		o.pingTimeout = o.pingAfter
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -118,12 +116,18 @@ func serve(ctx context.Context, o options) error {
 	if o.egressHosts != "" {
 		hosts = strings.Split(o.egressHosts, ",")
 	}
+	var admit []netip.Prefix
+	if o.egressAdmit != "" {
+		if admit, err = egress.ParseAdmit(strings.Split(o.egressAdmit, ",")); err != nil {
+			return fmt.Errorf("%w: --egress-admit: %v", errUsage, err)
+		}
+	}
 	network := local.DefaultNetwork()
 	network.Bridge = o.bridge
 	if network.Gateway, err = netip.ParsePrefix(o.gateway); err != nil || !network.Gateway.Addr().Is4() {
 		return fmt.Errorf("%w: --gateway %q is not an IPv4 address with its prefix (e.g. 10.203.0.1/16)", errUsage, o.gateway)
 	}
-	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, Log: log})
+	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, EgressAdmit: admit, Log: log})
 	if err != nil {
 		return err
 	}
@@ -159,7 +163,7 @@ func newServer(o options, ep *endpoint, sup sandbox.Supervisor, log *slog.Logger
 	// No ReadTimeout or WriteTimeout: an exec or relay stream lives as long
 	// as its command; pings find a dead peer instead.
 	return &http.Server{Handler: mux, Protocols: &protocols, TLSConfig: ep.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
-		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingTimeout,
+		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter,
 			MaxReceiveBufferPerStream: wire.Window, MaxReceiveBufferPerConnection: wire.Window},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

@@ -30,6 +30,11 @@ type Config struct {
 	// Hosts, when not empty, are the only destinations: a host name equal
 	// to one or below it ("debian.org" allows "deb.debian.org").
 	Hosts []string
+	// Admit are networks reached although not public (ParseAdmit's rules;
+	// an internal mirror, or the demo's documentation-range one): the
+	// only way past the range rule. The host's own addresses stay
+	// refused. New logs each as a warning.
+	Admit []netip.Prefix
 	// Log gets one line per refused or failed request.
 	Log *slog.Logger
 	// Resolver resolves host names (net.DefaultResolver when nil).
@@ -53,7 +58,8 @@ type Config struct {
 }
 
 // Proxy is an http.Handler; serve it on the gateway. It reaches public
-// addresses only (Public) that are not the host's own (HostAddrs), each
+// addresses only (Public, or inside Config.Admit) that are not the host's
+// own (HostAddrs), each
 // checked on the name's resolved addresses and again on the address the
 // socket is about to connect to, before any packet leaves. It answers a
 // request that is neither an absolute http:// URL nor CONNECT with 400, a
@@ -82,6 +88,15 @@ func New(cfg Config) (*Proxy, error) {
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
+	for _, n := range cfg.Admit {
+		if err := checkAdmit(n); err != nil {
+			host.Close()
+			return nil, fmt.Errorf("egress admit %s %w", n, err)
+		}
+		if cfg.Log != nil {
+			cfg.Log.Warn("the egress proxy admits this network although it is not public", "network", n)
+		}
+	}
 	p := &Proxy{cfg: cfg, host: host}
 	// Control runs on the socket before connect(2), with the address the
 	// kernel is about to be given: whatever the resolver, Go's dialer or
@@ -108,12 +123,13 @@ func (p *Proxy) Close() {
 	p.transport.CloseIdleConnections()
 }
 
-// check refuses an address that is not public or is the host's own.
+// check refuses an address that is not public (nor admitted) or is the
+// host's own.
 func (p *Proxy) check(a netip.Addr) error {
 	if p.admit.IsValid() && a.Unmap() == p.admit {
 		return nil
 	}
-	if why := nonPublic(a); why != "" {
+	if why := nonPublic(a); why != "" && !p.admitted(a) {
 		return fmt.Errorf("%w: %s is not a public address: %s", ErrRefused, a, why)
 	}
 	if p.host.Has(a) {

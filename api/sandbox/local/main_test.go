@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,19 +49,19 @@ func setUp(ctx context.Context, image string) error {
 	if baseStamp, err = localtest.Catalog(filepath.Join(testRoot, "images"), image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
 		return err
 	}
-	caFile, err := startVaultUpstream()
+	// The mirror's addresses the proxy would refuse (on this project's
+	// machines deb.debian.org is a documentation address), admitted.
+	admit, _, err := e2e.MirrorAdmit(ctx, image)
 	if err != nil {
 		return err
 	}
 	sup, err = New(ctx, Config{
 		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
-		// Only Debian's mirror, which apt in the boxes reaches, and the
-		// key vault's test upstream (intercept_test.go).
-		EgressHosts:          []string{"deb.debian.org", "debian.org", vaultHost},
-		EgressResolve:        map[string]netip.Addr{vaultHost: netip.MustParseAddr("127.0.0.1")},
-		EgressUpstreamCAFile: caFile,
-		DefaultMaxClaims:     1000,
-		Log:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Only Debian's mirror, which apt in the boxes reaches.
+		EgressHosts:      []string{"deb.debian.org", "debian.org"},
+		EgressAdmit:      admit,
+		DefaultMaxClaims: 1000,
+		Log:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err

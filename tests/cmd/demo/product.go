@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
@@ -50,6 +51,24 @@ func startProduct(ctx context.Context, image string, r *report) (*demo, func(), 
 	}
 	start := time.Now()
 	sandbox := fmt.Sprintf("sandbox:\n  local:\n    images: %s\n    state_dir: %s\n", filepath.Join(dir, "images"), filepath.Join(dir, "machines"))
+	// apt in the box goes through the egress proxy, which refuses a
+	// mirror on a non-public address (here deb.debian.org is a
+	// documentation one): admit exactly those addresses, as an operator
+	// admits an internal mirror.
+	admit, mirrors, err := e2e.MirrorAdmit(ctx, image)
+	if err != nil {
+		return nil, stop, err
+	}
+	if len(admit) > 0 {
+		var list []string
+		for _, n := range admit {
+			list = append(list, n.String())
+		}
+		sandbox += fmt.Sprintf("    egress:\n      admit: [%s]\n", strings.Join(list, ", "))
+		r.ok("mirror admit", "the image's apt mirrors %s resolve here to %v, which the egress proxy refuses as not public: api.yaml sandbox.local.egress.admit lists them", strings.Join(mirrors, ", "), admit)
+	} else {
+		r.ok("mirror admit", "the image's apt mirrors %s resolve here to public addresses: nothing admitted", strings.Join(mirrors, ", "))
+	}
 	api, err := e2e.Start(ctx, "out/cocoonbox-api", e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
 	if err != nil {
 		return nil, stop, fmt.Errorf("api serve: %w", err)
