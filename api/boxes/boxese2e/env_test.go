@@ -31,12 +31,12 @@ func rid() string { return fmt.Sprintf("r-%d-%d", time.Now().UnixNano()%1e6, seq
 
 // env is one test's database and the apis it starts on it.
 type env struct {
-	t   *testing.T
+	t   testing.TB
 	ctx context.Context
 	db  *dbtest.DB
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, db: dbtest.New(t)}
