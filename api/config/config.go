@@ -25,6 +25,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
@@ -578,20 +579,10 @@ func (o *OAuth) validate() error {
 	}
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && oauth.LoopbackHost(u.Hostname()):
 	default:
 		return fmt.Errorf("oauth.public_url: %q is neither https nor http on a loopback host (tokens would cross the network readable)", o.PublicURL)
 	}
 	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
 	return nil
-}
-
-// loopbackHost says whether host (no port, no brackets) is localhost or a
-// loopback address.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }
