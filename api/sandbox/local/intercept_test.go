@@ -72,11 +72,13 @@ func vaultRequests() []string {
 	return append([]string(nil), vaultSeen...)
 }
 
-// Issue 26, Deliver 5: in a booted box Node (fetch, NODE_EXTRA_CA_CERTS)
-// and git (GIT_SSL_CAINFO) trust the pool CA (the base image carries no
-// curl or Python), and a request to a host the box's key lists reaches the
+// Issue 26, Deliver 5: in a booted box curl (HTTPS_PROXY, CURL_CA_BUNDLE),
+// Python's urllib (HTTPS_PROXY, SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS)
+// and git (GIT_SSL_CAINFO) trust the pool CA through the environment the
+// supervisor sets, and a request to a host the box's key lists reaches the
 // upstream with the value in Authorization, while the box's environment
-// and /run/silkd.env hold only the placeholder.
+// and /run/silkd.env hold only the placeholder. curl and python3 are in
+// the base tier from cbdesk:v23.
 func TestABoxsKeyReachesItsHostOnlyThroughTheProxy(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -96,6 +98,12 @@ func TestABoxsKeyReachesItsHostOnlyThroughTheProxy(t *testing.T) {
 	u := fmt.Sprintf("https://%s:%d/v1/models", vaultHost, port)
 	auth := "Authorization: Bearer " + ph
 	clients := map[string]string{
+		"curl": fmt.Sprintf("curl -sS --fail-with-body -A curl -H %q %s", auth, u),
+		// urllib takes the proxy from HTTPS_PROXY and its roots from
+		// SSL_CERT_FILE (OpenSSL's default paths): nothing named here.
+		"python3": fmt.Sprintf(`python3 -c 'import sys, urllib.request as u
+r = u.Request(sys.argv[1], headers={"Authorization": "Bearer %s", "User-Agent": "python3"})
+print(u.urlopen(r).read().decode())' %s`, ph, u),
 		// Node's fetch takes no proxy from the environment: a CONNECT
 		// by hand, then TLS with Node's roots (NODE_EXTRA_CA_CERTS added).
 		"node": fmt.Sprintf(`node -e '
