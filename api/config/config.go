@@ -27,8 +27,8 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"go.yaml.in/yaml/v3"
 )
 
