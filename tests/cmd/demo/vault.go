@@ -37,19 +37,3 @@ func waitVault(b *box.Box, file, want string) (string, error) {
 	})
 	return string(data), err
 }
-
-func mustSh(b *box.Box, line string) string {
-	out, err := b.Sh(line)
-	if err != nil {
-		return err.Error()
-	}
-	return out
-}
-
-func indent(s string) string {
-	var out strings.Builder
-	for _, l := range strings.Split(strings.TrimRight(s, "\n"), "\n") {
-		out.WriteString("        " + l + "\n")
-	}
-	return out.String()
-}
