@@ -87,17 +87,9 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
-	return newEnvWith(t, func(*Config) {})
-}
-
-// newEnvWith is newEnv with the service's Config as set changes it.
-func newEnvWith(t testing.TB, set func(*Config)) *env {
-	t.Helper()
 	db := dbtest.New(t, users.Schema, Schema)
-	cfg := Config{Pool: db.Pool, URL: db.URL, Hosts: map[string]sandbox.Supervisor{"local": sup},
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
-	set(&cfg)
-	s, err := New(context.Background(), cfg)
+	s, err := New(context.Background(), Config{Pool: db.Pool, URL: db.URL, Hosts: map[string]sandbox.Supervisor{"local": sup},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -75,12 +75,10 @@ func (c *calls) add(name string, start time.Time, err error) bool {
 
 func loadOnce(b *testing.B, n, replicas int) {
 	e := newEnv(b)
-	// Every user signs in from loopback: past the per-address allowance (30).
-	o := e2e.Options{Sandbox: fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n", "unix:"+socket),
-		More: "console:\n  sign_in: {per_address: 1000}\n"}
-	apis := []*e2e.API{e.startOpts(o)}
+	hosts := fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n", "unix:"+socket)
+	apis := []*e2e.API{e.startWith(hosts)}
 	if replicas == 2 {
-		apis = append(apis, e.startOpts(o))
+		apis = append(apis, e.startWith(hosts))
 	}
 	type user struct {
 		boxes   controlv1connect.BoxesClient

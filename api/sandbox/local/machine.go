@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
 	"github.com/cocoonbox/cocoonbox/internal/durable"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
@@ -36,8 +35,7 @@ type machine struct {
 	mu     sync.Mutex
 	state  sandbox.State
 	claims []sandbox.ClaimEntry
-	inject []egress.Injection // injectionsOf(claims), the proxy's snapshot
-	run    *running           // nil unless booted
+	run    *running // nil unless booted
 	booted time.Time
 }
 

@@ -5,7 +5,7 @@
 //
 //	cocoonbox-agent offload VERB [flags]
 //
-// Each verb prints exactly one JSON line on stdout, {"ok":true,...} or
+// Each verb but watch (a line per change, see watch.go) prints exactly one JSON line on stdout, {"ok":true,...} or
 // {"ok":false,"code":"usage|refused|failed|inbox","error":"..."}; stderr
 // carries progress for a person. Neither ever carries a secret. Exit
 // codes are the contract's, which win over guest/cli's table where they
@@ -53,6 +53,7 @@ JSON line on stdout; progress goes to stderr.
   post (--progress | --question | --back) [--repo K] < body
   env [--repo K] [--no-wait] [--json]                     the environment step's report
   event --repo K --cli C --hook NAME [payload] < payload  a CLI hook's report
+  watch                                                   a JSON line per session, then per change, until the inbox goes
   serve                                                   the inbox (cocoonbox-offload-inbox.service)
 
 Exit codes: 0 done; 1 failed, rolled back; 2 usage; 3 refused, nothing changed;

@@ -273,6 +273,8 @@ func dispatch(verb string, args []string) (map[string]any, error) {
 		return envVerb(paths, ib, args)
 	case "event":
 		return eventVerb(ib, args)
+	case "watch":
+		return watchVerb(paths, args)
 	case "serve":
 		f := newFlags(verb, "")
 		if help, err := f.parse(args, 0); help || err != nil {
@@ -280,7 +282,7 @@ func dispatch(verb string, args []string) (map[string]any, error) {
 		}
 		return nil, serve(paths)
 	}
-	return nil, usageErr("unknown verb %q (begin, send, read, status, end, wipe-secrets, restart, post, env, event, serve)", verb)
+	return nil, usageErr("unknown verb %q (begin, send, read, status, end, wipe-secrets, restart, post, env, event, watch, serve)", verb)
 }
 
 func checkAll(errs ...error) error {

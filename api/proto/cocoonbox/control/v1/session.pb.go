@@ -26,6 +26,220 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SessionEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// box: a box id or name; empty: the caller's first box.
+	Box           string `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEventsRequest) Reset() {
+	*x = SessionEventsRequest{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEventsRequest) ProtoMessage() {}
+
+func (x *SessionEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEventsRequest.ProtoReflect.Descriptor instead.
+func (*SessionEventsRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SessionEventsRequest) GetBox() string {
+	if x != nil {
+		return x.Box
+	}
+	return ""
+}
+
+// OffloadUpdate is one line of the box agent's watch: an outbox entry
+// (entry and seq set) or a status change (both unset). Never a body.
+type OffloadUpdate struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// repo: the repo key of the offload (Contract: Offload, repo key).
+	Repo string `protobuf:"bytes,1,opt,name=repo,proto3" json:"repo,omitempty"`
+	// name: the copy's name, /workspace/NAME.
+	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	// cli: claude or codex.
+	Cli       string `protobuf:"bytes,3,opt,name=cli,proto3" json:"cli,omitempty"`
+	OffloadId string `protobuf:"bytes,4,opt,name=offload_id,json=offloadId,proto3" json:"offload_id,omitempty"`
+	// entry: the outbox entry's kind (progress, question, back); empty for
+	// a status change.
+	Entry string `protobuf:"bytes,5,opt,name=entry,proto3" json:"entry,omitempty"`
+	// seq: the outbox entry's seq in the repo's outbox; unset for a
+	// status change.
+	Seq *int64 `protobuf:"varint,6,opt,name=seq,proto3,oneof" json:"seq,omitempty"`
+	// status: the session's status after the change (starting, working,
+	// idle, blocked, waiting_for_user, stopped).
+	Status        string `protobuf:"bytes,7,opt,name=status,proto3" json:"status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OffloadUpdate) Reset() {
+	*x = OffloadUpdate{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OffloadUpdate) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OffloadUpdate) ProtoMessage() {}
+
+func (x *OffloadUpdate) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OffloadUpdate.ProtoReflect.Descriptor instead.
+func (*OffloadUpdate) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *OffloadUpdate) GetRepo() string {
+	if x != nil {
+		return x.Repo
+	}
+	return ""
+}
+
+func (x *OffloadUpdate) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *OffloadUpdate) GetCli() string {
+	if x != nil {
+		return x.Cli
+	}
+	return ""
+}
+
+func (x *OffloadUpdate) GetOffloadId() string {
+	if x != nil {
+		return x.OffloadId
+	}
+	return ""
+}
+
+func (x *OffloadUpdate) GetEntry() string {
+	if x != nil {
+		return x.Entry
+	}
+	return ""
+}
+
+func (x *OffloadUpdate) GetSeq() int64 {
+	if x != nil && x.Seq != nil {
+		return *x.Seq
+	}
+	return 0
+}
+
+func (x *OffloadUpdate) GetStatus() string {
+	if x != nil {
+		return x.Status
+	}
+	return ""
+}
+
+type SessionEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*SessionEvent_Offload
+	Event         isSessionEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionEvent) Reset() {
+	*x = SessionEvent{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionEvent) ProtoMessage() {}
+
+func (x *SessionEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
+func (*SessionEvent) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SessionEvent) GetEvent() isSessionEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *SessionEvent) GetOffload() *OffloadUpdate {
+	if x != nil {
+		if x, ok := x.Event.(*SessionEvent_Offload); ok {
+			return x.Offload
+		}
+	}
+	return nil
+}
+
+type isSessionEvent_Event interface {
+	isSessionEvent_Event()
+}
+
+type SessionEvent_Offload struct {
+	Offload *OffloadUpdate `protobuf:"bytes,1,opt,name=offload,proto3,oneof"`
+}
+
+func (*SessionEvent_Offload) isSessionEvent_Event() {}
+
 type TerminalSize struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Rows          uint32                 `protobuf:"varint,1,opt,name=rows,proto3" json:"rows,omitempty"`
@@ -36,7 +250,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +262,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +275,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *TerminalSize) GetRows() uint32 {
@@ -95,7 +309,7 @@ type SessionExecStart struct {
 
 func (x *SessionExecStart) Reset() {
 	*x = SessionExecStart{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -107,7 +321,7 @@ func (x *SessionExecStart) String() string {
 func (*SessionExecStart) ProtoMessage() {}
 
 func (x *SessionExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -120,7 +334,7 @@ func (x *SessionExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecStart.ProtoReflect.Descriptor instead.
 func (*SessionExecStart) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *SessionExecStart) GetBox() string {
@@ -166,7 +380,7 @@ type SessionExecRequest struct {
 
 func (x *SessionExecRequest) Reset() {
 	*x = SessionExecRequest{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -178,7 +392,7 @@ func (x *SessionExecRequest) String() string {
 func (*SessionExecRequest) ProtoMessage() {}
 
 func (x *SessionExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -191,7 +405,7 @@ func (x *SessionExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecRequest.ProtoReflect.Descriptor instead.
 func (*SessionExecRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionExecRequest) GetMsg() isSessionExecRequest_Msg {
@@ -276,7 +490,7 @@ type SessionExitStatus struct {
 
 func (x *SessionExitStatus) Reset() {
 	*x = SessionExitStatus{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +502,7 @@ func (x *SessionExitStatus) String() string {
 func (*SessionExitStatus) ProtoMessage() {}
 
 func (x *SessionExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +515,7 @@ func (x *SessionExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExitStatus.ProtoReflect.Descriptor instead.
 func (*SessionExitStatus) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SessionExitStatus) GetCode() int32 {
@@ -333,7 +547,7 @@ type SessionExecResponse struct {
 
 func (x *SessionExecResponse) Reset() {
 	*x = SessionExecResponse{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -345,7 +559,7 @@ func (x *SessionExecResponse) String() string {
 func (*SessionExecResponse) ProtoMessage() {}
 
 func (x *SessionExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -358,7 +572,7 @@ func (x *SessionExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecResponse.ProtoReflect.Descriptor instead.
 func (*SessionExecResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionExecResponse) GetMsg() isSessionExecResponse_Msg {
@@ -436,7 +650,22 @@ var File_cocoonbox_control_v1_session_proto protoreflect.FileDescriptor
 
 const file_cocoonbox_control_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\"cocoonbox/control/v1/session.proto\x12\x14cocoonbox.control.v1\"6\n" +
+	"\"cocoonbox/control/v1/session.proto\x12\x14cocoonbox.control.v1\"(\n" +
+	"\x14SessionEventsRequest\x12\x10\n" +
+	"\x03box\x18\x01 \x01(\tR\x03box\"\xb5\x01\n" +
+	"\rOffloadUpdate\x12\x12\n" +
+	"\x04repo\x18\x01 \x01(\tR\x04repo\x12\x12\n" +
+	"\x04name\x18\x02 \x01(\tR\x04name\x12\x10\n" +
+	"\x03cli\x18\x03 \x01(\tR\x03cli\x12\x1d\n" +
+	"\n" +
+	"offload_id\x18\x04 \x01(\tR\toffloadId\x12\x14\n" +
+	"\x05entry\x18\x05 \x01(\tR\x05entry\x12\x15\n" +
+	"\x03seq\x18\x06 \x01(\x03H\x00R\x03seq\x88\x01\x01\x12\x16\n" +
+	"\x06status\x18\a \x01(\tR\x06statusB\x06\n" +
+	"\x04_seq\"X\n" +
+	"\fSessionEvent\x12?\n" +
+	"\aoffload\x18\x01 \x01(\v2#.cocoonbox.control.v1.OffloadUpdateH\x00R\aoffloadB\a\n" +
+	"\x05event\"6\n" +
 	"\fTerminalSize\x12\x12\n" +
 	"\x04rows\x18\x01 \x01(\rR\x04rows\x12\x12\n" +
 	"\x04cols\x18\x02 \x01(\rR\x04cols\"\x88\x01\n" +
@@ -459,9 +688,10 @@ const file_cocoonbox_control_v1_session_proto_rawDesc = "" +
 	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12=\n" +
 	"\x04exit\x18\x04 \x01(\v2'.cocoonbox.control.v1.SessionExitStatusH\x00R\x04exitB\x05\n" +
-	"\x03msg2l\n" +
+	"\x03msg2\xca\x01\n" +
 	"\aSession\x12a\n" +
-	"\x04Exec\x12(.cocoonbox.control.v1.SessionExecRequest\x1a).cocoonbox.control.v1.SessionExecResponse\"\x00(\x010\x01BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
+	"\x04Exec\x12(.cocoonbox.control.v1.SessionExecRequest\x1a).cocoonbox.control.v1.SessionExecResponse\"\x00(\x010\x01\x12\\\n" +
+	"\x06Events\x12*.cocoonbox.control.v1.SessionEventsRequest\x1a\".cocoonbox.control.v1.SessionEvent\"\x000\x01BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
 
 var (
 	file_cocoonbox_control_v1_session_proto_rawDescOnce sync.Once
@@ -475,26 +705,32 @@ func file_cocoonbox_control_v1_session_proto_rawDescGZIP() []byte {
 	return file_cocoonbox_control_v1_session_proto_rawDescData
 }
 
-var file_cocoonbox_control_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 5)
+var file_cocoonbox_control_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_cocoonbox_control_v1_session_proto_goTypes = []any{
-	(*TerminalSize)(nil),        // 0: cocoonbox.control.v1.TerminalSize
-	(*SessionExecStart)(nil),    // 1: cocoonbox.control.v1.SessionExecStart
-	(*SessionExecRequest)(nil),  // 2: cocoonbox.control.v1.SessionExecRequest
-	(*SessionExitStatus)(nil),   // 3: cocoonbox.control.v1.SessionExitStatus
-	(*SessionExecResponse)(nil), // 4: cocoonbox.control.v1.SessionExecResponse
+	(*SessionEventsRequest)(nil), // 0: cocoonbox.control.v1.SessionEventsRequest
+	(*OffloadUpdate)(nil),        // 1: cocoonbox.control.v1.OffloadUpdate
+	(*SessionEvent)(nil),         // 2: cocoonbox.control.v1.SessionEvent
+	(*TerminalSize)(nil),         // 3: cocoonbox.control.v1.TerminalSize
+	(*SessionExecStart)(nil),     // 4: cocoonbox.control.v1.SessionExecStart
+	(*SessionExecRequest)(nil),   // 5: cocoonbox.control.v1.SessionExecRequest
+	(*SessionExitStatus)(nil),    // 6: cocoonbox.control.v1.SessionExitStatus
+	(*SessionExecResponse)(nil),  // 7: cocoonbox.control.v1.SessionExecResponse
 }
 var file_cocoonbox_control_v1_session_proto_depIdxs = []int32{
-	0, // 0: cocoonbox.control.v1.SessionExecStart.tty:type_name -> cocoonbox.control.v1.TerminalSize
-	1, // 1: cocoonbox.control.v1.SessionExecRequest.start:type_name -> cocoonbox.control.v1.SessionExecStart
-	0, // 2: cocoonbox.control.v1.SessionExecRequest.resize:type_name -> cocoonbox.control.v1.TerminalSize
-	3, // 3: cocoonbox.control.v1.SessionExecResponse.exit:type_name -> cocoonbox.control.v1.SessionExitStatus
-	2, // 4: cocoonbox.control.v1.Session.Exec:input_type -> cocoonbox.control.v1.SessionExecRequest
-	4, // 5: cocoonbox.control.v1.Session.Exec:output_type -> cocoonbox.control.v1.SessionExecResponse
-	5, // [5:6] is the sub-list for method output_type
-	4, // [4:5] is the sub-list for method input_type
-	4, // [4:4] is the sub-list for extension type_name
-	4, // [4:4] is the sub-list for extension extendee
-	0, // [0:4] is the sub-list for field type_name
+	1, // 0: cocoonbox.control.v1.SessionEvent.offload:type_name -> cocoonbox.control.v1.OffloadUpdate
+	3, // 1: cocoonbox.control.v1.SessionExecStart.tty:type_name -> cocoonbox.control.v1.TerminalSize
+	4, // 2: cocoonbox.control.v1.SessionExecRequest.start:type_name -> cocoonbox.control.v1.SessionExecStart
+	3, // 3: cocoonbox.control.v1.SessionExecRequest.resize:type_name -> cocoonbox.control.v1.TerminalSize
+	6, // 4: cocoonbox.control.v1.SessionExecResponse.exit:type_name -> cocoonbox.control.v1.SessionExitStatus
+	5, // 5: cocoonbox.control.v1.Session.Exec:input_type -> cocoonbox.control.v1.SessionExecRequest
+	0, // 6: cocoonbox.control.v1.Session.Events:input_type -> cocoonbox.control.v1.SessionEventsRequest
+	7, // 7: cocoonbox.control.v1.Session.Exec:output_type -> cocoonbox.control.v1.SessionExecResponse
+	2, // 8: cocoonbox.control.v1.Session.Events:output_type -> cocoonbox.control.v1.SessionEvent
+	7, // [7:9] is the sub-list for method output_type
+	5, // [5:7] is the sub-list for method input_type
+	5, // [5:5] is the sub-list for extension type_name
+	5, // [5:5] is the sub-list for extension extendee
+	0, // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_cocoonbox_control_v1_session_proto_init() }
@@ -502,13 +738,17 @@ func file_cocoonbox_control_v1_session_proto_init() {
 	if File_cocoonbox_control_v1_session_proto != nil {
 		return
 	}
+	file_cocoonbox_control_v1_session_proto_msgTypes[1].OneofWrappers = []any{}
 	file_cocoonbox_control_v1_session_proto_msgTypes[2].OneofWrappers = []any{
+		(*SessionEvent_Offload)(nil),
+	}
+	file_cocoonbox_control_v1_session_proto_msgTypes[5].OneofWrappers = []any{
 		(*SessionExecRequest_Start)(nil),
 		(*SessionExecRequest_Stdin)(nil),
 		(*SessionExecRequest_StdinEof)(nil),
 		(*SessionExecRequest_Resize)(nil),
 	}
-	file_cocoonbox_control_v1_session_proto_msgTypes[4].OneofWrappers = []any{
+	file_cocoonbox_control_v1_session_proto_msgTypes[7].OneofWrappers = []any{
 		(*SessionExecResponse_Started)(nil),
 		(*SessionExecResponse_Stdout)(nil),
 		(*SessionExecResponse_Stderr)(nil),
@@ -520,7 +760,7 @@ func file_cocoonbox_control_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_control_v1_session_proto_rawDesc), len(file_cocoonbox_control_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   5,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -40,6 +40,8 @@ const (
 const (
 	// SessionExecProcedure is the fully-qualified name of the Session's Exec RPC.
 	SessionExecProcedure = "/cocoonbox.control.v1.Session/Exec"
+	// SessionEventsProcedure is the fully-qualified name of the Session's Events RPC.
+	SessionEventsProcedure = "/cocoonbox.control.v1.Session/Events"
 )
 
 // SessionClient is a client for the cocoonbox.control.v1.Session service.
@@ -53,6 +55,16 @@ type SessionClient interface {
 	// applies; the stream stays open while the command runs, however long it
 	// prints nothing.
 	Exec(context.Context) *connect.BidiStreamForClient[v1.SessionExecRequest, v1.SessionExecResponse]
+	// Events streams a running box's offload updates (Contract: Offload,
+	// "Event."): first the current status of every offload session of the
+	// box, then an update per outbox entry and per status change, from the
+	// box agent's watch, until the call ends. Owner only, as Exec:
+	// NOT_FOUND for a box that is not the caller's, FAILED_PRECONDITION for
+	// one not running; it never ends OK: CANCELED when it is ended
+	// (UNAUTHENTICATED when its token was revoked), UNAVAILABLE when the
+	// box's watch ended (the box stopped or its inbox restarted: call
+	// again). Never a body: read it with `cocoonbox offload` (the outbox).
+	Events(context.Context, *connect.Request[v1.SessionEventsRequest]) (*connect.ServerStreamForClient[v1.SessionEvent], error)
 }
 
 // NewSessionClient constructs a client for the cocoonbox.control.v1.Session service. By default, it
@@ -72,17 +84,29 @@ func NewSessionClient(httpClient connect.HTTPClient, baseURL string, opts ...con
 			connect.WithSchema(sessionMethods.ByName("Exec")),
 			connect.WithClientOptions(opts...),
 		),
+		events: connect.NewClient[v1.SessionEventsRequest, v1.SessionEvent](
+			httpClient,
+			baseURL+SessionEventsProcedure,
+			connect.WithSchema(sessionMethods.ByName("Events")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // sessionClient implements SessionClient.
 type sessionClient struct {
-	exec *connect.Client[v1.SessionExecRequest, v1.SessionExecResponse]
+	exec   *connect.Client[v1.SessionExecRequest, v1.SessionExecResponse]
+	events *connect.Client[v1.SessionEventsRequest, v1.SessionEvent]
 }
 
 // Exec calls cocoonbox.control.v1.Session.Exec.
 func (c *sessionClient) Exec(ctx context.Context) *connect.BidiStreamForClient[v1.SessionExecRequest, v1.SessionExecResponse] {
 	return c.exec.CallBidiStream(ctx)
+}
+
+// Events calls cocoonbox.control.v1.Session.Events.
+func (c *sessionClient) Events(ctx context.Context, req *connect.Request[v1.SessionEventsRequest]) (*connect.ServerStreamForClient[v1.SessionEvent], error) {
+	return c.events.CallServerStream(ctx, req)
 }
 
 // SessionHandler is an implementation of the cocoonbox.control.v1.Session service.
@@ -96,6 +120,16 @@ type SessionHandler interface {
 	// applies; the stream stays open while the command runs, however long it
 	// prints nothing.
 	Exec(context.Context, *connect.BidiStream[v1.SessionExecRequest, v1.SessionExecResponse]) error
+	// Events streams a running box's offload updates (Contract: Offload,
+	// "Event."): first the current status of every offload session of the
+	// box, then an update per outbox entry and per status change, from the
+	// box agent's watch, until the call ends. Owner only, as Exec:
+	// NOT_FOUND for a box that is not the caller's, FAILED_PRECONDITION for
+	// one not running; it never ends OK: CANCELED when it is ended
+	// (UNAUTHENTICATED when its token was revoked), UNAVAILABLE when the
+	// box's watch ended (the box stopped or its inbox restarted: call
+	// again). Never a body: read it with `cocoonbox offload` (the outbox).
+	Events(context.Context, *connect.Request[v1.SessionEventsRequest], *connect.ServerStream[v1.SessionEvent]) error
 }
 
 // NewSessionHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -111,10 +145,18 @@ func NewSessionHandler(svc SessionHandler, opts ...connect.HandlerOption) (strin
 		connect.WithSchema(sessionMethods.ByName("Exec")),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionEventsHandler := connect.NewServerStreamHandler(
+		SessionEventsProcedure,
+		svc.Events,
+		connect.WithSchema(sessionMethods.ByName("Events")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cocoonbox.control.v1.Session/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SessionExecProcedure:
 			sessionExecHandler.ServeHTTP(w, r)
+		case SessionEventsProcedure:
+			sessionEventsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -126,4 +168,8 @@ type UnimplementedSessionHandler struct{}
 
 func (UnimplementedSessionHandler) Exec(context.Context, *connect.BidiStream[v1.SessionExecRequest, v1.SessionExecResponse]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Session.Exec is not implemented"))
+}
+
+func (UnimplementedSessionHandler) Events(context.Context, *connect.Request[v1.SessionEventsRequest], *connect.ServerStream[v1.SessionEvent]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Session.Events is not implemented"))
 }
