@@ -36,23 +36,30 @@ type plan func(ctx context.Context, tx pgx.Tx, l limits, b *Box) (*Box, *Operati
 // begin runs one mutating call: under the user's row lock (every api
 // takes it, so a user's calls are checked one at a time), a request id
 // seen before answers its first operation, else plan decides; after the
-// commit, a runner starts the operation.
+// commit, a runner starts the operation the call inserted (one it joined
+// has its runner). A call when this api's queue is full is ErrLimit
+// before anything is read.
 func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, p plan) (*Box, *Operation, error) {
 	if err := checkRequestID(c.RequestID); err != nil {
 		return nil, nil, err
 	}
+	if err := s.reserve(); err != nil {
+		return nil, nil, err
+	}
+	started := false
+	defer func() {
+		if !started {
+			s.release()
+		}
+	}()
 	tx, err := s.pool.Begin(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	defer tx.Rollback(ctx)
-	var l limits
-	err = tx.QueryRow(ctx, "SELECT max_boxes, max_running FROM users WHERE id = $1 FOR UPDATE", c.UserID).Scan(&l.maxBoxes, &l.maxRunning)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return nil, nil, fmt.Errorf("user %s: %w", c.UserID, ErrNotFound)
-	}
+	l, err := lockUser(ctx, tx, c.UserID)
 	if err != nil {
-		return nil, nil, fmt.Errorf("%s: lock the user: %w", kind, err)
+		return nil, nil, fmt.Errorf("%s: %w", kind, err)
 	}
 	if first, err := findOp(ctx, tx, "user_id = $1 AND request_id = $2", c.UserID, c.RequestID); err != nil || first != nil {
 		if err != nil {
@@ -93,10 +100,30 @@ func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, 
 		}
 		return nil, nil, fmt.Errorf("%s: commit: %w", kind, err)
 	}
-	if op != nil {
+	if op != nil && op.fresh {
+		started = true
 		s.start(op, false)
 	}
 	return b, op, nil
+}
+
+// lockUser takes the user's row lock for tx, so a user's calls are
+// checked one at a time, and answers their limits. FOR NO KEY UPDATE,
+// not FOR UPDATE: every row that names the user (an event, an operation,
+// a box) takes a key-share lock on it for its foreign key, which FOR
+// UPDATE blocks; a runner's transaction holding the event lock then waited
+// for a call holding the user, which waited for the event lock: deadlock
+// (one user's 50 creates and deletes met it).
+func lockUser(ctx context.Context, tx pgx.Tx, userID string) (limits, error) {
+	var l limits
+	err := tx.QueryRow(ctx, "SELECT max_boxes, max_running FROM users WHERE id = $1 FOR NO KEY UPDATE", userID).Scan(&l.maxBoxes, &l.maxRunning)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return l, fmt.Errorf("user %s: %w", userID, ErrNotFound)
+	}
+	if err != nil {
+		return l, fmt.Errorf("lock the user: %w", err)
+	}
+	return l, nil
 }
 
 // newOp inserts an operation of kind on b in phase and puts b in state

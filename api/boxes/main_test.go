@@ -87,9 +87,17 @@ type env struct {
 
 func newEnv(t testing.TB) *env {
 	t.Helper()
+	return newEnvWith(t, func(*Config) {})
+}
+
+// newEnvWith is newEnv with the service's Config as set changes it.
+func newEnvWith(t testing.TB, set func(*Config)) *env {
+	t.Helper()
 	db := dbtest.New(t, users.Schema, Schema)
-	s, err := New(context.Background(), Config{Pool: db.Pool, URL: db.URL, Hosts: map[string]sandbox.Supervisor{"local": sup},
-		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	cfg := Config{Pool: db.Pool, URL: db.URL, Hosts: map[string]sandbox.Supervisor{"local": sup},
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}
+	set(&cfg)
+	s, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,22 @@ const identityWriter = "/usr/local/lib/cocoonbox/identity"
 
 var machineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
+// writeIdentity is what provision runs in the box (sh -c, $1 the
+// hostname): the identity written from stdin, then a wait of up to 10 s
+// for the guest's hostname helper to follow it (the kernel hostname, then
+// its marked /etc/hosts line, its last step), so a box answered running
+// has its hostname: a script's next rsh sees the name, not the machine id.
+// Then /etc/machine-id, read back. A wake's hostname is the box's already:
+// no wait.
+const writeIdentity = identityWriter + ` write || exit
+i=0
+until read -r h < /proc/sys/kernel/hostname && [ "$h" = "$1" ] && grep -qF "$(printf '\t%s\t# cocoonbox-hostname' "$1")" /etc/hosts; do
+	i=$((i+1))
+	if [ "$i" -ge 1000 ]; then echo "the hostname did not follow the identity within 10 s: it is $h, not $1" >&2; exit 1; fi
+	sleep 0.01
+done
+cat /etc/machine-id`
+
 // Record is the box's identity record with a new wake id (Contract: Box
 // identity): box_id, a random wake_id, the box's ed25519 public key and
 // its key_id, and the name.
@@ -37,8 +53,8 @@ func (b *Box) Record() *identity.Identity {
 // a new /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path
 // restarts journald under it) and the claim env entries again (a boot had
 // them before it), then the identity through the guest's `identity write`
-// (the hostname follows from its name), reading back /etc/machine-id; then
-// the box is running.
+// and a wait for the hostname to follow its name (writeIdentity), reading
+// back /etc/machine-id; then the box is running.
 func (r *run) provision(ctx context.Context, wake bool) error {
 	rec := r.b.Record()
 	if wake {
@@ -52,7 +68,11 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 			return fmt.Errorf("claim env: %w", err)
 		}
 	}
-	out, err := ExecIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", identityWriter+` write && cat /etc/machine-id`)
+	host, err := rec.Hostname()
+	if err != nil {
+		return fmt.Errorf("identity: %w", err)
+	}
+	out, err := ExecIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", writeIdentity, "sh", host)
 	if err != nil {
 		return fmt.Errorf("identity write: %w", err)
 	}

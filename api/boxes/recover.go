@@ -86,6 +86,7 @@ func (s *Service) adoptRunner(ctx context.Context, runner string) {
 	rows.Close()
 	for _, op := range ops {
 		s.log.Info("boxes: recovery: adopting an operation of a dead api", "operation", op.ID, "kind", op.Kind, "phase", op.Phase, "dead_runner", runner)
+		s.pending.Add(1) // past max_queued: it is under way already
 		s.start(op, true)
 	}
 }

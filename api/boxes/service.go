@@ -25,6 +25,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -51,13 +52,29 @@ type Config struct {
 	// whose boxes get them (0: DefaultInterceptFrom).
 	Keys          Keys
 	InterceptFrom int
-	Log           *slog.Logger
+	// MaxOperations bounds the operations this api runs at once (api.yaml's
+	// boxes.max_operations; 0 is DefaultMaxOperations): each holds one
+	// connection of a pool of that size, opened beside Pool, so calls and
+	// reads on Pool never wait behind operations. MaxQueued bounds those
+	// waiting for a turn (boxes.max_queued; 0 is
+	// DefaultMaxQueued): a call past it is ErrLimit. Adopted operations
+	// queue past it.
+	MaxOperations, MaxQueued int
+	Log                      *slog.Logger
 }
+
+// The defaults of Config's bounds (api.yaml's boxes.max_operations and
+// boxes.max_queued).
+const (
+	DefaultMaxOperations = 4
+	DefaultMaxQueued     = 256
+)
 
 // Service is the boxes of every user of one database. Its methods are safe
 // for concurrent use.
 type Service struct {
 	pool     *pgxpool.Pool
+	ops      *pgxpool.Pool // the operations' own connections, one each
 	hosts    map[string]sandbox.Supervisor
 	names    []string // host names, sorted
 	instance string   // this api's runner id (api- and 16 hex)
@@ -69,6 +86,13 @@ type Service struct {
 	keys          Keys
 	interceptFrom int
 	keyLocks      sync.Map
+
+	// slots holds a token per operation in flight (cap: MaxOperations);
+	// pending counts this api's operations queued or in flight, at most
+	// maxPending (MaxOperations + MaxQueued) for new calls.
+	slots      chan struct{}
+	pending    atomic.Int64
+	maxPending int64
 
 	ctx  context.Context // ends at Close: runners stop and leave their operation to recovery
 	stop context.CancelFunc
@@ -91,34 +115,53 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.InterceptFrom == 0 {
 		cfg.InterceptFrom = DefaultInterceptFrom
 	}
+	if cfg.MaxOperations == 0 {
+		cfg.MaxOperations = DefaultMaxOperations
+	}
+	if cfg.MaxQueued == 0 {
+		cfg.MaxQueued = DefaultMaxQueued
+	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
-		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom}
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom,
+		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued)}
+	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings
+	pc.MaxConns, pc.MinConns = int32(cfg.MaxOperations), 0
+	ops, err := pgxpool.NewWithConfig(ctx, pc)
+	if err != nil {
+		return nil, fmt.Errorf("boxes: the operations' pool: %w", err)
+	}
 	conn, err := pgx.Connect(ctx, cfg.URL)
 	if err != nil {
+		ops.Close()
 		return nil, fmt.Errorf("boxes: connect for the instance lock: %w", err)
 	}
 	if _, err := conn.Exec(ctx, "SELECT pg_advisory_lock($1)", lockKey("instance", s.instance)); err != nil {
 		conn.Close(ctx)
+		ops.Close()
 		return nil, fmt.Errorf("boxes: instance lock: %w", err)
 	}
-	s.lockConn = conn
+	s.ops, s.lockConn = ops, conn
 	s.ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	if s.events, err = listen(s.ctx, cfg.URL, cfg.Log); err != nil {
 		conn.Close(ctx)
+		ops.Close()
 		return nil, err
 	}
-	s.log.Info("boxes: recovery at start, then every recover_every", "recover_every", s.every.String(), "hosts", s.names)
+	s.log.Info("boxes: recovery at start, then every recover_every", "recover_every", s.every.String(), "hosts", s.names,
+		"max_operations", cfg.MaxOperations, "max_queued", cfg.MaxQueued)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.recoverLoop() }()
 	return s, nil
 }
 
-// Close stops the runners (an operation they leave unfinished is adopted
-// by the next api's recovery), the LISTEN and the instance lock.
+// Close stops the runners (an operation they leave unfinished, queued or
+// mid-step, stays under way for the next api's recovery), the LISTEN, the
+// operations' pool and the instance lock.
 func (s *Service) Close() {
 	s.stop()
 	s.wg.Wait()
 	s.events.wait()
+	s.ops.Close()
 	s.lockConn.Close(context.Background())
 }
 

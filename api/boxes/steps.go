@@ -29,7 +29,7 @@ func (r *run) converge(ctx context.Context) error {
 func (r *run) toRunning(ctx context.Context) error {
 	m, err := r.sup.Get(ctx, r.b.ID)
 	if errors.Is(err, sandbox.ErrNotFound) && r.b.Incarnation == 0 {
-		if err := r.s.syncCap(ctx, r.sup, r.b.UserID); err != nil {
+		if err := r.syncCap(ctx); err != nil {
 			return err
 		}
 		spec := sandbox.Spec{ID: r.b.ID, Tenant: r.b.UserID, Image: r.b.Image}
@@ -81,7 +81,7 @@ func (r *run) remove(ctx context.Context) error {
 	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return fmt.Errorf("delete machine: %w", supervisorError(err))
 	}
-	return pgx.BeginFunc(ctx, r.s.pool, func(tx pgx.Tx) error {
+	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM boxes WHERE id = $1", r.b.ID); err != nil {
 			return err
 		}
@@ -210,21 +210,21 @@ func (r *run) delete(ctx context.Context) error {
 			r.s.log.Warn("boxes: an older kept save stays behind", "save", older, "err", err)
 		}
 	}
-	if err := r.s.syncCap(ctx, r.sup, r.b.UserID); err != nil {
+	if err := r.syncCap(ctx); err != nil {
 		r.s.log.Warn("boxes: tenant cap not lowered", "user", r.b.UserID, "err", err)
 	}
 	r.b = nil
 	return nil
 }
 
-// syncCap sets the user's tenant cap on sup: max_boxes + 1 (the Rebase
-// overlap; Contract: Agent boxes and the user's limits).
-func (s *Service) syncCap(ctx context.Context, sup sandbox.Supervisor, userID string) error {
+// syncCap sets the user's tenant cap on the box's supervisor: max_boxes +
+// 1 (the Rebase overlap; Contract: Agent boxes and the user's limits).
+func (r *run) syncCap(ctx context.Context) error {
 	var maxBoxes int
-	if err := s.pool.QueryRow(ctx, "SELECT max_boxes FROM users WHERE id = $1", userID).Scan(&maxBoxes); err != nil {
+	if err := r.db.QueryRow(ctx, "SELECT max_boxes FROM users WHERE id = $1", r.b.UserID).Scan(&maxBoxes); err != nil {
 		return fmt.Errorf("read max_boxes: %w", err)
 	}
-	if err := sup.SetTenantCap(ctx, userID, maxBoxes+1); err != nil {
+	if err := r.sup.SetTenantCap(ctx, r.b.UserID, maxBoxes+1); err != nil {
 		return fmt.Errorf("tenant cap: %w", supervisorError(err))
 	}
 	return nil

@@ -76,6 +76,8 @@ type Box struct {
 type Operation struct {
 	ID, BoxID, UserID, Kind, Phase, Error, RequestID string
 	runner, image, restoreSave                       string
+	// fresh: inserted by this call (begin starts its runner), not found.
+	fresh bool
 	// TotalBytes is the save's size in bytes, in and after phase saving.
 	TotalBytes int64
 	Started    time.Time
@@ -184,6 +186,7 @@ func insertOp(ctx context.Context, tx pgx.Tx, o *Operation) error {
 	if err != nil {
 		return fmt.Errorf("insert operation: %w", err)
 	}
+	o.fresh = true
 	return nil
 }
 

@@ -25,8 +25,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
+	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -83,6 +85,16 @@ type Boxes struct {
 	// also looks once at start). Shorter finds a dead replica's work sooner
 	// at the cost of one query per host each pass.
 	RecoverEvery time.Duration `yaml:"recover_every"`
+	// MaxOperations bounds the operations this api runs at once (1 to 256;
+	// default 4): each holds a database connection of its own (a pool
+	// beside database.max_conns) for its box's lock, and the rest wait
+	// their turn in a queue, so calls, sign-in and /healthz never wait
+	// behind them.
+	MaxOperations int `yaml:"max_operations"`
+	// MaxQueued bounds the operations waiting for a turn (1 to 100000;
+	// default 256): a call that would begin one more is refused
+	// RESOURCE_EXHAUSTED. Recovery's adopted operations queue past it.
+	MaxQueued int `yaml:"max_queued"`
 }
 
 // Sandbox says where the boxes run (Contract: Boxes (api) ↔ sandboxd):
@@ -121,14 +133,34 @@ type Local struct {
 	Egress  LocalEgress `yaml:"egress"`
 }
 
-// LocalEgress are the local supervisor's egress proxy settings
-// (docs/boxes.md, Egress).
+// LocalEgress are the local supervisor's egress proxy settings for tests
+// and the demo (docs/boxes.md, "The local supervisor"; both logged at start as a
+// warning).
 type LocalEgress struct {
+	// Resolve sends a host name (lower-case, as a key's host) to an IP
+	// address instead of DNS, for a box whose key lists that host only
+	// (any other CONNECT to it resolves as usual); the address is
+	// admitted even when it is not public, for that dial alone.
+	Resolve map[string]string `yaml:"resolve"`
+	// UpstreamCAFile, an absolute path, is the PEM file of the only roots
+	// an intercepted host's upstream is verified against (the system
+	// roots when empty).
+	UpstreamCAFile string `yaml:"upstream_ca_file"`
 	// Admit are networks (CIDR) the proxy reaches although they are not
 	// public, e.g. an internal apt mirror on 10.x (egress.ParseAdmit's
 	// rules; each logged at start as a warning). The host's own
 	// addresses stay refused.
 	Admit []string `yaml:"admit"`
+}
+
+// ResolveAddrs is Resolve with its addresses parsed (Check has judged
+// them).
+func (e LocalEgress) ResolveAddrs() map[string]netip.Addr {
+	out := map[string]netip.Addr{}
+	for h, a := range e.Resolve {
+		out[h] = netip.MustParseAddr(a)
+	}
+	return out
 }
 
 // AdmitPrefixes is Egress.Admit parsed; call it on a validated Config.
@@ -194,7 +226,7 @@ func Default() Config {
 			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Egress: LocalEgress{Admit: []string{}}}},
-		Boxes: Boxes{RecoverEvery: 15 * time.Second},
+		Boxes: Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 	}
 }
 
@@ -416,6 +448,12 @@ func (c *Config) Validate() error {
 	if r := c.Boxes.RecoverEvery; r < time.Second || r > time.Hour {
 		return fmt.Errorf("boxes.recover_every: %s is not 1s..1h", r)
 	}
+	if n := c.Boxes.MaxOperations; n < 1 || n > 256 {
+		return fmt.Errorf("boxes.max_operations: %d is not 1..256", n)
+	}
+	if n := c.Boxes.MaxQueued; n < 1 || n > 100000 {
+		return fmt.Errorf("boxes.max_queued: %d is not 1..100000", n)
+	}
 	return c.Sandbox.validate()
 }
 
@@ -459,6 +497,17 @@ func (s *Sandbox) validate() error {
 	}
 	if p, err := netip.ParsePrefix(s.Local.Gateway); err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
 		return fmt.Errorf("sandbox.local.gateway: %q is not an IPv4 address with a prefix of 8 to 24 bits (e.g. 10.203.0.1/16)", s.Local.Gateway)
+	}
+	for h, a := range s.Local.Egress.Resolve {
+		if !vault.ValidHost(h) || h != strings.ToLower(h) {
+			return fmt.Errorf("sandbox.local.egress.resolve: %q is not a lower-case DNS host name (a key's host)", h)
+		}
+		if _, err := netip.ParseAddr(a); err != nil {
+			return fmt.Errorf("sandbox.local.egress.resolve.%s: %q is not an IP address", h, a)
+		}
+	}
+	if f := s.Local.Egress.UpstreamCAFile; f != "" && !filepath.IsAbs(f) {
+		return fmt.Errorf("sandbox.local.egress.upstream_ca_file: %q is not an absolute path", f)
 	}
 	if _, err := egress.ParseAdmit(s.Local.Egress.Admit); err != nil {
 		return fmt.Errorf("sandbox.local.egress.admit: %w", err)
@@ -530,20 +579,10 @@ func (o *OAuth) validate() error {
 	}
 	switch {
 	case u.Scheme == "https":
-	case u.Scheme == "http" && loopbackHost(u.Hostname()):
+	case u.Scheme == "http" && oauth.LoopbackHost(u.Hostname()):
 	default:
 		return fmt.Errorf("oauth.public_url: %q is neither https nor http on a loopback host (tokens would cross the network readable)", o.PublicURL)
 	}
 	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
 	return nil
-}
-
-// loopbackHost says whether host (no port, no brackets) is localhost or a
-// loopback address.
-func loopbackHost(host string) bool {
-	if host == "localhost" {
-		return true
-	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
 }

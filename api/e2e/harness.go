@@ -76,6 +76,8 @@ type Options struct {
 	// Sandbox, when set, is api.yaml's sandbox mapping as YAML text
 	// ("sandbox:\n  hosts: {...}\n"); empty keeps the defaults.
 	Sandbox string
+	// MaxConns, when set, is database.max_conns.
+	MaxConns int
 	// More is more of api.yaml as YAML text, for the sections the
 	// defaults do not fit ("console:\n  sign_in: {per_user: 1000}\n").
 	More string
@@ -93,8 +95,14 @@ func Start(ctx context.Context, bin string, o Options) (*API, error) {
 	}
 	a := &API{URL: "http://" + port, StateDir: o.StateDir, bin: bin, log: &syncbuf.Buffer{}, exited: make(chan struct{})}
 	yaml := fmt.Sprintf("listen: %s\nstate_dir: %s\n", port, o.StateDir)
+	if o.DatabaseURL != "" || o.MaxConns != 0 {
+		yaml += "database:\n"
+	}
 	if o.DatabaseURL != "" {
-		yaml += fmt.Sprintf("database:\n  url: %q\n", o.DatabaseURL)
+		yaml += fmt.Sprintf("  url: %q\n", o.DatabaseURL)
+	}
+	if o.MaxConns != 0 {
+		yaml += fmt.Sprintf("  max_conns: %d\n", o.MaxConns)
 	}
 	yaml += o.Sandbox + o.More
 	a.Config = filepath.Join(o.StateDir, "api.yaml")

@@ -23,10 +23,12 @@ const principalKey = "cocoonbox.principal"
 // the personal token or a device token, a cbit_ token refused before any
 // lookup (tokens.Index.Check). A bad or missing token is 401 with the
 // middleware's one-line body, and WWW-Authenticate: Bearer with
-// resource_metadata when Deps.ResourceMetadata is set. The token's user is the session's user, so
-// the sdk refuses a session id under another user's token (403).
+// resource_metadata when Deps.ResourceMetadata is set. The token's user is
+// the session's user, so the sdk refuses a session id under another
+// user's token (403).
 //
-// Contract: Browser sign-in and device tokens; Control MCP.
+// Contract: Browser sign-in and device tokens; Control MCP; OAuth for
+// agents (Discovery).
 func (h *Handler) requireBearer(next http.Handler) http.Handler {
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		p, err := h.deps.Tokens.Check(token)

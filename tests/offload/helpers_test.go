@@ -38,7 +38,6 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 // The helpers the offload tests share (internal/offloadtest).
 var (
 	git      = offloadtest.Git
-	tarOf    = offloadtest.TarOf
 	handover = offloadtest.Handover
 )
 

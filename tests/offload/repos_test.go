@@ -39,6 +39,9 @@ func TestCorpusInTheBox(t *testing.T) {
 	b := boot(t, box.Options{})
 	installStandin(t, b)
 	for i, shape := range repocorpus.Shapes() {
+		if shape.Outcome != repocorpus.Back {
+			continue // the host refuses it before begin: the box never sees it
+		}
 		t.Run(shape.Name, func(t *testing.T) {
 			top := shape.Make(t)
 			key, name := fmt.Sprintf("corpus%d", i), "c-"+shape.Name

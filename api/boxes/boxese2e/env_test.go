@@ -55,7 +55,15 @@ func (e *env) start() *e2e.API {
 // test ends.
 func (e *env) startWith(sandbox string) *e2e.API {
 	e.t.Helper()
-	a, err := e2e.Start(e.ctx, bins.API, e2e.Options{StateDir: e.t.TempDir(), DatabaseURL: e.db.URL, Sandbox: sandbox})
+	return e.startOpts(e2e.Options{Sandbox: sandbox})
+}
+
+// startOpts is startWith with more of api.yaml (o's state directory and
+// database are the test's).
+func (e *env) startOpts(o e2e.Options) *e2e.API {
+	e.t.Helper()
+	o.StateDir, o.DatabaseURL = e.t.TempDir(), e.db.URL
+	a, err := e2e.Start(e.ctx, bins.API, o)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -22,8 +22,11 @@ import (
 )
 
 var (
-	bins     e2e.Binaries
-	root     = "/var/tmp/cocoonbox-boxese2e"
+	bins e2e.Binaries
+	// root is this run's own: two runs at once (two work trees on one
+	// host) must not remove each other's binaries and daemon socket; their
+	// daemons take turns on the bridge.
+	root     = fmt.Sprintf("/var/tmp/cocoonbox-boxese2e-%d", os.Getpid())
 	socket   = filepath.Join(root, "sandboxd.sock")
 	sandboxd *wire.Client
 	v1       = "cbdesk:v1-base"

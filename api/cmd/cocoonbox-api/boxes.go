@@ -54,7 +54,8 @@ func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, keys bo
 	if err != nil {
 		return nil, nil, err
 	}
-	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery, Keys: keys, Log: log})
+	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, Log: log})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err
@@ -76,7 +77,8 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		n.Bridge, n.Gateway = c.Local.Bridge, netip.MustParsePrefix(c.Local.Gateway)
 		wait, cancel := context.WithTimeout(ctx, bridgeWait)
 		defer cancel()
-		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log})
+		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log,
+			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile})
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}

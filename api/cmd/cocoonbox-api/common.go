@@ -14,6 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/signin"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -21,7 +22,7 @@ import (
 )
 
 // schemas are every package's migrations, in the order their tables refer to each other.
-var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema}
+var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema}
 
 // common are the flags every command but version takes.
 type common struct {

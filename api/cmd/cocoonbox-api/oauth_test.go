@@ -53,6 +53,12 @@ func TestSDKDiscoversTheAuthorizationServerFromTheControlMCPs401(t *testing.T) {
 	if asm.RegistrationEndpoint != iss+"/cocoonbox.oauth/register" || !asm.ClientIDMetadataDocumentSupported {
 		t.Errorf("metadata %+v", asm)
 	}
+	// The registration it names takes a public client (RFC 7591).
+	reg, err := oauthex.RegisterClient(ctx, asm.RegistrationEndpoint, &oauthex.ClientRegistrationMetadata{
+		ClientName: "claude", RedirectURIs: []string{"http://localhost:33418/callback"}, TokenEndpointAuthMethod: "none"}, http.DefaultClient)
+	if err != nil || reg.ClientID == "" || reg.ClientSecret != "" {
+		t.Errorf("registration: %+v, %v", reg, err)
+	}
 	for _, p := range []string{"/.well-known/openid-configuration", "/.well-known/oauth-protected-resource", "/.well-known/oauth-authorization-server/"} {
 		resp, err := http.Get(iss + p)
 		if err != nil {
@@ -77,7 +83,7 @@ func TestOAuthIsOffWithoutPublicURL(t *testing.T) {
 	if resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != "" {
 		t.Errorf("control MCP: %d, WWW-Authenticate %q; want 401 and none", resp.StatusCode, resp.Header.Get("WWW-Authenticate"))
 	}
-	for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/cocoonbox.mcp"} {
+	for _, p := range []string{"/.well-known/oauth-authorization-server", "/.well-known/oauth-protected-resource/cocoonbox.mcp", "/cocoonbox.oauth/register"} {
 		resp, err := http.Get("http://" + s.addr + p)
 		if err != nil {
 			t.Fatal(err)

@@ -65,7 +65,7 @@ func serve(args []string) error {
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
-	prm := mountOAuth(srv, cfg)
+	prm := mountOAuth(srv, cfg, db.Pool, log)
 	mountControlMCP(srv, bh, index, prm, log, cfg.Issuer(), cfg.OAuth.PublicURL)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {

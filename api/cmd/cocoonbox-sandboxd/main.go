@@ -59,7 +59,7 @@ type options struct {
 	listen, tokenFile, stateDir, images, egressHosts, egressAdmit string
 	tlsCert, tlsKey                                               string
 	bridge, gateway                                               string
-	pingAfter, idle                                               time.Duration
+	pingAfter, pingTimeout, idle                                  time.Duration
 }
 
 func run(args []string) error {
@@ -90,6 +90,7 @@ func run(args []string) error {
 	fs.StringVar(&o.bridge, "bridge", local.DefaultNetwork().Bridge, "the box network's host bridge")
 	fs.StringVar(&o.gateway, "gateway", local.DefaultNetwork().Gateway.String(), "the bridge's address and the boxes' prefix")
 	fs.DurationVar(&o.pingAfter, "ping-after", 15*time.Second, "ping an HTTP/2 connection after this long without a frame")
+	fs.DurationVar(&o.pingTimeout, "ping-timeout", 0, "close a connection whose ping has no answer after this long (0: --ping-after)")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection with no open call after this long")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -99,6 +100,9 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if o.pingTimeout == 0 {
+		o.pingTimeout = o.pingAfter
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
@@ -163,7 +167,7 @@ func newServer(o options, ep *endpoint, sup sandbox.Supervisor, log *slog.Logger
 	// No ReadTimeout or WriteTimeout: an exec or relay stream lives as long
 	// as its command; pings find a dead peer instead.
 	return &http.Server{Handler: mux, Protocols: &protocols, TLSConfig: ep.tls, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: o.idle,
-		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingAfter,
+		HTTP2: &http.HTTP2Config{SendPingTimeout: o.pingAfter, PingTimeout: o.pingTimeout,
 			MaxReceiveBufferPerStream: wire.Window, MaxReceiveBufferPerConnection: wire.Window},
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }

@@ -62,6 +62,10 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 	}
 	verb, rest := args[0], args[1:]
+	if verb == "-h" || verb == "--help" || verb == "help" {
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
 	fs := flags("keys " + verb)
 	asJSON := fs.Bool("json", false, "print JSON")
 	var hosts hostsFlag

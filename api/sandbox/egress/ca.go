@@ -18,7 +18,7 @@ import (
 
 // CA is a pool's interception CA: the leaf certificate the proxy shows a
 // box for a listed host is signed by it, and the box's image trusts its
-// certificate (Contract: Key vault; docs/boxes.md, "Egress").
+// certificate (Contract: Key vault; docs/boxes.md, "The local supervisor": Key injection).
 type CA struct {
 	cert   *x509.Certificate
 	key    crypto.Signer

@@ -256,3 +256,46 @@ func TestEveryRefusalAppliesToAnInterceptedHost(t *testing.T) {
 	_, proxy, _ = interceptProxy(t, ts, Config{Injections: keys})
 	connectAll(t, proxy, map[string]string{"localhost:443": "not a public address", "127.0.0.1:443": "not a public address"})
 }
+
+// The upstream of an intercepted host is verified: one whose certificate
+// the roots do not hold gets no request, and the box gets 502 saying why.
+func TestInterceptedUpstreamIsVerified(t *testing.T) {
+	ts, s := upstream(t)
+	p, proxy, trust := interceptProxy(t, ts, Config{})
+	p.cfg.UpstreamRoots = x509.NewCertPool() // not the upstream's
+	c, _ := client(t, proxy, trust, true)
+	resp, err := c.Get(fmt.Sprintf("https://example.com:%d/", ts.Listener.Addr().(*net.TCPAddr).Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "certificate") {
+		t.Errorf("an unverified upstream: %d %q", resp.StatusCode, body)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.reqs) != 0 {
+		t.Errorf("the unverified upstream got %d requests", len(s.reqs))
+	}
+}
+
+// A box speaking HTTP/2 to a listed host whose upstream speaks HTTP/1.1
+// only is served still: the upstream gets HTTP/1.1 with the value.
+func TestInterceptedHTTP2BoxReachesAnHTTP1Upstream(t *testing.T) {
+	s := &seen{}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.reqs = append(s.reqs, r)
+		s.mu.Unlock()
+	}))
+	ts.StartTLS() // no EnableHTTP2
+	t.Cleanup(ts.Close)
+	_, proxy, trust := interceptProxy(t, ts, Config{})
+	c, _ := client(t, proxy, trust, true)
+	get(t, c, fmt.Sprintf("https://example.com:%d/", ts.Listener.Addr().(*net.TCPAddr).Port), http.Header{"Authorization": {"Bearer " + placeholder}})
+	r := s.last(t)
+	if r.Proto != "HTTP/1.1" || r.Header.Get("Authorization") != "Bearer "+realValue {
+		t.Errorf("the upstream got %s with Authorization %q", r.Proto, r.Header.Get("Authorization"))
+	}
+}

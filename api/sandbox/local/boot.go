@@ -20,21 +20,26 @@ import (
 // egressFiles are bound read-only into every box, so every way a program
 // starts there knows the proxy: systemd's services (DefaultEnvironment),
 // the user manager's (environment.d), login shells (profile.d) and apt run
-// from anything (its own setting). The box cannot change them.
-func (s *Supervisor) egressFiles() map[string]string {
+// from anything (its own setting), and the pool CA the proxy intercepts
+// with, which the same variables point the runtimes at (caFiles, caVars;
+// root is the image's root). The box cannot change them.
+func (s *Supervisor) egressFiles(root string) (map[string]string, error) {
 	u := s.ProxyURL()
-	vars := fmt.Sprintf("HTTP_PROXY=%[1]s HTTPS_PROXY=%[1]s http_proxy=%[1]s https_proxy=%[1]s NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1", u)
+	vars := fmt.Sprintf("HTTP_PROXY=%[1]s HTTPS_PROXY=%[1]s http_proxy=%[1]s https_proxy=%[1]s NO_PROXY=localhost,127.0.0.1 no_proxy=localhost,127.0.0.1 ", u) + caVars()
 	lines := strings.ReplaceAll(vars, " ", "\n") + "\n"
 	var profile strings.Builder
 	for _, kv := range strings.Fields(vars) {
 		profile.WriteString("export " + kv + "\n")
 	}
-	return map[string]string{
-		"/etc/systemd/system.conf.d/50-cocoonbox-egress.conf": "[Manager]\nDefaultEnvironment=" + vars + "\n",
-		"/etc/environment.d/50-cocoonbox-egress.conf":         lines,
-		"/etc/profile.d/cocoonbox-egress.sh":                  profile.String(),
-		"/etc/apt/apt.conf.d/80cocoonbox-egress":              fmt.Sprintf("Acquire::http::Proxy %q;\nAcquire::https::Proxy %q;\n", u, u),
+	files, err := s.caFiles(root)
+	if err != nil {
+		return nil, err
 	}
+	files["/etc/systemd/system.conf.d/50-cocoonbox-egress.conf"] = "[Manager]\nDefaultEnvironment=" + vars + "\n"
+	files["/etc/environment.d/50-cocoonbox-egress.conf"] = lines
+	files["/etc/profile.d/cocoonbox-egress.sh"] = profile.String()
+	files["/etc/apt/apt.conf.d/80cocoonbox-egress"] = fmt.Sprintf("Acquire::http::Proxy %q;\nAcquire::https::Proxy %q;\n", u, u)
+	return files, nil
 }
 
 // crashRecord is what the run directory keeps of a booted machine, so the
@@ -86,7 +91,12 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
 		"--console=read-only", "--link-journal=no",
 		"--network-namespace-path=" + netnsPath(r.link.NetNS)}
-	for path, body := range s.egressFiles() {
+	files, err := s.egressFiles(root)
+	if err != nil {
+		undo()
+		return err
+	}
+	for path, body := range files {
 		host := filepath.Join(egressDir, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"))
 		if err := os.WriteFile(host, []byte(body), 0o644); err != nil {
 			undo()

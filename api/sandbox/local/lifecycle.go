@@ -191,6 +191,7 @@ func (s *Supervisor) SetClaimEnv(ctx context.Context, id string, entries []sandb
 	defer m.op.Unlock()
 	m.mu.Lock()
 	m.claims = append([]sandbox.ClaimEntry(nil), entries...)
+	m.inject = injectionsOf(m.claims)
 	m.mu.Unlock()
 	if m.view().State != sandbox.Running {
 		return nil // rendered at the next boot

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
 	"github.com/cocoonbox/cocoonbox/internal/durable"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
@@ -35,7 +36,8 @@ type machine struct {
 	mu     sync.Mutex
 	state  sandbox.State
 	claims []sandbox.ClaimEntry
-	run    *running // nil unless booted
+	inject []egress.Injection // injectionsOf(claims), the proxy's snapshot
+	run    *running           // nil unless booted
 	booted time.Time
 }
 

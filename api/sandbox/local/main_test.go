@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -55,13 +56,20 @@ func setUp(ctx context.Context, image string) error {
 	if err != nil {
 		return err
 	}
+	caFile, err := startVaultUpstream()
+	if err != nil {
+		return err
+	}
 	sup, err = New(ctx, Config{
 		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
-		// Only Debian's mirror, which apt in the boxes reaches.
-		EgressHosts:      []string{"deb.debian.org", "debian.org"},
-		EgressAdmit:      admit,
-		DefaultMaxClaims: 1000,
-		Log:              slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Only Debian's mirror, which apt in the boxes reaches, and the
+		// key vault's test upstream (intercept_test.go).
+		EgressHosts:          []string{"deb.debian.org", "debian.org", vaultHost},
+		EgressResolve:        map[string]netip.Addr{vaultHost: netip.MustParseAddr("127.0.0.1")},
+		EgressUpstreamCAFile: caFile,
+		EgressAdmit:          admit,
+		DefaultMaxClaims:     1000,
+		Log:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {
 		return err

@@ -16,6 +16,7 @@ package local
 
 import (
 	"context"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,6 +46,15 @@ type Config struct {
 	// EgressHosts, when set, are the only hosts the egress proxy reaches
 	// (see egress.Proxy.Hosts); empty allows every public host.
 	EgressHosts []string
+	// EgressResolve sends a host a box's key lists to an address instead
+	// of DNS, admitted even when not public (tests and the demo: api.yaml
+	// sandbox.local.egress.resolve; egress.Config.Resolve). Logged at
+	// start as a warning.
+	EgressResolve map[string]netip.Addr
+	// EgressUpstreamCAFile, when set, is the PEM file of the only roots an
+	// intercepted host's upstream is verified against (the system roots
+	// otherwise; api.yaml sandbox.local.egress.upstream_ca_file).
+	EgressUpstreamCAFile string
 	// EgressAdmit are networks the egress proxy reaches although they are
 	// not public (egress.Config.Admit; api.yaml
 	// sandbox.local.egress.admit, cocoonbox-sandboxd --egress-admit).
@@ -64,6 +74,7 @@ type Supervisor struct {
 	lock    *os.File // flock on the bridge's name
 	runDir  string   // crash records of booted machines
 	proxy   *http.Server
+	caPEM   []byte // the pool CA's certificate, which every box trusts
 	events  *eventLog
 	mu      sync.Mutex
 	byID    map[string]*machine
@@ -168,7 +179,30 @@ func (s *Supervisor) serveProxy() error {
 	if err != nil {
 		return fmt.Errorf("egress proxy on %s: %w", addr, err)
 	}
-	p, err := egress.New(egress.Config{Hosts: s.cfg.EgressHosts, Admit: s.cfg.EgressAdmit, Log: s.cfg.Log})
+	ca, caPEM, err := loadCA(s.cfg.StateDir)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	s.caPEM = caPEM
+	cfg := egress.Config{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log, CA: ca, Injections: s.injections, Resolve: s.cfg.EgressResolve, Admit: s.cfg.EgressAdmit}
+	if f := s.cfg.EgressUpstreamCAFile; f != "" {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			ln.Close()
+			return fmt.Errorf("egress upstream CA file: %w", err)
+		}
+		cfg.UpstreamRoots = x509.NewCertPool()
+		if !cfg.UpstreamRoots.AppendCertsFromPEM(data) {
+			ln.Close()
+			return fmt.Errorf("egress upstream CA file %s: no PEM certificate", f)
+		}
+		s.cfg.Log.Warn("the egress proxy verifies intercepted upstreams against this file only, not the system roots", "upstream_ca_file", f)
+	}
+	for host, a := range s.cfg.EgressResolve {
+		s.cfg.Log.Warn("the egress proxy sends this host, for a box whose key lists it, to this address instead of DNS, even a non-public one", "host", host, "address", a)
+	}
+	p, err := egress.New(cfg)
 	if err != nil {
 		ln.Close()
 		return err

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -75,7 +76,7 @@ func startDaemon(_ context.Context, base string) error {
 	ln.Close()
 	daemon = exec.Command(bin, "--listen", addr, "--token-file", tokenFile, "--tls-cert", certs.Cert, "--tls-key", certs.Key,
 		"--state-dir", filepath.Join(runRoot, "state"),
-		"--images", images, "--egress-hosts", "debian.org", "--ping-after", "500ms", "--idle-timeout", "500ms")
+		"--images", images, "--egress-hosts", "debian.org", "--ping-after", "500ms", "--ping-timeout", "1m", "--idle-timeout", "500ms")
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
 	daemon.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := daemon.Start(); err != nil {
@@ -85,7 +86,13 @@ func startDaemon(_ context.Context, base string) error {
 	if err != nil {
 		return err
 	}
-	client = NewClient(TLSClient(roots, token, 500*time.Millisecond), "https://"+addr)
+	hc := TLSClient(roots, token, 500*time.Millisecond)
+	// Pings every half second, as the daemon's, but a loaded host may take
+	// longer than that to answer one (a 500 ms timeout cut an Exec there:
+	// write: broken pipe): the silence test is about pings sent, not how
+	// fast they come back.
+	hc.Transport.(bearer).next.(*http.Transport).HTTP2.PingTimeout = time.Minute
+	client = NewClient(hc, "https://"+addr)
 	// The daemon waits for the bridge while another supervisor holds it.
 	return wait.Until(5*time.Minute, "the daemon answering Images", func() (bool, string) {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

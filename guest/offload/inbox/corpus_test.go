@@ -21,6 +21,9 @@ import (
 // and git stash pop --index work (the first prompt suggests them).
 func TestCorpusOnTheBoxSide(t *testing.T) {
 	for i, shape := range repocorpus.Shapes() {
+		if shape.Outcome != repocorpus.Back {
+			continue // the host refuses it before begin: the box never sees it
+		}
 		t.Run(shape.Name, func(t *testing.T) {
 			e := newEnv(t)
 			top := shape.Make(t)

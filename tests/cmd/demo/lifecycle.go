@@ -118,9 +118,9 @@ func wakeStep(ctx context.Context, d *demo, r *report) {
 		err = fmt.Errorf("journal directories %q, want one per machine id", dirs)
 	}
 	r.check("journalctl -m", err, "both machine ids' entries (before and after the wake); plain journalctl only the new one's")
-	// The wake set the api's claim env entries again: the records the
-	// vault step wrote are gone, and vault.sh unsets their names.
-	_, err = waitVault(b, "vault.sh", "unset GITHUB_TOKEN")
+	// The wake set the api's claim env entries again: the key the vault
+	// step removed has no record, and vault.sh unsets its name.
+	_, err = waitVault(b, "vault.sh", "unset DEMO_API_KEY")
 	r.check("api's claim env", err, "set again at the wake: vault.sh unsets the names no record carries now")
 	out, err = d.boxCLI(ctx, "ensure", d.name)
 	r.check("box ensure again", err, "%s", lastLine(out))

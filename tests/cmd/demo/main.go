@@ -35,6 +35,10 @@ type demo struct {
 	image, newer string
 	// created is how long `box create` took to done (state running).
 	created time.Duration
+	// machines is the local supervisor's state directory (its boxes'
+	// disks under machines/*/root); upstream the demo key's host.
+	machines string
+	upstream *upstream
 }
 
 // step is one concern's part of the demo, run in order.

@@ -69,6 +69,16 @@ func startProduct(ctx context.Context, image string, r *report) (*demo, func(), 
 	} else {
 		r.ok("mirror admit", "the image's apt mirrors %s resolve here to public addresses: nothing admitted", strings.Join(mirrors, ", "))
 	}
+	// The key vault's host (vault.go) is the demo's own upstream.
+	up, err := startUpstream(dir)
+	if err != nil {
+		return nil, stop, err
+	}
+	undo = append(undo, up.close)
+	if !strings.Contains(sandbox, "\n    egress:\n") {
+		sandbox += "    egress:\n"
+	}
+	sandbox += up.yaml()
 	api, err := e2e.Start(ctx, "out/cocoonbox-api", e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
 	if err != nil {
 		return nil, stop, fmt.Errorf("api serve: %w", err)
@@ -110,7 +120,7 @@ func startProduct(ctx context.Context, image string, r *report) (*demo, func(), 
 	out, err = cli.Run(ctx, "", "images", "--endpoint", api.URL)
 	r.check("cocoonbox images", err, "the api boots %s and %s (the upgrade's target, the latest)", ref, newer)
 	printIndented(out)
-	d := &demo{api: api, cli: cli, name: demoBox, image: ref, newer: newer}
+	d := &demo{api: api, cli: cli, name: demoBox, image: ref, newer: newer, machines: filepath.Join(dir, "machines"), upstream: up}
 	start = time.Now()
 	out, err = cli.Run(ctx, "", "box", "create", demoBox, "--image", ref, "--endpoint", api.URL)
 	d.created = time.Since(start)

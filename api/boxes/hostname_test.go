@@ -1,0 +1,44 @@
+package boxes
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// lateHostname is the test's supervisor with the box's hostname helper
+// a second late after every boot (stopped, and started again by a timer),
+// as on a loaded host where hostnamed takes its time.
+type lateHostname struct{ sandbox.Supervisor }
+
+func (l lateHostname) Boot(ctx context.Context, id string) (sandbox.Machine, error) {
+	m, err := l.Supervisor.Boot(ctx, id)
+	if err != nil {
+		return m, err
+	}
+	_, err = ExecIn(ctx, l.Supervisor, id, nil, "sh", "-c", `systemctl stop cocoonbox-hostname.path cocoonbox-hostname.service &&
+ systemd-run --quiet --on-active=1s --timer-property=AccuracySec=10ms systemctl start cocoonbox-hostname.path cocoonbox-hostname.service`)
+	if err != nil {
+		return m, fmt.Errorf("delay the hostname helper: %w", err)
+	}
+	return m, nil
+}
+
+// Deliver: "running" means the identity is applied, the hostname
+// included: the moment a create's operation ends done, the box's hostname
+// (kernel, static, and its /etc/hosts line) is its name. (Create answered
+// running while the hostname was still the machine's id, so a script's
+// next `rsh hostname` saw that.)
+func TestCreateAnswersRunningOnlyOnceTheHostnameIsTheName(t *testing.T) {
+	t.Parallel()
+	e := newEnvWith(t, func(c *Config) { c.Hosts = map[string]sandbox.Supervisor{"local": lateHostname{sup}} })
+	u := e.user("late", 1, 1)
+	b := e.create(u, "late-name")
+	got := strings.Fields(sh(t, b.ID, "cat /proc/sys/kernel/hostname /etc/hostname; grep -c 'late-name.*# cocoonbox-hostname' /etc/hosts || true"))
+	if strings.Join(got, " ") != "late-name late-name 1" {
+		t.Fatalf("at running: the kernel hostname, the static one and the /etc/hosts lines naming it read %q; want late-name late-name 1", got)
+	}
+}

@@ -1,0 +1,167 @@
+package local
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+)
+
+// vaultHost is the name the key vault's test upstream answers to (its
+// self-signed certificate names it); the package's supervisor resolves it
+// to 127.0.0.1 for a box whose key lists it. A reserved name: were the
+// interception broken, DNS would answer nothing.
+const vaultHost = "vault.test"
+
+var (
+	vaultUp   *httptest.Server
+	vaultMu   sync.Mutex
+	vaultSeen []string // "proto authorization user-agent" of each request
+)
+
+// startVaultUpstream starts the HTTPS upstream on loopback and writes its
+// certificate where EgressUpstreamCAFile names it.
+func startVaultUpstream() (string, error) {
+	vaultUp = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		vaultMu.Lock()
+		vaultSeen = append(vaultSeen, fmt.Sprintf("%s %s %s", r.Proto, r.Header.Get("Authorization"), r.UserAgent()))
+		vaultMu.Unlock()
+		fmt.Fprint(w, "upstream saw ", r.Header.Get("Authorization"))
+	}))
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return "", err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(26), Subject: pkix.Name{CommonName: vaultHost}, DNSNames: []string{vaultHost},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour), IsCA: true, BasicConstraintsValid: true,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return "", err
+	}
+	vaultUp.TLS = &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}}
+	vaultUp.EnableHTTP2 = true
+	vaultUp.StartTLS()
+	if err := os.MkdirAll(testRoot, 0o755); err != nil {
+		return "", err
+	}
+	f := filepath.Join(testRoot, "vault-upstream-ca.pem")
+	return f, os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+}
+
+func vaultRequests() []string {
+	vaultMu.Lock()
+	defer vaultMu.Unlock()
+	return append([]string(nil), vaultSeen...)
+}
+
+// Issue 26, Deliver 5: in a booted box curl (HTTPS_PROXY, CURL_CA_BUNDLE),
+// Python's urllib (HTTPS_PROXY, SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS)
+// and git (GIT_SSL_CAINFO) trust the pool CA through the environment the
+// supervisor sets, and a request to a host the box's key lists reaches the
+// upstream with the value in Authorization, while the box's environment
+// and /run/silkd.env hold only the placeholder. curl and python3 are in
+// the base tier from cbdesk:v23.
+func TestABoxsKeyReachesItsHostOnlyThroughTheProxy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	const (
+		ph   = "sk-proj-cbv_0123456789abcdef0123456789abcdef"
+		real = "sk-proj-the-real-secret-26"
+	)
+	entries := []sandbox.ClaimEntry{
+		{Name: "COCOONBOX_VAULT", Value: "OPENAI_API_KEY=" + ph + ";" + vaultHost + ";Authorization:%20Bearer%20{}", Guest: true},
+		{Name: "CBV_0123456789abcdef0123456789abcdef", Value: "Bearer " + real, Hosts: []string{vaultHost}, How: "Authorization:%20Bearer%20{}"},
+	}
+	if err := sup.SetClaimEnv(ctx, m.ID, entries); err != nil {
+		t.Fatal(err)
+	}
+	port := vaultUp.Listener.Addr().(*net.TCPAddr).Port
+	u := fmt.Sprintf("https://%s:%d/v1/models", vaultHost, port)
+	auth := "Authorization: Bearer " + ph
+	clients := map[string]string{
+		"curl": fmt.Sprintf("curl -sS --fail-with-body -A curl -H %q %s", auth, u),
+		// urllib takes the proxy from HTTPS_PROXY and its roots from
+		// SSL_CERT_FILE (OpenSSL's default paths): nothing named here.
+		"python3": fmt.Sprintf(`python3 -c 'import sys, urllib.request as u
+r = u.Request(sys.argv[1], headers={"Authorization": "Bearer %s", "User-Agent": "python3"})
+print(u.urlopen(r).read().decode())' %s`, ph, u),
+		// Node's fetch takes no proxy from the environment: a CONNECT
+		// by hand, then TLS with Node's roots (NODE_EXTRA_CA_CERTS added).
+		"node": fmt.Sprintf(`node -e '
+const http = require("http"), https = require("https"), tls = require("tls");
+const p = new URL(process.env.HTTPS_PROXY);
+http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[2]d"}).on("connect", (res, sock) => {
+  https.get({host: "%[1]s", port: %[2]d, path: "/v1/models", headers: {Authorization: "Bearer %[3]s", "User-Agent": "node"},
+    createConnection: () => tls.connect({socket: sock, servername: "%[1]s"})}, r => { r.setEncoding("utf8"); r.on("data", d => process.stdout.write(d)); })
+    .on("error", e => { console.error(e); process.exit(1); });
+}).end();'`, vaultHost, port, ph),
+		"git": fmt.Sprintf("git -c http.extraHeader=%q ls-remote %s/repo.git 2>&1 || true", auth, u),
+	}
+	for name, line := range clients {
+		before := len(vaultRequests())
+		out := mustSh(t, m.ID, ". /etc/profile.d/cocoonbox-egress.sh; "+line)
+		reqs := vaultRequests()
+		if name == "git" {
+			// git gets "upstream saw ..." where it wanted refs, and says
+			// so; the request reaching the upstream is the proof.
+			if len(reqs) == before || !strings.Contains(reqs[len(reqs)-1], "Bearer "+real) || !strings.Contains(reqs[len(reqs)-1], "git/") {
+				t.Errorf("git: the upstream saw %q; git said %q", reqs[before:], out)
+			}
+			continue
+		}
+		if !strings.Contains(out, "upstream saw Bearer "+real) {
+			t.Errorf("%s: %q (the upstream saw %q)", name, out, reqs[before:])
+		}
+	}
+	if env := mustSh(t, m.ID, "cat /run/silkd.env; . /etc/profile.d/cocoonbox-egress.sh; env; cat /proc/1/environ"); strings.Contains(env, real) || !strings.Contains(env, ph) {
+		t.Errorf("the box's environment or /run/silkd.env: %q", env)
+	}
+}
+
+// The pool CA is made once (key 0600) and read back the same at the next
+// start; a certificate that no longer parses refuses the start naming it
+// and is left as it was (a new CA would leave every box trusting the old).
+func TestPoolCAIsMadeOnceAndKeptWithItsKey0600(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	_, first, err := loadCA(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := os.Stat(filepath.Join(dir, caKeyFile))
+	if err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("the key: %v %v", st, err)
+	}
+	_, again, err := loadCA(dir)
+	if err != nil || string(again) != string(first) {
+		t.Fatalf("the second start made another CA (%v)", err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, caCertFile), []byte("junk"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := loadCA(dir); err == nil || !strings.Contains(err.Error(), caCertFile) {
+		t.Fatalf("a broken certificate: %v", err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, caCertFile)); string(b) != "junk" {
+		t.Fatal("the broken certificate was overwritten")
+	}
+}
