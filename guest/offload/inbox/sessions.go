@@ -18,6 +18,7 @@ const (
 	msgSessionStarted = "b477ae86ea894c1fb575f925a34f04e8"
 	msgSessionStopped = "deeb1ab2ea8d4846acf2d4e39c275ae2"
 	msgDelivered      = "f35cd07aa1f24e6ab28d979b4ef17458"
+	msgDeliveryFailed = "2feccbab50c84cccaa53655c09155e85"
 	msgRestartCheck   = "60cf1bebd97d487598c2ed49040920bc"
 )
 
@@ -217,7 +218,7 @@ func (s *Server) deliverSoon(repo string) {
 			err = s.deliverInterruptsLocked(se)
 		}
 		if err != nil {
-			s.Log.Send(journal.Warning, msgDelivered, fmt.Sprintf("a queued message to %s: %v", se.Tmux, err),
+			s.Log.Send(journal.Warning, msgDeliveryFailed, fmt.Sprintf("a queued message to %s: %v", se.Tmux, err),
 				"COCOONBOX_OFFLOAD_REPO", repo)
 		}
 	}()
