@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // serve runs s on a loopback port until the test ends and answers its URL.
@@ -146,13 +148,9 @@ func TestConnectionsOfOneAddressAreCapped(t *testing.T) {
 		t.Fatal("a fourth connection of one address was served (cap 3)")
 	}
 	open[0].Close()
-	deadline := time.Now().Add(time.Minute)
-	for dialServed(t, addr) == nil {
-		if time.Now().After(deadline) {
-			t.Fatal("a place freed by a closed connection was not given again")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	wait.Eventually(t, time.Minute, "a place freed by a closed connection given again", func() (bool, string) {
+		return dialServed(t, addr) != nil, "the dial is still refused"
+	})
 
 	proxied := New(slog.New(slog.DiscardHandler), nil)
 	proxied.SetConnLimit(1, []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")})
