@@ -14,7 +14,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -22,7 +24,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 // registrar serves the registration endpoint on a fresh database.
 func registrar(t *testing.T) (*Clients, string) {
 	t.Helper()
-	db := dbtest.New(t, Schema)
+	db := dbtest.New(t, users.Schema, boxes.Schema, Schema)
 	clients := NewClients(db.Pool, NewFetcher(FetcherConfig{}))
 	mux := http.NewServeMux()
 	NewRegistration(clients, slog.Default()).Mount(mux)

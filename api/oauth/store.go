@@ -17,8 +17,9 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Schema is the package's migrations (oauth_clients), tracked in
-// oauth_schema_migrations.
+// Schema is the package's migrations (oauth_clients; oauth_key,
+// oauth_codes, oauth_grants, oauth_tokens, oauth_boxes), tracked in
+// oauth_schema_migrations. It comes after users.Schema and boxes.Schema.
 var Schema = database.NewSchema("oauth_schema_migrations", migrations, "migrations")
 
 // ErrUnknownClient is a client_id that is neither a stored registration

@@ -154,6 +154,7 @@ func TestRequireAnswers401WithReasonAndChallenge(t *testing.T) {
 		"":                                       "no bearer token",
 		"Basic YTpi":                             "malformed token",
 		"Bearer cbit_" + strings.Repeat("a", 64): "invite-scoped",
+		"Bearer cba_" + strings.Repeat("a", 64):  "agent's access token",
 		"Bearer cb_" + strings.Repeat("0", 64):   "unknown or revoked",
 	} {
 		code, body, challenge := get(auth)

@@ -29,12 +29,25 @@ type Principal struct {
 	DeviceID string
 	// Client is the device's client (cocoonbox-cli, cocoonbox-app); "" for the personal token.
 	Client string
+	// GrantID is the OAuth grant (api/oauth) of an agent's access token
+	// whose check made this principal (ForGrant); "" for the user's own
+	// tokens. Check never answers one.
+	GrantID string
 
 	ctx context.Context
 }
 
 // Done is closed once the token no longer works on this api.
 func (p *Principal) Done() <-chan struct{} { return p.ctx.Done() }
+
+// ForGrant is the principal of an OAuth grant's access token, which
+// api/oauth checked (the control MCP calls it): the grant's user, its
+// Done closed when done ends (the grant revoked, expired, its user
+// disabled). It carries no admin right. Check never answers such a
+// principal: it refuses cba_ before any lookup.
+func ForGrant(userID, userName, grantID string, done context.Context) *Principal {
+	return &Principal{UserID: userID, UserName: userName, GrantID: grantID, ctx: done}
+}
 
 type entry struct {
 	p      Principal
@@ -79,8 +92,8 @@ func NewIndex(pool *pgxpool.Pool, url string, log *slog.Logger) *Index {
 func (ix *Index) OnChange(fn func(userID string)) { ix.onChange = append(ix.onChange, fn) }
 
 // Check answers the principal of bearer (the token without "Bearer "): one
-// map lookup, no query, no allocation. Errors: ErrInviteToken (refused
-// before any lookup), ErrMalformed, ErrUnknown.
+// map lookup, no query, no allocation. Errors: ErrInviteToken and
+// ErrAgentToken (refused before any lookup), ErrMalformed, ErrUnknown.
 func (ix *Index) Check(bearer string) (*Principal, error) {
 	sum, err := parse(bearer)
 	if err != nil {

@@ -162,7 +162,7 @@ func TestCheckAnswersThePrincipalOfLiveTokens(t *testing.T) {
 	}
 }
 
-// Bad input: a cbit_ bearer, a malformed bearer, a revoked token.
+// Bad input: a cbit_ bearer, a cba_ bearer (an agent's), a malformed bearer, a revoked token.
 func TestBadInputBearersAreRefused(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
@@ -175,6 +175,8 @@ func TestBadInputBearersAreRefused(t *testing.T) {
 	cases := map[string]error{
 		"cbit_" + hex64:                 ErrInviteToken,
 		"cbit_":                         ErrInviteToken,
+		"cba_" + hex64:                  ErrAgentToken,
+		"cba_":                          ErrAgentToken,
 		"":                              ErrMalformed,
 		"cb_":                           ErrMalformed,
 		"cb_" + hex64[:63]:              ErrMalformed,

@@ -20,8 +20,12 @@ var (
 	// ErrInviteToken: an invite-scoped token (cbit_) is refused before any lookup
 	// (Contract: Sign-in with GitHub and signup, invite-scoped tokens).
 	ErrInviteToken = errors.New("an invite-scoped token (cbit_) works only for the invite calls")
-	ErrMalformed   = errors.New("malformed token: a token is cb_ and 64 lowercase hex digits")
-	ErrUnknown     = errors.New("unknown or revoked token: sign in again (cocoonbox login)")
+	// ErrAgentToken: an OAuth grant's access token (cba_, api/oauth) is
+	// refused before any lookup: it works on the MCPs alone (Contract:
+	// OAuth for agents, what a grant reaches).
+	ErrAgentToken = errors.New("an agent's access token (cba_) works only on the MCPs it was granted")
+	ErrMalformed  = errors.New("malformed token: a token is cb_ and 64 lowercase hex digits")
+	ErrUnknown    = errors.New("unknown or revoked token: sign in again (cocoonbox login)")
 )
 
 // Prefix starts every personal and device token.
@@ -52,6 +56,9 @@ func New() (Secret, [32]byte) {
 func parse(bearer string) ([32]byte, error) {
 	if strings.HasPrefix(bearer, "cbit_") {
 		return [32]byte{}, ErrInviteToken
+	}
+	if strings.HasPrefix(bearer, "cba_") {
+		return [32]byte{}, ErrAgentToken
 	}
 	if len(bearer) != Len || bearer[:len(Prefix)] != Prefix {
 		return [32]byte{}, ErrMalformed
