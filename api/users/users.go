@@ -181,8 +181,9 @@ func (s *Store) one(ctx context.Context, col, v string) (User, error) {
 	return u, nil
 }
 
-// Authenticate checks a console sign-in. An unknown name and a wrong
-// password are both ErrBadCredentials and cost the same hashing; a right
+// Authenticate checks a console sign-in. An unknown name, an account
+// without a password (made through GitHub) and a wrong password are all
+// ErrBadCredentials and cost the same hashing; a right
 // password of a disabled account is ErrDisabled. At most MaxHashing run
 // at once; past HashWait waiting for a place it is ErrBusy.
 func (s *Store) Authenticate(ctx context.Context, name, password string) (User, error) {
@@ -195,18 +196,20 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (User, 
 	// unknown one only, it would cost that one a hash more than a known
 	// name's.
 	s.dummyOnce.Do(func() { s.dummy = s.KDF.Hash("no such user") })
-	var hash string
+	var hash *string
 	var u User
 	err = s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
 		Scan(&hash, &u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt)
-	if errors.Is(err, pgx.ErrNoRows) || len(password) > MaxPassword {
+	// An account made through GitHub (users 0012: idp set) has no
+	// password: refused as an unknown name is, at the same cost.
+	if errors.Is(err, pgx.ErrNoRows) || (err == nil && hash == nil) || len(password) > MaxPassword {
 		Verify(s.dummy, password)
 		return User{}, ErrBadCredentials
 	}
 	if err != nil {
 		return User{}, fmt.Errorf("sign in %q: %w", name, err)
 	}
-	ok, err := Verify(hash, password)
+	ok, err := Verify(*hash, password)
 	if err != nil {
 		return User{}, fmt.Errorf("sign in %q: %w", name, err)
 	}

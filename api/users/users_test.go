@@ -202,3 +202,26 @@ func TestSetPassword(t *testing.T) {
 		t.Fatalf("new password: %v", err)
 	}
 }
+
+// An account made through GitHub has no password (users 0012): the
+// password sign-in refuses it as a wrong password, whatever is typed; an
+// admin-made account cannot lose its password without an identity provider.
+func TestAccountWithoutPasswordIsRefusedByPasswordSignIn(t *testing.T) {
+	t.Parallel()
+	s, db := newStore(t)
+	ctx := context.Background()
+	if _, err := db.Pool.Exec(ctx, "INSERT INTO users (name, idp) VALUES ('octo', 'github')"); err != nil {
+		t.Fatal(err)
+	}
+	for _, pw := range []string{"x", "correct horse", "no such user"} {
+		if _, err := s.Authenticate(ctx, "octo", pw); !errors.Is(err, ErrBadCredentials) {
+			t.Errorf("password %q: %v, want ErrBadCredentials", pw, err)
+		}
+	}
+	if _, err := db.Pool.Exec(ctx, "INSERT INTO users (name) VALUES ('nopass')"); err == nil {
+		t.Error("an account with neither password nor idp was stored")
+	}
+	if _, err := db.Pool.Exec(ctx, "INSERT INTO users (name, password_hash, idp) VALUES ('gh', 'x', 'gitlab')"); err == nil {
+		t.Error("an unknown idp was stored")
+	}
+}

@@ -17,12 +17,13 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/signin"
+	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/cocoonbox/cocoonbox/api/vault"
 )
 
 // schemas are every package's migrations, in the order their tables refer to each other.
-var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema}
+var schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema}
 
 // common are the flags every command but version takes.
 type common struct {
