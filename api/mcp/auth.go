@@ -12,16 +12,22 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
-// principalKey holds the token's principal in the sdk's TokenInfo.Extra.
-const principalKey = "cocoonbox.principal"
+// principalKey holds the token's principal in the sdk's TokenInfo.Extra,
+// grantKey an agent's grant (oauth.Grant) besides it.
+const (
+	principalKey = "cocoonbox.principal"
+	grantKey     = "cocoonbox.grant"
+)
 
 // requireBearer is the sdk's bearer middleware with the api's token check:
 // the personal token or a device token, a cbit_ token refused before any
-// lookup (tokens.Index.Check). A bad or missing token is 401 with the
+// lookup (tokens.Index.Check), or an agent's access token (cba_) when
+// Deps.Grants is set (verifyGrant). A bad or missing token is 401 with the
 // middleware's one-line body, and WWW-Authenticate: Bearer with
 // resource_metadata when Deps.ResourceMetadata is set. The token's user is
 // the session's user, so the sdk refuses a session id under another
@@ -31,6 +37,9 @@ const principalKey = "cocoonbox.principal"
 // agents (Discovery).
 func (h *Handler) requireBearer(next http.Handler) http.Handler {
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		if h.deps.Grants != nil && strings.HasPrefix(token, oauth.AccessPrefix) {
+			return h.verifyGrant(ctx, token)
+		}
 		p, err := h.deps.Tokens.Check(token)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
@@ -44,6 +53,29 @@ func (h *Handler) requireBearer(next http.Handler) http.Handler {
 		ResourceMetadataURL: h.deps.ResourceMetadata})(bindRequest(next))
 }
 
+// verifyGrant checks an agent's access token (cba_, OAuth for agents):
+// the request acts as the grant's user, with the grant in its context
+// (oauth.GrantFrom) and a principal that ends with the grant
+// (tokens.ForGrant). The session's user is the grant, not the user, so a
+// session one grant began is no other token's (the sdk answers 403).
+func (h *Handler) verifyGrant(ctx context.Context, token string) (*auth.TokenInfo, error) {
+	g, err := h.deps.Grants.Check(token)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
+	}
+	server.SetUser(ctx, g.UserID)
+	p := tokens.ForGrant(g.UserID, g.UserName, g.ID, g.Context())
+	return &auth.TokenInfo{UserID: g.UserID + " " + g.ID, Extra: map[string]any{principalKey: p, grantKey: g}}, nil
+}
+
+// withGrant is ctx with the grant extra carries, if any.
+func withGrant(ctx context.Context, extra map[string]any) context.Context {
+	if g, ok := extra[grantKey].(*oauth.Grant); ok {
+		return oauth.WithGrant(ctx, g)
+	}
+	return ctx
+}
+
 // bindRequest ends every request with the token it carries: a GET's
 // event stream outlived its revoked token before (the session ends only
 // with the token that initialized it, and a GET may carry another of the
@@ -51,14 +83,16 @@ func (h *Handler) requireBearer(next http.Handler) http.Handler {
 func bindRequest(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var p *tokens.Principal
-		if info := auth.TokenInfoFromContext(r.Context()); info != nil {
+		ctx := r.Context()
+		if info := auth.TokenInfoFromContext(ctx); info != nil {
 			p, _ = info.Extra[principalKey].(*tokens.Principal)
+			ctx = withGrant(ctx, info.Extra)
 		}
 		if p == nil { // requireBearer puts one in every request it passes
 			http.Error(w, "no caller: the bearer check did not run", http.StatusInternalServerError)
 			return
 		}
-		ctx, done := tokens.Bind(r.Context(), p)
+		ctx, done := tokens.Bind(ctx, p)
 		defer done()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
@@ -73,6 +107,7 @@ func (h *Handler) bind(next sdk.MethodHandler) sdk.MethodHandler {
 		var p *tokens.Principal
 		if extra := req.GetExtra(); extra != nil && extra.TokenInfo != nil {
 			p, _ = extra.TokenInfo.Extra[principalKey].(*tokens.Principal)
+			ctx = withGrant(ctx, extra.TokenInfo.Extra)
 		}
 		if p == nil {
 			// requireBearer puts one in every request; without it, no call.

@@ -20,6 +20,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
@@ -60,6 +61,12 @@ type Deps struct {
 	Boxes  Boxes
 	Follow Follow
 	Tokens *tokens.Index
+	// Grants checks an agent's access token (cba_; api/oauth's Grants);
+	// nil with OAuth off, when a cba_ token is refused as the user-token
+	// check refuses it.
+	Grants interface {
+		Check(token string) (*oauth.Grant, error)
+	}
 	// Hosts are the Host header values accepted on a loopback listener
 	// besides localhost's (the api's public host behind a proxy);
 	// anything else is 403, against DNS rebinding.

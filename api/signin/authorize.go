@@ -34,6 +34,10 @@ func (h *Handler) authorizePage(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Referrer-Policy", "no-referrer")
 	q := r.URL.Query()
+	if h.agents != nil && agentClient(q["client_id"]) {
+		h.agents.ServeHTTP(w, r)
+		return
+	}
 	_, perr := ParseAuthorizeRequest(q)
 	if perr != nil && perr.Redirect {
 		http.Redirect(w, r, h.errorCallback(q, perr), http.StatusSeeOther)
@@ -97,6 +101,9 @@ func (h *Handler) request(w http.ResponseWriter, r *http.Request) (*firstparty.A
 
 // check is POST /cb/api/oauth/check {query}: what the consent page shows.
 func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
+	if h.toAgents(w, r) {
+		return
+	}
 	ar, p, ok := h.request(w, r)
 	if !ok {
 		return
@@ -108,6 +115,9 @@ func (h *Handler) check(w http.ResponseWriter, r *http.Request) {
 // approve is POST /cb/api/oauth/approve {query}: the user's Allow. It stores
 // a one-use code and answers the callback URL with code, state and iss.
 func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
+	if h.toAgents(w, r) {
+		return
+	}
 	ar, p, ok := h.request(w, r)
 	if !ok {
 		return
@@ -126,6 +136,9 @@ func (h *Handler) approve(w http.ResponseWriter, r *http.Request) {
 // deny is POST /cb/api/oauth/deny {query}: the user's Deny, which goes back
 // to the client as access_denied (§4.1.2.1).
 func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
+	if h.toAgents(w, r) {
+		return
+	}
 	ar, _, ok := h.request(w, r)
 	if !ok {
 		return

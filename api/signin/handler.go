@@ -7,8 +7,11 @@
 package signin
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -31,6 +34,9 @@ type Handler struct {
 	session func(*http.Request) (Principal, bool)
 	revoke  func(ctx context.Context, secret string) error
 	log     *slog.Logger
+	// agents is the agents' authorization server (api/oauth), nil with
+	// OAuth off.
+	agents http.Handler
 }
 
 // NewHandler is the sign-in of the api reachable at issuer (its public URL,
@@ -40,6 +46,52 @@ type Handler struct {
 func NewHandler(store *Store, issuer string, session func(*http.Request) (Principal, bool),
 	revoke func(ctx context.Context, secret string) error, log *slog.Logger) *Handler {
 	return &Handler{store: store, issuer: issuer, session: session, revoke: revoke, log: log}
+}
+
+// WithAgents shares the endpoints with the agents' authorization server
+// (api/oauth's Agents; OAuth for agents): a request whose client is not
+// cocoonbox-cli or cocoonbox-app, a refresh_token grant, and the revoke of
+// an agent's token (cba_, cbr_) go to agents. Call before Mount.
+func (h *Handler) WithAgents(agents http.Handler) *Handler {
+	h.agents = agents
+	return h
+}
+
+// agentClient says whether a request's client_id names an agent: given
+// once and not first-party. A client_id given twice stays here (the
+// first-party check refuses it).
+func agentClient(ids []string) bool {
+	if len(ids) != 1 {
+		return false
+	}
+	_, first := firstparty.LookupClient(ids[0])
+	return !first
+}
+
+// toAgents hands a consent page's call {query} of an agent's request to
+// agents, answering whether it did; the body is left for this handler
+// otherwise.
+func (h *Handler) toAgents(w http.ResponseWriter, r *http.Request) bool {
+	if h.agents == nil {
+		return false
+	}
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 16<<10))
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	if err != nil {
+		return false
+	}
+	var body struct {
+		Query string `json:"query"`
+	}
+	if json.Unmarshal(b, &body) != nil {
+		return false
+	}
+	q, err := url.ParseQuery(body.Query)
+	if err != nil || !agentClient(q["client_id"]) {
+		return false
+	}
+	h.agents.ServeHTTP(w, r)
+	return true
 }
 
 // Mount puts the endpoints on mux (a net/http.ServeMux or the api's server).

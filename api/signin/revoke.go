@@ -2,6 +2,7 @@ package signin
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
@@ -18,6 +19,10 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 	f, oerr := form(w, r)
 	if oerr != nil {
 		writeOAuthError(w, oerr)
+		return
+	}
+	if tok := f.Get("token"); h.agents != nil && (strings.HasPrefix(tok, "cba_") || strings.HasPrefix(tok, "cbr_")) {
+		h.agents.ServeHTTP(w, r) // an agent's token (OAuth for agents)
 		return
 	}
 	if id := f.Get("client_id"); id != "" {

@@ -51,6 +51,11 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		writeOAuthError(w, oerr)
 		return
 	}
+	if _, _, basic := r.BasicAuth(); h.agents != nil && (f.Get("grant_type") == "refresh_token" || basic ||
+		f.Get("client_id") != "" && agentClient(f["client_id"])) {
+		h.agents.ServeHTTP(w, r) // an agent's (OAuth for agents, Tokens)
+		return
+	}
 	if gt := f.Get("grant_type"); gt != "authorization_code" {
 		writeOAuthError(w, &Error{Code: firstparty.ErrUnsupportedGrantType, Description: "grant_type " + quote(gt) + " is not supported: it must be authorization_code"})
 		return

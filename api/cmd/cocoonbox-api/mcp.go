@@ -19,11 +19,11 @@ import (
 // tools wait on followed with the Service's WaitOperation (its errors as
 // boxes.Code's connect codes; UNAVAILABLE without a supervisor), tokens
 // checked by index. The issuers' hosts are served beside localhost (the
-// api behind a proxy on loopback); a 401 names resourceMetadata (OAuth's
-// discovery; "" when off).
+// api behind a proxy on loopback). With OAuth for agents on (agents not
+// nil) a 401 names the resource's metadata and an agent's token works.
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7).
-func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, resourceMetadata string, log *slog.Logger, issuers ...string) {
+func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, agents *agentsOAuth, log *slog.Logger, issuers ...string) {
 	follow := func(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
 		svc, err := h.Service()
 		if err == nil {
@@ -40,5 +40,9 @@ func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, 
 			hosts = append(hosts, u.Host)
 		}
 	}
-	mcp.New(mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, ResourceMetadata: resourceMetadata, Log: log}).Mount(srv)
+	d := mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, Log: log}
+	if agents != nil { // an agent's cba_ token works here, and a 401 names the resource's metadata
+		d.Grants, d.ResourceMetadata = agents.grants, agents.prm
+	}
+	mcp.New(d).Mount(srv)
 }

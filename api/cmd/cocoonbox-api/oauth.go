@@ -1,28 +1,72 @@
 package main
 
 import (
+	"context"
+	"crypto/x509"
+	"fmt"
 	"log/slog"
-
-	"github.com/jackc/pgx/v5/pgxpool"
+	"net/http"
+	"os"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
+// testCIMDRootsEnv names a PEM file of roots the Client ID Metadata
+// Document fetcher trusts, and lets it dial loopback: for the built api's
+// tests, whose documents are served by an httptest TLS server on
+// 127.0.0.1. Never set in production (docs/oauth.md says so).
+const testCIMDRootsEnv = "COCOONBOX_TEST_OAUTH_CIMD_ROOTS"
+
+// agentsOAuth is OAuth for agents as mounted: what the sign-in shares
+// its endpoints with, what the control MCP checks cba_ tokens with, and
+// the control MCP's resource metadata URL for its 401s. nil with OAuth
+// off.
+type agentsOAuth struct {
+	agents *oauth.Agents
+	grants *oauth.Grants
+	prm    string
+}
+
 // mountOAuth mounts OAuth for agents on srv when oauth.public_url is set
-// (the discovery, the registration of clients in pool), and answers the
-// control MCP's resource metadata URL for its 401s ("" with OAuth off).
+// (the discovery, the registration of clients in db, the grants' index,
+// started here and stopped by the function answered) and answers nil
+// when it is not.
 //
 // Contract: OAuth for agents (MCP authorization 2025-11-25).
-func mountOAuth(srv *server.Server, cfg config.Config, pool *pgxpool.Pool, log *slog.Logger) string {
+func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, con *console.Console, log *slog.Logger) (*agentsOAuth, func(), error) {
 	if cfg.OAuth.PublicURL == "" {
-		return ""
+		return nil, func() {}, nil
 	}
 	m := oauth.NewMetadata(cfg.OAuth.PublicURL)
 	m.Mount(srv)
-	clients := oauth.NewClients(pool, oauth.NewFetcher(oauth.FetcherConfig{}))
+	fc := oauth.FetcherConfig{}
+	if path := os.Getenv(testCIMDRootsEnv); path != "" {
+		pem, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("%s: %w", testCIMDRootsEnv, err)
+		}
+		fc.TestRoots = x509.NewCertPool()
+		if !fc.TestRoots.AppendCertsFromPEM(pem) {
+			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", testCIMDRootsEnv, path)
+		}
+		fc.TestAllowLoopback = true
+		log.Warn("oauth: metadata documents are fetched from loopback with test roots (" + testCIMDRootsEnv + "): never in production")
+	}
+	clients := oauth.NewClients(db.Pool, oauth.NewFetcher(fc))
 	oauth.NewRegistration(clients, log).Mount(srv)
-	return m.ResourceMetadataURL(mcpurl.Path)
+	grants := oauth.NewGrants(db.Pool, db.URL, log)
+	if err := grants.Start(ctx); err != nil {
+		return nil, nil, err
+	}
+	session := func(r *http.Request) (oauth.User, bool) {
+		u, ok := con.Session(r)
+		return oauth.User{ID: u.ID, Name: u.Name}, ok
+	}
+	return &agentsOAuth{agents: oauth.NewAgents(cfg.OAuth.PublicURL, clients, grants, session, log), grants: grants,
+		prm: m.ResourceMetadataURL(mcpurl.Path)}, grants.Stop, nil
 }

@@ -60,13 +60,17 @@ func serve(args []string) error {
 		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
-	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, log)
+	agents, stopOAuth, err := mountOAuth(ctx, srv, cfg, db, con, log)
+	if err != nil {
+		return err
+	}
+	defer stopOAuth()
+	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, keys.Entries, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
-	prm := mountOAuth(srv, cfg, db.Pool, log)
-	mountControlMCP(srv, bh, index, prm, log, cfg.Issuer(), cfg.OAuth.PublicURL)
+	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {
 		return err

@@ -19,10 +19,11 @@ import (
 // mountSignIn mounts the browser sign-in of the first-party clients
 // (package signin) and the devices (the console's Devices section and the
 // Account gRPC service) on srv. Call it before index.Start: it follows the
-// index's changes.
+// index's changes. With OAuth for agents on, the agents' requests on the
+// shared endpoints go to agents.
 //
 // Contract: Browser sign-in and device tokens.
-func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *tokens.Index, personal *tokens.Store, con *console.Console, log *slog.Logger) {
+func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *tokens.Index, personal *tokens.Store, con *console.Console, agents *agentsOAuth, log *slog.Logger) {
 	dev := devices.NewStore(pool, signIns{con, personal}, index.Reload)
 	index.OnChange(dev.Changed)
 
@@ -30,7 +31,11 @@ func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *t
 		u, ok := con.Session(r)
 		return signin.Principal{UserID: u.ID, UserName: u.Name}, ok
 	}
-	signin.NewHandler(signin.NewStore(pool, devices.InTx{}, index.Reload), issuer, principal, dev.RevokeSecret, log).Mount(srv)
+	si := signin.NewHandler(signin.NewStore(pool, devices.InTx{}, index.Reload), issuer, principal, dev.RevokeSecret, log)
+	if agents != nil { // OAuth for agents shares the endpoints
+		si.WithAgents(agents.agents)
+	}
+	si.Mount(srv)
 
 	sessionUser := func(r *http.Request) (string, bool) {
 		u, ok := con.Session(r)
