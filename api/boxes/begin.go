@@ -35,7 +35,8 @@ type plan func(ctx context.Context, tx pgx.Tx, l limits, b *Box) (*Box, *Operati
 
 // begin runs one mutating call: under the user's row lock (every api
 // takes it, so a user's calls are checked one at a time), a request id
-// seen before answers its first operation, else plan decides; after the
+// seen before answers its first operation, else the grant's Check (a call
+// under WithAgent) and plan decide; after the
 // commit, a runner starts the operation the call inserted (one it joined
 // has its runner). A call when this api's queue is full is ErrLimit
 // before anything is read.
@@ -88,6 +89,13 @@ func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, 
 		if _, err := s.supervisor(b.Host); err != nil {
 			return nil, nil, err
 		}
+	}
+	boxID := ""
+	if b != nil {
+		boxID = b.ID
+	}
+	if err := checkAgent(ctx, tx, kind, boxID); err != nil {
+		return nil, nil, err
 	}
 	b, op, err := p(ctx, tx, l, b)
 	if err != nil {

@@ -57,7 +57,8 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 	if err := checkRunning(ctx, tx, c.UserID, "", l); err != nil {
 		return nil, nil, err
 	}
-	b := &Box{ID: newID("cb-"), UserID: c.UserID, Name: r.Name, State: Starting, seed: newSeed()}
+	agent := AgentFrom(ctx)
+	b := &Box{ID: newID("cb-"), UserID: c.UserID, Name: r.Name, State: Starting, seed: newSeed(), Agent: agent != nil}
 	restore := ""
 	if r.Restore {
 		var image string
@@ -83,14 +84,19 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 		return nil, nil, err
 	}
 	b.Image = image
-	err = tx.QueryRow(ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed)
- VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`, b.ID, b.UserID, b.Name, b.Image, b.State, b.Host, b.seed).Scan(&b.Created)
+	err = tx.QueryRow(ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed, agent)
+ VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING created_at`, b.ID, b.UserID, b.Name, b.Image, b.State, b.Host, b.seed, b.Agent).Scan(&b.Created)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
 		return nil, nil, fmt.Errorf("name: the user has a box named %q already: %w", r.Name, ErrExists)
 	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert box: %w", err)
+	}
+	if agent != nil && agent.Inserted != nil {
+		if err := agent.Inserted(ctx, tx, b.ID); err != nil {
+			return nil, nil, err
+		}
 	}
 	b.State = "" // so newOp records the starting state as a change
 	op, err := s.newOp(ctx, tx, c, kind, b, PhaseCreating, Starting)

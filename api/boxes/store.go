@@ -70,6 +70,9 @@ type Box struct {
 	// OperationID is the operation under way ("" for none).
 	OperationID string
 	Created     time.Time
+	// Agent: an OAuth grant created the box (boxes.agent, set by its
+	// insert and kept for good; Contract: OAuth for agents).
+	Agent bool
 }
 
 // Operation is one row of box_operations.
@@ -93,12 +96,12 @@ type querier interface {
 }
 
 const boxColumns = `id, user_id::text, name, image, state, host, incarnation, identity_seed, wake_id, machine_id,
- coalesce(save_id, ''), coalesce(save_size, 0), coalesce(saved_at, 'epoch'), coalesce(operation_id, ''), created_at`
+ coalesce(save_id, ''), coalesce(save_size, 0), coalesce(saved_at, 'epoch'), coalesce(operation_id, ''), created_at, agent`
 
 func scanBox(row pgx.Row) (*Box, error) {
 	b := &Box{}
 	err := row.Scan(&b.ID, &b.UserID, &b.Name, &b.Image, &b.State, &b.Host, &b.Incarnation, &b.seed, &b.WakeID,
-		&b.MachineID, &b.SaveID, &b.SaveSize, &b.SavedAt, &b.OperationID, &b.Created)
+		&b.MachineID, &b.SaveID, &b.SaveSize, &b.SavedAt, &b.OperationID, &b.Created, &b.Agent)
 	if b.SaveID == "" {
 		b.SavedAt = time.Time{}
 	}
