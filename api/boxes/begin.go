@@ -24,8 +24,9 @@ type Call struct {
 	Incarnation int64
 }
 
-// limits are a user's, read under the user's row lock.
-type limits struct{ maxBoxes, maxRunning int }
+// limits are a user's, read under the user's row lock: maxAgentBoxes is
+// users.max_agent_boxes, 0 for none (NULL).
+type limits struct{ maxBoxes, maxRunning, maxAgentBoxes int }
 
 // plan checks a call against the box (nil for a create) inside begin's
 // transaction and writes what the operation starts with: the box row, the
@@ -124,7 +125,8 @@ func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, 
 // (one user's 50 creates and deletes met it).
 func lockUser(ctx context.Context, tx pgx.Tx, userID string) (limits, error) {
 	var l limits
-	err := tx.QueryRow(ctx, "SELECT max_boxes, max_running FROM users WHERE id = $1 FOR NO KEY UPDATE", userID).Scan(&l.maxBoxes, &l.maxRunning)
+	err := tx.QueryRow(ctx, "SELECT max_boxes, max_running, coalesce(max_agent_boxes, 0) FROM users WHERE id = $1 FOR NO KEY UPDATE",
+		userID).Scan(&l.maxBoxes, &l.maxRunning, &l.maxAgentBoxes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return l, fmt.Errorf("user %s: %w", userID, ErrNotFound)
 	}
@@ -182,11 +184,12 @@ func needState(b *Box, kind string, states ...string) error {
 	return fmt.Errorf("box %s is %s; %s needs it %s: %w", b.Name, b.State, kind, strings.Join(states, " or "), ErrState)
 }
 
-// running counts the user's boxes holding the running limit (starting,
-// running or hibernating), but the box except.
+// running counts the user's own boxes holding the running limit
+// (starting, running or hibernating), but the box except. An agent box
+// holds none of it (Contract: Agent boxes and the user's limits).
 func running(ctx context.Context, tx pgx.Tx, userID, except string) (int, error) {
 	var n int
-	err := tx.QueryRow(ctx, `SELECT count(*) FROM boxes WHERE user_id = $1 AND id <> $2
+	err := tx.QueryRow(ctx, `SELECT count(*) FROM boxes WHERE user_id = $1 AND id <> $2 AND NOT agent
  AND state IN ('starting', 'running', 'hibernating')`, userID, except).Scan(&n)
 	return n, err
 }

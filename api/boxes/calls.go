@@ -43,21 +43,32 @@ func (s *Service) Create(ctx context.Context, c Call, r CreateRequest) (*Box, *O
 // planCreate checks the user's limits, the name, the image and the save,
 // then inserts the box (starting) and its operation (creating).
 func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string, r CreateRequest, l limits) (*Box, *Operation, error) {
-	var held int
+	var held, agents int
 	var taken bool
-	if err := tx.QueryRow(ctx, "SELECT count(*), coalesce(bool_or(name = $2), false) FROM boxes WHERE user_id = $1", c.UserID, r.Name).Scan(&held, &taken); err != nil {
+	if err := tx.QueryRow(ctx, `SELECT count(*) FILTER (WHERE NOT agent), count(*) FILTER (WHERE agent),
+ coalesce(bool_or(name = $2), false) FROM boxes WHERE user_id = $1`, c.UserID, r.Name).Scan(&held, &agents, &taken); err != nil {
 		return nil, nil, fmt.Errorf("count boxes: %w", err)
 	}
 	if taken {
 		return nil, nil, fmt.Errorf("name: the user has a box named %q already: %w", r.Name, ErrExists)
 	}
-	if held >= l.maxBoxes {
-		return nil, nil, fmt.Errorf("max_boxes: the user holds %d boxes and max_boxes is %d; delete one first: %w", held, l.maxBoxes, ErrLimit)
-	}
-	if err := checkRunning(ctx, tx, c.UserID, "", l); err != nil {
-		return nil, nil, err
-	}
+	// An agent box is outside the user's max_boxes and running limit;
+	// max_agent_boxes bounds all of the user's grants' boxes together
+	// (Contract: Agent boxes and the user's limits; Agent boxes of a user).
 	agent := AgentFrom(ctx)
+	if agent != nil {
+		if l.maxAgentBoxes > 0 && agents >= l.maxAgentBoxes {
+			return nil, nil, fmt.Errorf("max_agent_boxes: the user's agents hold %d boxes and max_agent_boxes is %d; delete one first: %w",
+				agents, l.maxAgentBoxes, ErrLimit)
+		}
+	} else {
+		if held >= l.maxBoxes {
+			return nil, nil, fmt.Errorf("max_boxes: the user holds %d boxes and max_boxes is %d; delete one first: %w", held, l.maxBoxes, ErrLimit)
+		}
+		if err := checkRunning(ctx, tx, c.UserID, "", l); err != nil {
+			return nil, nil, err
+		}
+	}
 	b := &Box{ID: newID("cb-"), UserID: c.UserID, Name: r.Name, State: Starting, seed: newSeed(), Agent: agent != nil}
 	restore := ""
 	if r.Restore {
@@ -183,8 +194,10 @@ func (s *Service) Ensure(ctx context.Context, c Call) (*Box, *Operation, error) 
 		case Failed:
 			phase = PhaseCreating
 		}
-		if err := checkRunning(ctx, tx, c.UserID, b.ID, l); err != nil {
-			return nil, nil, err
+		if !b.Agent { // an agent box skips the user's running limit
+			if err := checkRunning(ctx, tx, c.UserID, b.ID, l); err != nil {
+				return nil, nil, err
+			}
 		}
 		op, err := s.newOp(ctx, tx, c, "ensure", b, phase, Starting)
 		return b, op, err

@@ -46,13 +46,17 @@ func (s *Service) ownerLock(owner string) *sync.Mutex {
 // (Contract: Box API keys): guest/vault's sources, COCOONBOX_VAULT holding
 // the user's keys' records, and a host-only entry per key; for an image
 // that does not intercept, the sources empty and no host entry (the Keys
-// list names such boxes). The caller holds ownerLock(b.UserID).
+// list names such boxes); for an agent box the sources empty and no host
+// entry, for good (Contract: OAuth for agents, "No owner credentials in
+// agent boxes": no CBV_ entries, no COCOONBOX_VAULT records, at
+// provisioning, every wake and every push). The caller holds
+// ownerLock(b.UserID).
 func (s *Service) claimEntries(ctx context.Context, b *Box) ([]sandbox.ClaimEntry, error) {
 	entries := make([]sandbox.ClaimEntry, 0, len(vault.Sources))
 	for _, src := range vault.Sources {
 		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
 	}
-	if s.keys == nil || !s.intercepts(b.Image) {
+	if s.keys == nil || !s.intercepts(b.Image) || b.Agent {
 		return entries, nil
 	}
 	records, host, err := s.keys(ctx, b.UserID)
@@ -78,7 +82,7 @@ func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box)
 // PushKeys gives every machine of owner their current keys at once, one
 // call per machine in parallel: a running one renders them now, any other
 // keeps them for its next wake or boot (which sets them again anyway). A
-// machine that is gone, or whose image gets no keys, is skipped; a failed push is retried (pushRetries,
+// machine that is gone, an agent box, or one whose image gets no keys, is skipped; a failed push is retried (pushRetries,
 // backing off from pushRetryFirst to pushRetryMax). It returns at once.
 func (s *Service) PushKeys(owner string) {
 	s.wg.Add(1)
@@ -106,7 +110,7 @@ func (s *Service) pushTo(id, owner string, attempt int) {
 	if errors.Is(err, ErrNotFound) || s.ctx.Err() != nil {
 		return
 	}
-	if err == nil && !s.intercepts(b.Image) {
+	if err == nil && (!s.intercepts(b.Image) || b.Agent) {
 		return // its set stays empty: nothing to push
 	}
 	if err == nil {
@@ -137,8 +141,9 @@ func (s *Service) pushTo(id, owner string, attempt int) {
 	}()
 }
 
-// WithoutKeys lists owner's boxes whose image does not intercept: they
-// get no keys until upgraded.
+// WithoutKeys lists owner's own boxes whose image does not intercept:
+// they get no keys until upgraded. An agent box, which never gets them,
+// is not listed.
 func (s *Service) WithoutKeys(ctx context.Context, owner string) ([]*Box, error) {
 	bs, err := listBoxes(ctx, s.pool, owner)
 	if err != nil {
@@ -146,7 +151,7 @@ func (s *Service) WithoutKeys(ctx context.Context, owner string) ([]*Box, error)
 	}
 	var out []*Box
 	for _, b := range bs {
-		if !s.intercepts(b.Image) {
+		if !s.intercepts(b.Image) && !b.Agent {
 			out = append(out, b)
 		}
 	}

@@ -81,12 +81,18 @@ func (r *run) remove(ctx context.Context) error {
 	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return fmt.Errorf("delete machine: %w", supervisorError(err))
 	}
-	return pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM boxes WHERE id = $1", r.b.ID); err != nil {
 			return err
 		}
 		return addEvent(ctx, tx, r.b.UserID, r.b.ID, Absent, nil)
 	})
+	if err == nil && r.b.Agent { // an agent box removed: the cap follows
+		if err := r.syncCap(ctx); err != nil {
+			r.s.log.Warn("boxes: tenant cap not lowered", "user", r.b.UserID, "err", err)
+		}
+	}
+	return err
 }
 
 func (r *run) hibernate(ctx context.Context) error {
@@ -218,13 +224,17 @@ func (r *run) delete(ctx context.Context) error {
 }
 
 // syncCap sets the user's tenant cap on the box's supervisor: max_boxes +
-// 1 (the Rebase overlap; Contract: Agent boxes and the user's limits).
+// min(agent boxes, max_agent_boxes) + 1 (the Rebase overlap; Contract:
+// Agent boxes and the user's limits; Agent boxes of a user). It runs
+// before each create's machine and after each delete, so the cap follows
+// the agent boxes as they are added and removed.
 func (r *run) syncCap(ctx context.Context) error {
-	var maxBoxes int
-	if err := r.db.QueryRow(ctx, "SELECT max_boxes FROM users WHERE id = $1", r.b.UserID).Scan(&maxBoxes); err != nil {
-		return fmt.Errorf("read max_boxes: %w", err)
+	var claims int
+	if err := r.db.QueryRow(ctx, `SELECT u.max_boxes + least(count(b.id), coalesce(u.max_agent_boxes, count(b.id))) + 1
+ FROM users u LEFT JOIN boxes b ON b.user_id = u.id AND b.agent WHERE u.id = $1 GROUP BY u.id`, r.b.UserID).Scan(&claims); err != nil {
+		return fmt.Errorf("read max_boxes and the agent boxes: %w", err)
 	}
-	if err := r.sup.SetTenantCap(ctx, r.b.UserID, maxBoxes+1); err != nil {
+	if err := r.sup.SetTenantCap(ctx, r.b.UserID, claims); err != nil {
 		return fmt.Errorf("tenant cap: %w", supervisorError(err))
 	}
 	return nil
