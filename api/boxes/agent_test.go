@@ -39,18 +39,12 @@ func (h *hookLog) seen() []string {
 // ownerLocked says whether another transaction holds userID's row lock:
 // a NOWAIT lock of the row from a connection of its own is refused.
 func ownerLocked(e *env, userID string) (bool, error) {
-	ctx := context.Background()
-	var locked bool
-	err := pgx.BeginFunc(ctx, e.db.Pool, func(tx pgx.Tx) error {
-		_, err := tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE NOWAIT", userID)
-		var pe *pgconn.PgError
-		if errors.As(err, &pe) && pe.Code == "55P03" {
-			locked = true
-			return nil
-		}
-		return err
-	})
-	return locked, err
+	_, err := e.db.Pool.Exec(context.Background(), "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE NOWAIT", userID)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "55P03" {
+		return true, nil
+	}
+	return false, err
 }
 
 // Must show (Contract: OAuth for agents, agent boxes; INTERFACES.md's
