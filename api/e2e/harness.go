@@ -81,6 +81,9 @@ type Options struct {
 	// More is more of api.yaml as YAML text, for the sections the
 	// defaults do not fit ("console:\n  sign_in: {per_user: 1000}\n").
 	More string
+	// OAuth turns OAuth for agents on with the api's own URL as
+	// oauth.public_url (the issuer), which Start picks.
+	OAuth bool
 }
 
 // Start runs `cocoonbox-api serve` on a free loopback port and waits until
@@ -103,6 +106,9 @@ func Start(ctx context.Context, bin string, o Options) (*API, error) {
 	}
 	if o.MaxConns != 0 {
 		yaml += fmt.Sprintf("  max_conns: %d\n", o.MaxConns)
+	}
+	if o.OAuth {
+		yaml += fmt.Sprintf("oauth:\n  public_url: %s\n", a.URL)
 	}
 	yaml += o.Sandbox + o.More
 	a.Config = filepath.Join(o.StateDir, "api.yaml")

@@ -91,7 +91,8 @@ Keys (your API keys, sealed in the api; a box holds only a placeholder):
 Agents:
   mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
-                          endpoint with this CLI's token
+                          endpoint with OAuth (the URL alone: the agent signs in
+                          and you approve it) and with this CLI's token
 Offload (run in a git repository; cocoonbox offload --help tells more):
   offload [--box B] [--kind claude|codex] [--name N] [--yes] [--json]
                           move this task into the box for its coding CLI

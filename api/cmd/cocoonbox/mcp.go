@@ -14,11 +14,17 @@ var mcpClients = []string{"claude", "codex"}
 
 // mcpSnippet prints what a user pastes into claude's or codex's MCP
 // configuration (both without an argument) to reach the control MCP of
-// the endpoint with this CLI's token: a streamable HTTP server with the
-// token as its Authorization: Bearer header. The token is printed: the
-// snippet is for the user's own configuration, which keeps it.
+// the endpoint, in two forms each: OAuth's, the URL alone (the CLI
+// discovers the api's authorization server from the MCP's 401, the user
+// approves it in the console, and its grant reaches only the boxes it
+// creates), and the token form, a streamable HTTP server with this CLI's
+// token as its Authorization: Bearer header (the whole account). The
+// token is printed: the snippet is for the user's own configuration,
+// which keeps it. Signed out, the OAuth form is printed alone, with the
+// reason there is no token form.
 //
-// Contract: Control MCP (box lifecycle for native agents, M4.7).
+// Contract: Control MCP (box lifecycle for native agents, M4.7); OAuth
+// for agents (MCP authorization 2025-11-25).
 func mcpSnippet(args []string, stdout io.Writer) error {
 	fs := flags("mcp")
 	pos, st, err := begin(fs, args, 1, stdout)
@@ -32,41 +38,75 @@ func mcpSnippet(args []string, stdout io.Writer) error {
 		}
 		which = pos
 	}
-	token, err := st.token()
-	if err != nil {
-		return err
-	}
+	token, tokenErr := st.token()
 	url := st.endpoint + mcpurl.Path
 	for i, c := range which {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		if c == "claude" {
-			fmt.Fprint(stdout, claudeSnippet(url, token))
-		} else {
-			fmt.Fprint(stdout, codexSnippet(url, token))
+		oauth, withToken := claudeOAuth(url), ""
+		if c == "codex" {
+			oauth = codexOAuth(url)
 		}
+		switch {
+		case tokenErr != nil:
+			withToken = fmt.Sprintf("# With this CLI's token instead: %v\n", tokenErr)
+		case c == "claude":
+			withToken = claudeSnippet(url, token)
+		default:
+			withToken = codexSnippet(url, token)
+		}
+		fmt.Fprint(stdout, oauth, withToken)
 	}
 	return nil
 }
 
-// claudeSnippet is the `claude mcp add` line (claude mcp add --help:
-// --transport http, --header) and the same server as .mcp.json holds it.
+// claudeOAuth is the OAuth form for claude: `claude mcp add --transport
+// http NAME URL` without a header, and the same server in .mcp.json; claude
+// signs in when it first connects (or in /mcp).
+func claudeOAuth(url string) string {
+	entry, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"cocoonbox": map[string]any{
+		"type": "http", "url": url}}}, "", "  ")
+	return fmt.Sprintf(`# Claude Code, with OAuth (claude opens the sign-in, you approve it in the console,
+# and it reaches only the boxes it creates): run once, then /mcp in claude to sign in
+claude mcp add --transport http --scope user cocoonbox %s
+# or put this in a project's .mcp.json:
+%s
+`, shellQuote(url), entry)
+}
+
+// claudeSnippet is the `claude mcp add` line with the token (claude mcp
+// add --help: --transport http, --header) and the same server as
+// .mcp.json holds it.
 func claudeSnippet(url, token string) string {
 	entry, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"cocoonbox": map[string]any{
 		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer " + token}}}}, "", "  ")
-	return fmt.Sprintf(`# Claude Code: run once (kept in ~/.claude.json for every project)
+	return fmt.Sprintf(`# Claude Code, with this CLI's token (your whole account): run once instead
 claude mcp add --transport http --scope user cocoonbox %s --header %s
 # or put this in a project's .mcp.json:
 %s
 `, shellQuote(url), shellQuote("Authorization: Bearer "+token), entry)
 }
 
-// codexSnippet is the server as ~/.codex/config.toml holds it
-// ([mcp_servers.NAME] with url and http_headers; codex mcp add --url sets
-// the same url but takes a bearer only from an environment variable).
+// codexOAuth is the OAuth form for codex: `codex mcp add NAME --url URL`
+// (a streamable HTTP server; codex mcp add --help), which finds the api's
+// OAuth from the MCP's 401 and starts the sign-in at once, or the same
+// entry in config.toml, then `codex mcp login NAME`.
+func codexOAuth(url string) string {
+	return fmt.Sprintf(`# Codex, with OAuth (you approve it in the console, and it reaches only the
+# boxes it creates): run once; it opens the sign-in (again: codex mcp login cocoonbox)
+codex mcp add cocoonbox --url %s
+# or add to ~/.codex/config.toml, then run codex mcp login cocoonbox:
+[mcp_servers.cocoonbox]
+url = %s
+`, shellQuote(url), tomlString(url))
+}
+
+// codexSnippet is the server as ~/.codex/config.toml holds it with the
+// token ([mcp_servers.NAME] with url and http_headers; codex mcp add --url
+// sets the same url but takes a bearer only from an environment variable).
 func codexSnippet(url, token string) string {
-	return fmt.Sprintf(`# Codex: add to ~/.codex/config.toml
+	return fmt.Sprintf(`# Codex, with this CLI's token (your whole account): add to ~/.codex/config.toml instead
 [mcp_servers.cocoonbox]
 url = %s
 http_headers = { Authorization = %s }

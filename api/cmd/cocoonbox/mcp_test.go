@@ -9,8 +9,8 @@ import (
 )
 
 // cocoonbox mcp prints claude's and codex's snippets for the endpoint's
-// control MCP with the CLI's token ($COCOONBOX_TOKEN here); the real CLIs
-// read them in api/e2e.
+// control MCP in both forms: OAuth's (the URL alone) and the CLI's token
+// ($COCOONBOX_TOKEN here); the real CLIs read them in api/e2e/controlmcp.
 func TestMCPPrintsBothSnippets(t *testing.T) {
 	tok := "cb_" + strings.Repeat("ab", 32)
 	t.Setenv("COCOONBOX_TOKEN", tok)
@@ -20,6 +20,9 @@ func TestMCPPrintsBothSnippets(t *testing.T) {
 	}
 	url := "https://api.example.test/cocoonbox.mcp/control"
 	for _, want := range []string{
+		"\nclaude mcp add --transport http --scope user cocoonbox '" + url + "'\n",
+		"\ncodex mcp add cocoonbox --url '" + url + "'\n",
+		"\n[mcp_servers.cocoonbox]\nurl = \"" + url + "\"\n#",
 		"claude mcp add --transport http --scope user cocoonbox '" + url + "' --header 'Authorization: Bearer " + tok + "'",
 		"[mcp_servers.cocoonbox]\nurl = \"" + url + "\"\nhttp_headers = { Authorization = \"Bearer " + tok + "\" }\n",
 	} {
@@ -27,21 +30,72 @@ func TestMCPPrintsBothSnippets(t *testing.T) {
 			t.Errorf("cocoonbox mcp has no %q:\n%s", want, out)
 		}
 	}
-	start := strings.Index(out, "{")
-	var cfg struct {
-		MCPServers map[string]struct {
-			Type, URL string
-			Headers   map[string]string
-		} `json:"mcpServers"`
+	servers := mcpJSONs(t, out)
+	if len(servers) != 2 {
+		t.Fatalf("cocoonbox mcp printed %d .mcp.json snippets, want 2:\n%s", len(servers), out)
 	}
-	if err := json.NewDecoder(strings.NewReader(out[start:])).Decode(&cfg); err != nil {
-		t.Fatalf("the .mcp.json snippet: %v\n%s", err, out)
+	if s := servers[0]; s.Type != "http" || s.URL != url || s.Headers != nil {
+		t.Errorf("the OAuth .mcp.json snippet: %+v", s)
 	}
-	if s := cfg.MCPServers["cocoonbox"]; s.Type != "http" || s.URL != url || s.Headers["Authorization"] != "Bearer "+tok {
-		t.Fatalf("the .mcp.json snippet: %+v", cfg)
+	if s := servers[1]; s.Type != "http" || s.URL != url || s.Headers["Authorization"] != "Bearer "+tok {
+		t.Errorf("the token's .mcp.json snippet: %+v", s)
 	}
 	if only, _ := runCLI(t, "", "mcp", "codex", "--endpoint", "https://api.example.test"); strings.Contains(only, "claude") || !strings.Contains(only, "[mcp_servers.cocoonbox]") {
 		t.Fatalf("cocoonbox mcp codex:\n%s", only)
+	}
+}
+
+// Signed out, cocoonbox mcp prints the OAuth forms, which need no token,
+// and says why the token forms are missing.
+func TestMCPSignedOutPrintsTheOAuthForms(t *testing.T) {
+	t.Setenv("COCOONBOX_TOKEN", "")
+	out, err := runCLI(t, "", "mcp", "--endpoint", "http://127.0.0.1:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://127.0.0.1:1/cocoonbox.mcp/control"
+	for _, want := range []string{
+		"\nclaude mcp add --transport http --scope user cocoonbox '" + url + "'\n",
+		"\ncodex mcp add cocoonbox --url '" + url + "'\n",
+		"# With this CLI's token instead: not signed in to http://127.0.0.1:1: run cocoonbox login",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("cocoonbox mcp signed out has no %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "Bearer") || strings.Contains(out, "--header") {
+		t.Errorf("cocoonbox mcp signed out printed a token form:\n%s", out)
+	}
+	if s := mcpJSONs(t, out); len(s) != 1 || s[0].URL != url || s[0].Headers != nil {
+		t.Errorf("cocoonbox mcp signed out: .mcp.json snippets %+v", s)
+	}
+}
+
+// mcpServer is the cocoonbox entry of a .mcp.json snippet.
+type mcpServer struct {
+	Type, URL string
+	Headers   map[string]string
+}
+
+// mcpJSONs are the cocoonbox entries of the .mcp.json snippets in out, in
+// order (each starts with a line "{").
+func mcpJSONs(t *testing.T, out string) []mcpServer {
+	t.Helper()
+	var got []mcpServer
+	for rest := out; ; {
+		i := strings.Index(rest, "\n{\n")
+		if i < 0 {
+			return got
+		}
+		dec := json.NewDecoder(strings.NewReader(rest[i+1:]))
+		var cfg struct {
+			MCPServers map[string]mcpServer `json:"mcpServers"`
+		}
+		if err := dec.Decode(&cfg); err != nil {
+			t.Fatalf("a .mcp.json snippet: %v\n%s", err, out)
+		}
+		got = append(got, cfg.MCPServers["cocoonbox"])
+		rest = rest[i+1+int(dec.InputOffset()):]
 	}
 }
 
@@ -53,9 +107,6 @@ func TestMCPBadInput(t *testing.T) {
 	}
 	if _, err := runCLI(t, "", "mcp", "claude", "codex"); !errors.As(err, &ue) {
 		t.Errorf("mcp claude codex: %v, want a usage error", err)
-	}
-	if _, err := runCLI(t, "", "mcp", "--endpoint", "http://127.0.0.1:1"); err == nil || !strings.Contains(err.Error(), "not signed in") {
-		t.Errorf("mcp signed out: %v, want not signed in", err)
 	}
 	if out, err := runCLI(t, "", "mcp", "--help"); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out, "usage: ") {
 		t.Errorf("mcp --help: %v %q", err, out)

@@ -65,7 +65,8 @@ func tearDown() error {
 const password = "correct horse battery"
 
 // harness is one api process on a fresh database with users alice and
-// bob, each with a device token.
+// bob, each with a device token, OAuth for agents on (its own URL the
+// issuer).
 type harness struct {
 	api        *e2e.API
 	mcpURL     string
@@ -80,7 +81,7 @@ func start(t testing.TB) *harness {
 	// The in-process supervisor on a bridge of this package's own, so it
 	// runs beside the other packages' boxes; one api at a time holds it.
 	sandbox := e2e.LocalSandbox(images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
-	a, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox})
+	a, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox, OAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}

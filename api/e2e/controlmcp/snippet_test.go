@@ -1,16 +1,21 @@
 package controlmcp
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/internal/clis"
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
 // The snippet `cocoonbox mcp` prints works in the real CLIs: claude runs
@@ -27,16 +32,9 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 	if err != nil {
 		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
 	}
-	bin := filepath.Join(clis.Dir(t), "node_modules/.bin")
-	home := t.TempDir()
-	// sh runs a command line with the CLIs first on PATH and a HOME of its own.
-	sh := func(cmdline string) (string, error) {
-		cmd := exec.CommandContext(ctx, "sh", "-c", cmdline)
-		cmd.Env = append(os.Environ(), "HOME="+home, "PATH="+bin+":"+os.Getenv("PATH"))
-		b, err := cmd.CombinedOutput()
-		return string(b), err
-	}
-	add := line(t, out, "claude mcp add ")
+	c := newCLIsHome(t, ctx)
+	sh := c.sh
+	add := line(t, out, "claude mcp add ", "--header")
 	if b, err := sh(add); err != nil {
 		t.Fatalf("%s: %v\n%s", add, err, b)
 	}
@@ -45,11 +43,11 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 		t.Fatalf("claude mcp get cocoonbox after the snippet: %v\n%s", err, got)
 	}
 
-	codexHome := filepath.Join(home, ".codex")
+	codexHome := filepath.Join(c.home, ".codex")
 	if err := os.MkdirAll(codexHome, 0o700); err != nil {
 		t.Fatal(err)
 	}
-	toml := out[strings.Index(out, "[mcp_servers.cocoonbox]"):]
+	toml := out[strings.LastIndex(out, "[mcp_servers.cocoonbox]"):] // the token form is the last
 	if err := os.WriteFile(filepath.Join(codexHome, "config.toml"), []byte(toml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -60,22 +58,166 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 		}
 	}
 
-	id := line(t, mustRun(t, ctx, cli, "devices", "--endpoint", h.api.URL), "* ")
+	id := line(t, mustRun(t, ctx, cli, "devices", "--endpoint", h.api.URL), "* ", "")
 	mustRun(t, ctx, cli, "devices", "revoke", strings.Fields(id)[1], "--endpoint", h.api.URL)
 	if got, _ := sh("claude mcp get cocoonbox"); strings.Contains(got, "Connected") {
 		t.Fatalf("claude still connects with the revoked token:\n%s", got)
 	}
 }
 
-// line is the first line of out that starts with prefix.
-func line(t *testing.T, out, prefix string) string {
+// The OAuth form `cocoonbox mcp` prints (the URL alone) in the real
+// CLIs, which run without their services: claude's add line, then claude
+// mcp list sees the control MCP as needing authentication rather than
+// failing to connect; codex mcp add takes the URL as a streamable HTTP
+// server, finds the api's OAuth from the MCP's 401 and the two metadata
+// documents and starts its sign-in at this api's consent page (S256, scope
+// boxes, the control MCP as resource, a loopback redirect), with its
+// Client ID Metadata Document, and with --oauth-client-registration dcr
+// registers itself here; codex mcp list then says it is not logged in
+// (for a server without OAuth it says Unsupported).
+//
+// Contract: OAuth for agents (MCP authorization 2025-11-25); issue 27,
+// Deliver 8 and Must show.
+func TestOAuthSnippetInClaudeAndCodex(t *testing.T) {
+	h := start(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cli := e2e.CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
+	out, err := cli.Run(ctx, "", "mcp", "--endpoint", h.api.URL) // signed out: the OAuth forms need no token
+	if err != nil {
+		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
+	}
+	c := newCLIsHome(t, ctx)
+	sh := c.sh
+
+	add := line(t, out, "claude mcp add ", "")
+	if strings.Contains(add, "--header") || !strings.HasSuffix(add, "'"+h.mcpURL+"'") {
+		t.Fatalf("the OAuth form is not the URL alone: %s", add)
+	}
+	if b, err := sh(add); err != nil {
+		t.Fatalf("%s: %v\n%s", add, err, b)
+	}
+	got, err := sh("claude mcp list")
+	if err != nil || !strings.Contains(got, "cocoonbox: "+h.mcpURL+" (HTTP) - ! Needs authentication") {
+		t.Fatalf("claude mcp list after the OAuth snippet: %v, want cocoonbox needing authentication in\n%s", err, got)
+	}
+
+	codexAdd := line(t, out, "codex mcp add ", "")
+	authorize := codexSignIn(t, c, codexAdd)
+	q := authorize.Query()
+	if !strings.HasPrefix(q.Get("client_id"), "https://") {
+		t.Errorf("codex mcp add: client_id %q, want its metadata document's https URL", q.Get("client_id"))
+	}
+	checkAuthorize(t, h, authorize)
+	got, err = sh("codex mcp list")
+	if err != nil || !regexp.MustCompile(`(?m)^cocoonbox +`+regexp.QuoteMeta(h.mcpURL)+` .*enabled +Not logged in`).MatchString(got) {
+		t.Fatalf("codex mcp list after codex mcp add: %v, want cocoonbox not logged in, in\n%s", err, got)
+	}
+	got, err = sh("codex mcp get cocoonbox --json")
+	for _, want := range []string{`"type": "streamable_http"`, `"url": "` + h.mcpURL + `"`, `"http_headers": null`} {
+		if err != nil || !strings.Contains(got, want) {
+			t.Fatalf("codex mcp get cocoonbox: %v, want %s in\n%s", err, want, got)
+		}
+	}
+
+	// Dynamic registration: codex registers at /cocoonbox.oauth/register
+	// and signs in with the client_id the api gave it.
+	authorize = codexSignIn(t, c, "codex mcp login cocoonbox --oauth-client-registration dcr")
+	if id := authorize.Query().Get("client_id"); !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(id) {
+		t.Errorf("codex mcp login with dcr: client_id %q, want one the api registered", id)
+	}
+	checkAuthorize(t, h, authorize)
+}
+
+// codexSignIn runs cmdline (codex mcp add or login), which prints the
+// authorization URL and waits for its loopback redirect, reads that URL
+// and ends codex.
+func codexSignIn(t *testing.T, c clisHome, cmdline string) *url.URL {
+	t.Helper()
+	ctx, cancel := context.WithCancel(c.ctx)
+	defer cancel()
+	cmd := c.command(ctx, cmdline)
+	var stderr syncbuf.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Wait()
+	var seen strings.Builder
+	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+		fmt.Fprintln(&seen, sc.Text())
+		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "http") && strings.Contains(l, "/cb/oauth/authorize?") {
+			u, err := url.Parse(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return u
+		}
+	}
+	t.Fatalf("%s printed no authorization URL:\n%s%s", cmdline, seen.String(), stderr.String())
+	return nil
+}
+
+// checkAuthorize holds the authorization request a CLI made to the
+// contract: this api's consent page, code with S256 and a 43-character
+// challenge, scope boxes, the control MCP as resource, a loopback redirect.
+func checkAuthorize(t *testing.T, h *harness, u *url.URL) {
+	t.Helper()
+	q := u.Query()
+	if got := u.Scheme + "://" + u.Host + u.Path; got != h.api.URL+"/cb/oauth/authorize" {
+		t.Errorf("authorization endpoint %s, want %s/cb/oauth/authorize", got, h.api.URL)
+	}
+	redirect, err := url.Parse(q.Get("redirect_uri"))
+	if err != nil || redirect.Scheme != "http" || redirect.Hostname() != "127.0.0.1" {
+		t.Errorf("redirect_uri %q, want http on loopback", q.Get("redirect_uri"))
+	}
+	for k, want := range map[string]string{"response_type": "code", "code_challenge_method": "S256", "scope": "boxes", "resource": h.mcpURL} {
+		if q.Get(k) != want {
+			t.Errorf("authorization request %s=%q, want %q (%s)", k, q.Get(k), want, u)
+		}
+	}
+	if len(q.Get("code_challenge")) != 43 || q.Get("state") == "" {
+		t.Errorf("authorization request without a 43-character challenge and a state: %s", u)
+	}
+}
+
+// clisHome runs the real CLIs (first on PATH) with a HOME of its own.
+type clisHome struct {
+	ctx       context.Context
+	home, bin string
+}
+
+func newCLIsHome(t *testing.T, ctx context.Context) clisHome {
+	return clisHome{ctx: ctx, home: t.TempDir(), bin: filepath.Join(clis.Dir(t), "node_modules/.bin")}
+}
+
+// command is cmdline under sh.
+func (c clisHome) command(ctx context.Context, cmdline string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+cmdline)
+	cmd.Env = append(os.Environ(), "HOME="+c.home, "PATH="+c.bin+":"+os.Getenv("PATH"))
+	return cmd
+}
+
+// sh runs cmdline and answers its combined output.
+func (c clisHome) sh(cmdline string) (string, error) {
+	b, err := c.command(c.ctx, cmdline).CombinedOutput()
+	return string(b), err
+}
+
+// line is the first line of out that starts with prefix and, unless
+// with is "", holds with.
+func line(t *testing.T, out, prefix, with string) string {
 	t.Helper()
 	for l := range strings.Lines(out) {
-		if strings.HasPrefix(l, prefix) {
+		if strings.HasPrefix(l, prefix) && strings.Contains(l, with) {
 			return strings.TrimSpace(l)
 		}
 	}
-	t.Fatalf("no line starting %q in:\n%s", prefix, out)
+	t.Fatalf("no line starting %q with %q in:\n%s", prefix, with, out)
 	return ""
 }
 
