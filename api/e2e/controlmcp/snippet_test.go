@@ -10,12 +10,12 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	"github.com/cocoonbox/cocoonbox/internal/clis"
-	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
 // The snippet `cocoonbox mcp` prints works in the real CLIs: claude runs
@@ -137,18 +137,20 @@ func codexSignIn(t *testing.T, c clisHome, cmdline string) *url.URL {
 	ctx, cancel := context.WithCancel(c.ctx)
 	defer cancel()
 	cmd := c.command(ctx, cmdline)
-	var stderr syncbuf.Buffer
-	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
+	r, w, err := os.Pipe() // codex prints the URL on stdout or stderr: read both
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer r.Close()
+	cmd.Stdout, cmd.Stderr = w, w
+	err = cmd.Start()
+	w.Close()
+	if err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Wait()
+	defer func() { cancel(); cmd.Wait() }() // codex waits for the redirect: end it
 	var seen strings.Builder
-	for sc := bufio.NewScanner(stdout); sc.Scan(); {
+	for sc := bufio.NewScanner(r); sc.Scan(); {
 		fmt.Fprintln(&seen, sc.Text())
 		if l := strings.TrimSpace(sc.Text()); strings.HasPrefix(l, "http") && strings.Contains(l, "/cb/oauth/authorize?") {
 			u, err := url.Parse(l)
@@ -158,7 +160,7 @@ func codexSignIn(t *testing.T, c clisHome, cmdline string) *url.URL {
 			return u
 		}
 	}
-	t.Fatalf("%s printed no authorization URL:\n%s%s", cmdline, seen.String(), stderr.String())
+	t.Fatalf("%s printed no authorization URL:\n%s", cmdline, seen.String())
 	return nil
 }
 
@@ -195,10 +197,16 @@ func newCLIsHome(t *testing.T, ctx context.Context) clisHome {
 	return clisHome{ctx: ctx, home: t.TempDir(), bin: filepath.Join(clis.Dir(t), "node_modules/.bin")}
 }
 
-// command is cmdline under sh.
+// command is cmdline under sh, in a process group of its own, which ctx
+// ends with SIGTERM: the npm package's node script runs codex's own
+// binary as its child, which a SIGKILL of node alone left running,
+// holding codex's home.
 func (c clisHome) command(ctx context.Context, cmdline string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "sh", "-c", "exec "+cmdline)
 	cmd.Env = append(os.Environ(), "HOME="+c.home, "PATH="+c.bin+":"+os.Getenv("PATH"))
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM) }
+	cmd.WaitDelay = 10 * time.Second
 	return cmd
 }
 
