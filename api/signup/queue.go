@@ -1,0 +1,213 @@
+package signup
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"html/template"
+	"net/http"
+	"regexp"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+//go:embed pages/*.html
+var pages embed.FS
+
+var templates = template.Must(template.ParseFS(pages, "pages/*.html"))
+
+// QueueCookie is the queued person's cookie (Contract: "A queued person
+// gets the Strict cookie cb_queue (90 days) and the page /cb/queue"): the
+// queue entry's id, a random UUID that only the person and the admins see
+// (it becomes the account's id when admitted, when the cookie is spent).
+const QueueCookie = "cb_queue"
+
+// QueueCookieTTL is the cookie's life.
+const QueueCookieTTL = 90 * 24 * time.Hour
+
+var uuidRule = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+
+func (s *Signup) queueCookie(value string, maxAge int) *http.Cookie {
+	return &http.Cookie{Name: QueueCookie, Value: value, Path: "/cb/", MaxAge: maxAge,
+		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}
+}
+
+// SetQueueCookie puts the cb_queue cookie of the queue entry queueID (an
+// Outcome's QueueID) in the answer w; the callback then sends the browser
+// to /cb/queue.
+func (s *Signup) SetQueueCookie(w http.ResponseWriter, queueID string) {
+	http.SetCookie(w, s.queueCookie(queueID, int(QueueCookieTTL.Seconds())))
+}
+
+func (s *Signup) clearQueueCookie(w http.ResponseWriter) { http.SetCookie(w, s.queueCookie("", -1)) }
+
+// queueID is the entry id of r's cb_queue cookie.
+func queueID(r *http.Request) (string, bool) {
+	c, err := r.Cookie(QueueCookie)
+	if err != nil || !uuidRule.MatchString(c.Value) {
+		return "", false
+	}
+	return c.Value, true
+}
+
+// QueueStatus is GET /cb/api/queue/me's answer.
+type QueueStatus struct {
+	Status   string    `json:"status"`   // waiting, admitted or rejected
+	Position int       `json:"position"` // 1 for the next; 0 when not waiting
+	Waiting  int       `json:"waiting"`  // everyone waiting
+	Email    string    `json:"email"`
+	Since    time.Time `json:"since"`
+}
+
+// Status answers the queue entry id's status.
+func (s *Signup) Status(ctx context.Context, id string) (QueueStatus, error) {
+	e, err := s.entry(ctx, id)
+	if err != nil {
+		return QueueStatus{}, err
+	}
+	st := QueueStatus{Status: e.Status, Position: e.Position, Email: e.Email, Since: e.Since}
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM signup_queue WHERE status = 'waiting'").Scan(&st.Waiting); err != nil {
+		return QueueStatus{}, fmt.Errorf("count the queue: %w", err)
+	}
+	return st, nil
+}
+
+func (s *Signup) notQueued(w http.ResponseWriter) {
+	s.clearQueueCookie(w)
+	server.WriteJSON(w, http.StatusNotFound, callError{"not_queued", "this browser is not in the signup queue; sign in with GitHub to join"})
+}
+
+// queueMe is GET /cb/api/queue/me.
+func (s *Signup) queueMe(w http.ResponseWriter, r *http.Request) {
+	id, ok := queueID(r)
+	if !ok {
+		s.notQueued(w)
+		return
+	}
+	st, err := s.Status(r.Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		s.notQueued(w)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, "read the queue", err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, st)
+}
+
+// Leave deletes a queue entry that is not admitted: ErrNotFound, ErrAdmitted.
+// Admission runs after (Contract: "a person leaving").
+func (s *Signup) Leave(ctx context.Context, id string) error {
+	var status string
+	err := s.pool.QueryRow(ctx, `WITH gone AS (DELETE FROM signup_queue WHERE id::text = $1 AND status <> 'admitted' RETURNING status)
+		SELECT coalesce((SELECT status FROM gone), (SELECT status FROM signup_queue WHERE id::text = $1), '')`, id).Scan(&status)
+	if err != nil {
+		return fmt.Errorf("leave the queue: %w", err)
+	}
+	switch status {
+	case "":
+		return fmt.Errorf("%w: queue entry %s", ErrNotFound, id)
+	case "admitted":
+		return fmt.Errorf("%w: sign in with GitHub", ErrAdmitted)
+	}
+	s.log.InfoContext(ctx, "signup: left the queue", "queue_id", id)
+	s.admitLogged(ctx, "a person left")
+	return nil
+}
+
+// leaveQueue is DELETE /cb/api/queue/me.
+func (s *Signup) leaveQueue(w http.ResponseWriter, r *http.Request) {
+	id, ok := queueID(r)
+	if !ok {
+		s.notQueued(w)
+		return
+	}
+	err := s.Leave(r.Context(), id)
+	if errors.Is(err, ErrNotFound) {
+		s.notQueued(w)
+		return
+	}
+	if err != nil {
+		s.fail(w, r, "leave the queue", err)
+		return
+	}
+	s.clearQueueCookie(w)
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// selfDelete is POST /cb/api/me/delete {name} (Contract: "with the
+// caller's own user name runs the admin delete ..., ends the session and
+// admits the next person; an admin's account is refused (403)").
+func (s *Signup) selfDelete(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.session(r)
+	if !ok {
+		server.WriteJSON(w, http.StatusUnauthorized, callError{"signed_out", "sign in to the console first"})
+		return
+	}
+	var req struct {
+		Name string `json:"name"`
+	}
+	if !readCall(w, r, &req) {
+		return
+	}
+	if u.Admin {
+		server.WriteJSON(w, http.StatusForbidden, callError{"admin", "an admin's account is not deleted from the console: another admin runs cocoonbox-api users delete"})
+		return
+	}
+	if req.Name != u.Name {
+		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", "name: type your own user name to confirm"})
+		return
+	}
+	// The delete goes on when the browser leaves: half of it is no state.
+	ctx := context.WithoutCancel(r.Context())
+	if err := s.deleteUser(ctx, u.Name); err != nil && !errors.Is(err, users.ErrNotFound) {
+		s.fail(w, r, "delete the account", err)
+		return
+	}
+	s.log.InfoContext(ctx, "account deleted by its user", "user", u.ID, "name", u.Name)
+	s.clearSession(w)
+	s.clearQueueCookie(w)
+	s.admitLogged(ctx, "a user deleted")
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// pageData is what signup's pages get.
+type pageData struct {
+	Title string
+	User  *users.User
+}
+
+func (s *Signup) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+	w.WriteHeader(status)
+	if err := templates.ExecuteTemplate(w, name, d); err != nil {
+		s.log.ErrorContext(r.Context(), "render "+name, "err", err)
+	}
+}
+
+// queuePage is /cb/queue: the queued person's place, read by the page
+// from /cb/api/queue/me.
+func (s *Signup) queuePage(w http.ResponseWriter, r *http.Request) {
+	s.render(w, r, http.StatusOK, "queue.html", pageData{Title: "Signup queue"})
+}
+
+// adminPage is /cb/admin: admins only; others go to the sign-in.
+func (s *Signup) adminPage(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.session(r)
+	if !ok {
+		http.Redirect(w, r, "/cb/?return_to=/cb/admin", http.StatusSeeOther)
+		return
+	}
+	if !u.Admin {
+		s.render(w, r, http.StatusForbidden, "notadmin.html", pageData{Title: "Admins only", User: &u})
+		return
+	}
+	s.render(w, r, http.StatusOK, "admin.html", pageData{Title: "Admin", User: &u})
+}
