@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/cookiejar"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -185,4 +186,18 @@ func contains(b []byte, subs ...string) bool {
 		}
 	}
 	return true
+}
+
+// setQueueCookie gives c the cb_queue cookie of queue entry id, as the
+// GitHub callback sets it through SetQueueCookie.
+func setQueueCookie(t *testing.T, c *client, s *Signup, id string) {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	s.SetQueueCookie(rec, id)
+	u, _ := url.Parse(c.base + "/cb/")
+	c.c.Jar.SetCookies(u, rec.Result().Cookies())
+	ck := rec.Result().Cookies()[0]
+	if ck.Name != QueueCookie || ck.SameSite != http.SameSiteStrictMode || !ck.HttpOnly || ck.MaxAge != 90*24*3600 || ck.Path != "/cb/" {
+		t.Fatalf("the queue cookie: %+v", ck)
+	}
 }
