@@ -71,6 +71,7 @@ func serve(args []string) error {
 	mountSession(srv, bh, index, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
+	mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {
 		return err

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strconv"
 	"strings"
@@ -152,12 +153,12 @@ func usersCmd(args []string) error {
 			return err
 		}
 		fmt.Printf("%sd %s\n", verb, name)
-	case "delete":
-		held, err := boxes.Held(ctx, db.Pool, name)
-		if err != nil {
-			return err
+		if verb == "disable" {
+			return printAdmitted(ctx, db)
 		}
-		if err := store.Delete(ctx, name); err != nil {
+	case "delete":
+		held, err := deleteUser(ctx, db.Pool, store, name)
+		if err != nil {
 			return err
 		}
 		fmt.Printf("deleted %s\n", name)
@@ -165,6 +166,7 @@ func usersCmd(args []string) error {
 			// The rows went with the user; the machines go at the sweep.
 			fmt.Printf("their %d boxes' machines and saves are removed from their hosts by a running api's next recovery pass (every boxes.recover_every of its api.yaml, 15s by default)\n", held)
 		}
+		return printAdmitted(ctx, db)
 	case "passwd":
 		if err := store.SetPassword(ctx, name, password); err != nil {
 			return err
@@ -172,6 +174,20 @@ func usersCmd(args []string) error {
 		fmt.Printf("password of %s set\n", name)
 	case "limits":
 		return usersLimits(ctx, db, name, maxBoxes, maxRunning, asJSON)
+	}
+	return nil
+}
+
+// printAdmitted runs signup's admission after a seat was freed (Contract:
+// Sign-in with GitHub and signup, "It runs on ... a user deleted or
+// disabled") and says how many came in from the queue.
+func printAdmitted(ctx context.Context, db *database.DB) error {
+	n, err := admitAfter(ctx, db.Pool, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	if err != nil {
+		return err
+	}
+	if n > 0 {
+		fmt.Printf("admitted %d from the signup queue\n", n)
 	}
 	return nil
 }
