@@ -10,7 +10,8 @@
 // usage, 3 offload or back refused with nothing changed; rsh ends with the
 // remote command's status, or its own (see usage).
 //
-// Contract: Browser sign-in and device tokens; Boxes (api) ↔ sandboxd;
+// Contract: Browser sign-in and device tokens; Sign-in with GitHub and
+// signup (invite); Boxes (api) ↔ sandboxd;
 // Remote command (Session.Exec, cocoonbox rsh); Offload.
 package main
 
@@ -88,6 +89,12 @@ Keys (your API keys, sealed in the api; a box holds only a placeholder):
   keys rotate NAME [--json]
                           replace a key's value (stdin or a prompt); boxes get it at once
   keys rm NAME [--json]   remove a key from the vault and your boxes
+Invites (an admin's invite-scoped token, cbit_, from $COCOONBOX_INVITE_TOKEN, else
+the file of --token-file PATH or $COCOONBOX_INVITE_TOKEN_FILE; never the command line):
+  invite create [--days N] [--json]
+                          make a one-use invite for N days (1 to 7, default 2) and
+                          print its link, /cb/?invite=CODE
+  invite list [--json]    the invites the token made
 Agents:
   mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
@@ -164,6 +171,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		return keysCmd(ctx, rest, stdin, stdout)
 	case "mcp":
 		return mcpSnippet(rest, stdout)
+	case "invite":
+		return inviteCmd(ctx, rest, stdout)
 	case "offload":
 		return offloadCmd(ctx, rest, stdin, stdout)
 	case "back":

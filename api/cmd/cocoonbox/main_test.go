@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 )
 
 // runCLI runs the CLI in-process with its own cli.json directory.
@@ -27,7 +29,11 @@ func TestMain(m *testing.M) {
 	}
 	os.Setenv("XDG_CONFIG_HOME", dir)
 	os.Unsetenv("COCOONBOX_ENDPOINT")
-	code := m.Run()
+	os.Unsetenv("COCOONBOX_INVITE_TOKEN")
+	os.Unsetenv("COCOONBOX_INVITE_TOKEN_FILE")
+	// The invite tests run the api's signup on real PostgreSQL (a
+	// throwaway cluster unless make test names one).
+	code := dbtest.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
