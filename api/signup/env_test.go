@@ -25,8 +25,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
-
-
 // env is one api's signup on a fresh database, served with the console.
 type env struct {
 	t     *testing.T
