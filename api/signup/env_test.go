@@ -57,6 +57,12 @@ func serve(t *testing.T, pool *pgxpool.Pool, url string, us *users.Store) (*Sign
 	srv := server.New(log, nil)
 	con.Mount(srv)
 	s.Mount(srv)
+	// The GitHub callback's part for a queued person, until its stand-in
+	// runs here: the cb_queue cookie, then the queue page.
+	srv.Handle("GET /test/queued/{id}", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.SetQueueCookie(w, r.PathValue("id"))
+		http.Redirect(w, r, "/cb/queue", http.StatusSeeOther)
+	}))
 	srv.Wrap(s.GuardInviteTokens)
 	hs := httptest.NewServer(srv.Handler())
 	t.Cleanup(hs.Close)

@@ -1,0 +1,95 @@
+package signup
+
+import (
+	"context"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/webdriver"
+)
+
+// The queue page and the admin page in a real headless Chromium: a queued
+// person sees their place; an admin signs in, sees them, admits them past
+// the cap, makes an invite (its link shown once), mints an invite-scoped
+// token and saves a setting; the person's page then says they are in, and
+// a second person leaves the queue from theirs. COCOONBOX_SIGNUP_SHOTS=DIR
+// keeps screenshots.
+func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
+	e := newEnv(t)
+	e.open(0, 100)
+	q := e.arrive(person(1)).QueueID
+	if _, err := e.users.Add(e.ctx, "boss", "correct horse", true); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := webdriver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	shot := func(name string) {
+		if dir := os.Getenv("COCOONBOX_SIGNUP_SHOTS"); dir != "" {
+			if png, err := b.Screenshot(ctx); err == nil {
+				os.WriteFile(dir+"/"+name+".png", png, 0o644)
+			}
+		}
+	}
+	has := func(subs ...string) func(string, string) bool {
+		return func(_, text string) bool {
+			for _, s := range subs {
+				if !strings.Contains(text, s) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	step("queued", b.Go(ctx, e.url+"/test/queued/"+q))
+	step("the place shown", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting", "p1@example.com")))
+	shot("queue")
+
+	step("the admin page without a session", b.Go(ctx, e.url+"/cb/admin"))
+	step("type the admin", b.Type(ctx, "#user", "boss"))
+	step("type the password", b.Type(ctx, "#password", "correct horse"))
+	step("sign in", b.Click(ctx, "#signin-submit"))
+	step("the admin page", b.WaitFor(ctx, "the admin page with the queue", has("Seats 0 of 0 used", "Person1", "p1@example.com")))
+	shot("admin")
+	step("admit past the cap", b.Click(ctx, `button[data-action="admit"][data-login="Person1"]`))
+	step("admitted", b.WaitFor(ctx, "the admitted entry", has("Seats 1 of 0 used", "admitted", "person1")))
+	if n := e.count("SELECT count(*) FROM users WHERE id = $1", q); n != 1 {
+		t.Fatal("the page's admit made no account")
+	}
+	step("create an invite", b.Click(ctx, "#invite-create"))
+	step("the link once", b.WaitFor(ctx, "the invite's link", has("/cb/?invite=cbi_", "0 of 1")))
+	step("type a label", b.Type(ctx, "#token-label", "the bot"))
+	step("mint a token", b.Click(ctx, "#token-create"))
+	step("the token once", b.WaitFor(ctx, "the token", has("cbit_", "the bot")))
+	step("seats", b.Type(ctx, "#seats", "5"))
+	step("save", b.Click(ctx, "#save"))
+	step("saved", b.WaitFor(ctx, "the saved settings", has("Saved.", "Seats 1 of 5 used")))
+	if n := e.count("SELECT seats FROM signup_settings"); n != 5 {
+		t.Fatalf("seats %d after the page saved 5", n)
+	}
+	shot("admin-after")
+
+	step("the person's page", b.Go(ctx, e.url+"/cb/queue"))
+	step("in", b.WaitFor(ctx, "the admitted page", has("You're in")))
+	e.exec("UPDATE signup_settings SET seats = 0")
+	other := e.arrive(person(2)).QueueID
+	step("queued again", b.Go(ctx, e.url+"/test/queued/"+other))
+	step("the place", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting")))
+	step("leave", b.Click(ctx, "#leave"))
+	step("left", b.WaitFor(ctx, "the page after leaving", has("not in the queue")))
+	if n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1", other); n != 0 {
+		t.Fatal("the entry is still there after leaving")
+	}
+}
