@@ -16,7 +16,7 @@ import (
 // fill more than the seats: the settings row's lock makes each see the
 // accounts the other made. Run as 50 rounds, each with its own seats.
 func TestTwoApisAdmittingAtOnceNeverExceedTheSeats(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	pool, err := pgxpool.New(e.ctx, e.db.URL) // the second api's own pool
 	if err != nil {
 		t.Fatal(err)
@@ -79,7 +79,7 @@ func TestTwoApisAdmittingAtOnceNeverExceedTheSeats(t *testing.T) {
 // in an hour; an account deleted within the hour does not give its place
 // back; an hour later the rest come in.
 func TestTheHourlyBrakeHoldsTheRestUntilTheHourPasses(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(100, 3)
 	for i := 0; i < 5; i++ {
 		e.arrive(person(i))
@@ -111,7 +111,7 @@ func TestTheHourlyBrakeHoldsTheRestUntilTheHourPasses(t *testing.T) {
 // (its GitHub identity is already linked to another account) stays
 // waiting, with no account, and the people after it are admitted.
 func TestAFailureOfOnePersonLeavesTheOthersAdmitted(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	var ids []string
 	for i := 0; i < 3; i++ {
@@ -154,7 +154,7 @@ func TestAFailureOfOnePersonLeavesTheOthersAdmitted(t *testing.T) {
 // (the row there, the entry still waiting) is taken up by the retry, not
 // made twice, and keeps its name.
 func TestARetryReusesTheAccountAFailedAttemptMade(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	id := e.arrive(person(7)).QueueID
 	e.exec("INSERT INTO users (id, name, idp) VALUES ($1, 'person7', 'github')", id)
@@ -178,7 +178,7 @@ func TestARetryReusesTheAccountAFailedAttemptMade(t *testing.T) {
 // Admission runs past its caller's cancel: a pass whose caller has gone
 // still admits.
 func TestAdmissionRunsPastTheCallersCancel(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	e.arrive(person(1))
 	e.exec("UPDATE signup_settings SET seats = 10")
@@ -193,7 +193,7 @@ func TestAdmissionRunsPastTheCallersCancel(t *testing.T) {
 // The oldest waiting people go first, those at the front (an invite, an
 // admin's front) before them.
 func TestAdmissionTakesTheFrontThenTheOldest(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	e.exec("UPDATE signup_settings SET invite_only = false")
 	var ids []string
@@ -229,7 +229,7 @@ func TestUserNamesFromGitHubLogins(t *testing.T) {
 			t.Errorf("baseName(%q) = %q; want %q", login, got, want)
 		}
 	}
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(100, 100)
 	long := "b234567890123456789012345678901234567890"
 	for i, login := range []string{"Octo", "octo", "OCTO", long, long, "...", "Admin"} {
@@ -246,7 +246,7 @@ func TestUserNamesFromGitHubLogins(t *testing.T) {
 
 // Every refusal code Arrive answers, each reached.
 func TestArriveRefusesWithEachLoginErrorCode(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	check := func(what string, a Arrival, want string) {
 		t.Helper()
 		if out := e.arrive(a); out.Refusal != want {
@@ -277,7 +277,7 @@ func TestArriveRefusesWithEachLoginErrorCode(t *testing.T) {
 // invite: invite-only refuses it (invite_required), and a good one joins
 // at the front. A refused arrival takes no use.
 func TestBadInviteCodesAreRefused(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.exec("UPDATE signup_settings SET enabled = true, seats = 0")
 	mk := func(uses int) NewInvite {
 		inv, err := e.s.CreateInvite(e.ctx, "", "", uses, 1)

@@ -11,7 +11,7 @@ import (
 // one, a value out of range 400 naming the key, and neither changes
 // anything; a good PUT keeps the keys it does not give.
 func TestSignupSettingsAreAdminsOnlyAndCheckKeysAndRanges(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.client().want(401, "GET", "/cb/api/signup", nil, nil)
 	user, _ := e.signIn("alice", false)
 	user.want(403, "GET", "/cb/api/signup", nil, nil)
@@ -51,7 +51,7 @@ func TestSignupSettingsAreAdminsOnlyAndCheckKeysAndRanges(t *testing.T) {
 
 // A settings change runs admission: seats given, the waiting come in.
 func TestASettingsChangeAdmits(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	q := e.arrive(person(1)).QueueID
 	admin, _ := e.signIn("boss", true)
@@ -64,7 +64,7 @@ func TestASettingsChangeAdmits(t *testing.T) {
 // The admin's queue: list, front, reject (then declined), admit past the
 // cap; an unknown entry is 404, an admitted one 409.
 func TestAdminsActOnTheQueue(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	a, b, c := e.arrive(person(1)).QueueID, e.arrive(person(2)).QueueID, e.arrive(person(3)).QueueID
 	admin, _ := e.signIn("boss", true)
@@ -106,7 +106,7 @@ func TestAdminsActOnTheQueue(t *testing.T) {
 // only its SHA-256 kept) with its link; the list never shows a code;
 // DELETE revokes.
 func TestInvitesMadeListedAndRevoked(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	admin, _ := e.signIn("boss", true)
 	for _, body := range []map[string]any{{"uses": 0}, {"uses": 1001}, {"days": 0}, {"days": 91}, {"uses": -1, "days": 5}} {
 		admin.want(400, "POST", "/cb/api/invites", body, nil)
@@ -142,7 +142,7 @@ func TestInvitesMadeListedAndRevoked(t *testing.T) {
 // every other route answers 403 before its handler (the whole mux); a
 // revoked token, or one whose admin is no longer an enabled admin, is 401.
 func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	admin, boss := e.signIn("boss", true)
 	admin.want(400, "POST", "/cb/api/invite-tokens", map[string]any{"label": ""}, nil)
 	admin.want(400, "POST", "/cb/api/invite-tokens", map[string]any{"label": strings.Repeat("x", 101)}, nil)
@@ -228,7 +228,7 @@ func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
 // PATCH /cb/api/users/{id} {max_agent_boxes}: 0 for no cap (NULL), 1 to 64;
 // out of range 400, an unknown user 404, admins only.
 func TestAdminsSetMaxAgentBoxes(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	admin, _ := e.signIn("boss", true)
 	user, alice := e.signIn("alice", false)
 	var u AdminUser
@@ -252,7 +252,7 @@ func TestAdminsSetMaxAgentBoxes(t *testing.T) {
 // The queue's person: GET /cb/api/queue/me with the cb_queue cookie, and
 // DELETE leaves (the entry gone, admission run, the cookie cleared).
 func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	e.arrive(person(1))
 	q := e.arrive(person(2)).QueueID
@@ -287,7 +287,7 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 // Self-delete: the caller's own name, the admin delete, the session ended,
 // the next person admitted; a wrong name 400, an admin 403.
 func TestSelfDeleteEndsTheAccountAndAdmitsTheNext(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	admin, _ := e.signIn("boss", true)
 	user, alice := e.signIn("alice", false)
 	e.open(1, 100)

@@ -17,7 +17,7 @@ import (
 // a second person leaves the queue from theirs. COCOONBOX_SIGNUP_SHOTS=DIR
 // keeps screenshots.
 func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
-	e := newEnv(t)
+	e := newQueueEnv(t)
 	e.open(0, 100)
 	q := e.arrive(person(1)).QueueID
 	if _, err := e.users.Add(e.ctx, "boss", "correct horse", true); err != nil {

@@ -25,8 +25,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
-// env is one api's signup on a fresh database, served with the console.
-type env struct {
+// qenv is one api's signup on a fresh database, served with the console.
+type qenv struct {
 	t     *testing.T
 	db    *dbtest.DB
 	s     *Signup
@@ -35,10 +35,10 @@ type env struct {
 	ctx   context.Context
 }
 
-func newEnv(t *testing.T) *env {
+func newQueueEnv(t *testing.T) *qenv {
 	t.Helper()
 	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, Schema)
-	e := &env{t: t, db: db, ctx: context.Background()}
+	e := &qenv{t: t, db: db, ctx: context.Background()}
 	e.users = users.NewStore(db.Pool)
 	e.users.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
 	e.s, e.url = serve(t, db.Pool, db.URL, e.users)
@@ -70,7 +70,7 @@ func serve(t *testing.T, pool *pgxpool.Pool, url string, us *users.Store) (*Sign
 }
 
 // exec runs SQL on the test's database.
-func (e *env) exec(sql string, args ...any) {
+func (e *qenv) exec(sql string, args ...any) {
 	e.t.Helper()
 	if _, err := e.db.Pool.Exec(e.ctx, sql, args...); err != nil {
 		e.t.Fatalf("%s: %v", sql, err)
@@ -78,12 +78,12 @@ func (e *env) exec(sql string, args ...any) {
 }
 
 // open opens signup: enabled, not invite-only, seats and the brake given.
-func (e *env) open(seats, hourly int) {
+func (e *qenv) open(seats, hourly int) {
 	e.t.Helper()
 	e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = $1, hourly_accounts = $2", seats, hourly)
 }
 
-func (e *env) count(sql string, args ...any) int {
+func (e *qenv) count(sql string, args ...any) int {
 	e.t.Helper()
 	var n int
 	if err := e.db.Pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
@@ -92,7 +92,7 @@ func (e *env) count(sql string, args ...any) int {
 	return n
 }
 
-func (e *env) seatsUsed() int {
+func (e *qenv) seatsUsed() int {
 	return e.count("SELECT count(*) FROM users WHERE NOT admin AND disabled_at IS NULL")
 }
 
@@ -102,7 +102,7 @@ func person(n int) Arrival {
 		Email: fmt.Sprintf("p%d@example.com", n), EmailVerified: true}
 }
 
-func (e *env) arrive(a Arrival) Outcome {
+func (e *qenv) arrive(a Arrival) Outcome {
 	e.t.Helper()
 	out, err := e.s.Arrive(e.ctx, a)
 	if err != nil {
@@ -120,7 +120,7 @@ type client struct {
 	bearer string
 }
 
-func (e *env) client() *client {
+func (e *qenv) client() *client {
 	jar, _ := cookiejar.New(nil)
 	return &client{t: e.t, base: e.url, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
@@ -172,7 +172,7 @@ func (c *client) want(status int, method, path string, body, v any) []byte {
 }
 
 // signIn makes an account (admin or not) and answers a client signed in as it.
-func (e *env) signIn(name string, admin bool) (*client, users.User) {
+func (e *qenv) signIn(name string, admin bool) (*client, users.User) {
 	e.t.Helper()
 	u, err := e.users.Add(e.ctx, name, "correct horse", admin)
 	if err != nil {
