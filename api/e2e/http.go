@@ -112,3 +112,72 @@ var h2cClient = func() *http.Client {
 	p.SetUnencryptedHTTP2(true)
 	return &http.Client{Transport: &http.Transport{Protocols: &p}}
 }()
+
+// Agent signs an agent in as an MCP client does, without a browser: a
+// client registered at /cocoonbox.oauth/register (name clientName), the
+// consent page's approve call on this console session with the caps
+// maxBoxes and maxRunning, then the token endpoint with PKCE S256. It
+// answers the grant's access token (cba_). The api needs oauth.public_url
+// (Options.OAuth).
+//
+// Contract: OAuth for agents (Clients, Authorization, Tokens).
+func (c *Console) Agent(ctx context.Context, clientName string, maxBoxes, maxRunning int) (string, error) {
+	const redirect = "http://127.0.0.1:9/callback"
+	reg, err := postAs(ctx, c.Endpoint+"/cocoonbox.oauth/register", "application/json",
+		fmt.Sprintf(`{"client_name": %q, "redirect_uris": [%q]}`, clientName, redirect))
+	if err != nil {
+		return "", err
+	}
+	verifier := rand.Text() + rand.Text()
+	q := url.Values{"response_type": {"code"}, "client_id": {reg["client_id"]}, "redirect_uri": {redirect}, "state": {rand.Text()},
+		"code_challenge": {firstparty.S256(verifier)}, "code_challenge_method": {"S256"}, "scope": {"boxes"},
+		"resource": {c.Endpoint + "/cocoonbox.mcp/control"}}
+	status, body, err := c.Post(ctx, "/cb/api/oauth/approve", map[string]any{"query": q.Encode(), "max_boxes": maxBoxes, "max_running": maxRunning, "days": 1})
+	if err != nil {
+		return "", err
+	}
+	var a struct {
+		Redirect string `json:"redirect"`
+	}
+	if status != http.StatusOK || json.Unmarshal([]byte(body), &a) != nil {
+		return "", fmt.Errorf("approve the agent %s: %d %s", clientName, status, body)
+	}
+	cb, err := url.Parse(a.Redirect)
+	if err != nil {
+		return "", err
+	}
+	tok, err := postAs(ctx, c.Endpoint+"/cocoonbox.oauth/token", "application/x-www-form-urlencoded", url.Values{
+		"grant_type": {"authorization_code"}, "code": {cb.Query().Get("code")}, "client_id": {reg["client_id"]},
+		"redirect_uri": {redirect}, "code_verifier": {verifier}, "resource": {c.Endpoint + "/cocoonbox.mcp/control"}}.Encode())
+	if err != nil {
+		return "", err
+	}
+	return tok["access_token"], nil
+}
+
+// postAs posts body as contentType and answers the JSON object's string
+// fields; any status but 200 and 201 is an error.
+func postAs(ctx context.Context, url, contentType, body string) (map[string]string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", url, bytes.NewReader([]byte(body)))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", contentType)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var raw map[string]any
+	err = json.NewDecoder(resp.Body).Decode(&raw)
+	if (resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusCreated) || err != nil {
+		return nil, fmt.Errorf("POST %s: %d %v (%v)", url, resp.StatusCode, raw, err)
+	}
+	out := map[string]string{}
+	for k, v := range raw {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out, nil
+}

@@ -42,13 +42,22 @@ func phase(p controlv1.Phase) string {
 	return strings.ToLower(strings.TrimPrefix(p.String(), "PHASE_"))
 }
 
+// boxArg is the box the call's box argument names, as target answers it.
+func (h *Handler) boxArg(c *call) (string, error) {
+	box, err := c.box()
+	if err != nil {
+		return "", err
+	}
+	return h.target(c, box)
+}
+
 func (h *Handler) boxList(c *call) (any, error) {
-	resp, err := msg(h.deps.Boxes.List(c.ctx, connect.NewRequest(&controlv1.ListBoxesRequest{})))
+	boxes, err := h.list(c)
 	if err != nil {
 		return nil, err
 	}
 	list := []map[string]any{}
-	for _, b := range resp.Boxes {
+	for _, b := range boxes {
 		list = append(list, map[string]any{"box_id": b.BoxId, "name": b.Name, "state": state(b.State),
 			"image": b.Image, "last_saved_at_ms": b.LastSavedAtMs})
 	}
@@ -61,15 +70,20 @@ func (h *Handler) status(c *call, box string) (*controlv1.BoxStatusResponse, err
 }
 
 // boxStatus answers state absent with empty strings for a caller without
-// a box (Contract: Control MCP, field types).
+// a box, an agent whose grant has created none included (Contract:
+// Control MCP, field types).
 func (h *Handler) boxStatus(c *call) (any, error) {
-	box, err := c.box()
-	if err != nil {
+	box, err := h.boxArg(c)
+	var st *controlv1.BoxStatusResponse
+	switch {
+	case err == errNoAgentBox:
+		st = &controlv1.BoxStatusResponse{}
+	case err != nil:
 		return nil, err
-	}
-	st, err := h.status(c, box)
-	if err != nil {
-		return nil, err
+	default:
+		if st, err = h.status(c, box); err != nil {
+			return nil, err
+		}
 	}
 	if st.Box == nil {
 		return map[string]any{"box_id": "", "name": "", "state": state(controlv1.BoxState_BOX_STATE_ABSENT), "image": "",
@@ -117,14 +131,26 @@ func (h *Handler) begin(c *call, wait bool, deleted bool, do func(requestID stri
 	return s, nil
 }
 
+// boxEnsure wakes or boots the box; for a user without boxes the service
+// creates main, and for an agent whose grant has created none this
+// creates its first (agentBoxName), within the grant's caps.
 func (h *Handler) boxEnsure(c *call) (any, error) {
-	box, err := c.box()
+	box, err := h.boxArg(c)
+	do := func(id string) (*controlv1.OperationResponse, error) {
+		return msg(h.deps.Boxes.Ensure(c.ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: id, Box: box})))
+	}
+	if err == errNoAgentBox {
+		var name string
+		if name, err = h.agentBoxName(c); err == nil {
+			do = func(id string) (*controlv1.OperationResponse, error) {
+				return msg(h.deps.Boxes.Create(c.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: id, Name: name})))
+			}
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
-	s, err := h.begin(c, c.flag("wait"), false, func(id string) (*controlv1.OperationResponse, error) {
-		return msg(h.deps.Boxes.Ensure(c.ctx, connect.NewRequest(&controlv1.EnsureBoxRequest{RequestId: id, Box: box})))
-	})
+	s, err := h.begin(c, c.flag("wait"), false, do)
 	if err != nil {
 		return nil, err
 	}
@@ -144,7 +170,7 @@ func (h *Handler) boxCreate(c *call) (any, error) {
 
 // boxOperation runs Hibernate or Save of the box argument, waiting.
 func (h *Handler) boxOperation(c *call, do func(*controlv1.BoxOperationRequest) (*controlv1.OperationResponse, error)) (started, error) {
-	box, err := c.box()
+	box, err := h.boxArg(c)
 	if err != nil {
 		return started{}, err
 	}
@@ -182,6 +208,9 @@ func (h *Handler) confirmed(c *call, kind string, do func(*controlv1.ConfirmedBo
 	}
 	if !c.flag("confirm") {
 		return started{}, refuse("confirm: must be true; ask the user to confirm the %s of %s, then call again with confirm: true", kind, orFirst(box))
+	}
+	if box, err = h.target(c, box); err != nil {
+		return started{}, err
 	}
 	return h.begin(c, true, kind == "delete", func(id string) (*controlv1.OperationResponse, error) {
 		return do(&controlv1.ConfirmedBoxRequest{RequestId: id, Box: box, Confirm: true})

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
@@ -21,6 +22,8 @@ type tool struct {
 	name string
 	log  func(ctx context.Context, msg string, args ...any)
 	run  func(*call) (any, error)
+	// scoped is the call's context and an agent's grant (Handler.scoped).
+	scoped func(context.Context) (context.Context, *oauth.Grant, error)
 }
 
 func (h *Handler) newTool(s spec) (*tool, error) {
@@ -32,7 +35,7 @@ func (h *Handler) newTool(s spec) (*tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &tool{schemas: sc, name: s.name, log: h.deps.Log.ErrorContext, run: run}, nil
+	return &tool{schemas: sc, name: s.name, log: h.deps.Log.ErrorContext, run: run, scoped: h.scoped}, nil
 }
 
 // call is one tools/call: its context (the caller's principal in it), the
@@ -41,8 +44,11 @@ func (h *Handler) newTool(s spec) (*tool, error) {
 type call struct {
 	ctx  context.Context
 	user string // the caller's user id
-	req  *sdk.CallToolRequest
-	args map[string]any
+	// grant is an agent's (a cba_ token's), nil for the user's own call:
+	// the tools see only the boxes it created (scope.go).
+	grant *oauth.Grant
+	req   *sdk.CallToolRequest
+	args  map[string]any
 }
 
 // str is the string argument name ("" when absent).
@@ -81,7 +87,11 @@ func (t *tool) call(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToo
 	if !ok {
 		return t.failure(ctx, errors.New("no caller in the context"))
 	}
-	out, err := t.run(&call{ctx: ctx, user: user, req: req, args: args})
+	scoped, grant, err := t.scoped(ctx)
+	if err != nil {
+		return t.failure(ctx, err)
+	}
+	out, err := t.run(&call{ctx: scoped, user: user, grant: grant, req: req, args: args})
 	if err != nil {
 		return t.failure(ctx, err)
 	}

@@ -67,6 +67,9 @@ type Deps struct {
 	Grants interface {
 		Check(token string) (*oauth.Grant, error)
 	}
+	// Scope keeps an agent's calls to its grant's boxes and caps
+	// (api/agents' Caps); an agent's call without one fails.
+	Scope Scope
 	// Hosts are the Host header values accepted on a loopback listener
 	// besides localhost's (the api's public host behind a proxy);
 	// anything else is 403, against DNS rebinding.

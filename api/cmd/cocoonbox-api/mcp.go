@@ -42,7 +42,7 @@ func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, 
 	}
 	d := mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, Log: log}
 	if agents != nil { // an agent's cba_ token works here, and a 401 names the resource's metadata
-		d.Grants, d.ResourceMetadata = agents.grants, agents.prm
+		d.Grants, d.ResourceMetadata, d.Scope = agents.grants, agents.prm, agents.caps
 	}
 	mcp.New(d).Mount(srv)
 }

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 
+	useragents "github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -30,6 +31,8 @@ type agentsOAuth struct {
 	agents *oauth.Agents
 	grants *oauth.Grants
 	prm    string
+	// caps keeps an agent's control MCP calls to its grant's boxes and caps.
+	caps *useragents.Caps
 }
 
 // mountOAuth mounts OAuth for agents on srv when oauth.public_url is set
@@ -68,5 +71,5 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		return oauth.User{ID: u.ID, Name: u.Name}, ok
 	}
 	return &agentsOAuth{agents: oauth.NewAgents(cfg.OAuth.PublicURL, clients, grants, session, log), grants: grants,
-		prm: m.ResourceMetadataURL(mcpurl.Path)}, grants.Stop, nil
+		prm: m.ResourceMetadataURL(mcpurl.Path), caps: useragents.NewCaps(db.Pool)}, grants.Stop, nil
 }
