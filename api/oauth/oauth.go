@@ -2,7 +2,11 @@
 // codex, any MCP client) for the control MCP: the MCP authorization of
 // 2025-11-25. One file per endpoint, each following the RFC section it
 // implements: metadata.go (RFC 8414, RFC 9728), register.go (RFC 7591),
-// cimd.go and client.go (Client ID Metadata Documents).
+// cimd.go and client.go (Client ID Metadata Documents), authorize.go (the
+// consent page, OAuth 2.1 §4.1, RFC 9207), tokens.go (the token
+// endpoint's authorization_code and refresh_token), revoke.go (RFC 7009);
+// grants.go is the store and the in-memory index of access tokens, and
+// grant.go the principal a cba_ token maps to.
 //
 // Contract: OAuth for agents (MCP authorization 2025-11-25); docs/oauth.md.
 package oauth
