@@ -49,6 +49,31 @@ type Config struct {
 	Boxes          Boxes    `yaml:"boxes"`
 	Secrets        Secrets  `yaml:"secrets"`
 	OAuth          OAuth    `yaml:"oauth"`
+	Signup         Signup   `yaml:"signup"`
+}
+
+// Signup configures sign-in with GitHub and signup (api/signup;
+// docs/signup.md). Contract: Sign-in with GitHub and signup. The OAuth
+// App's id and secret are not here: they come from the environment
+// (LOGIN_GITHUB_CLIENT_ID, LOGIN_GITHUB_CLIENT_SECRET; the unit's
+// EnvironmentFile /etc/cocoonbox/login.env).
+type Signup struct {
+	GitHub SignupGitHub `yaml:"github"`
+}
+
+// SignupGitHub is where GitHub is: github.com by default, a GitHub
+// Enterprise Server (web_url https://HOST, api_url https://HOST/api/v3),
+// or a test's stand-in.
+type SignupGitHub struct {
+	// WebURL serves the consent page (/login/oauth/authorize) and the
+	// code's redemption (/login/oauth/access_token): an https origin.
+	WebURL string `yaml:"web_url"`
+	// APIURL is the REST API (/user, /user/emails): an https URL, with a
+	// path for a GitHub Enterprise Server.
+	APIURL string `yaml:"api_url"`
+	// CAFile, an absolute path, is a PEM file of the only roots GitHub's
+	// certificates may chain to (a test server's CA); empty is the system's.
+	CAFile string `yaml:"ca_file"`
 }
 
 // OAuth configures the api as an OAuth authorization server for agents
@@ -226,7 +251,8 @@ func Default() Config {
 			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Egress: LocalEgress{Admit: []string{}}}},
-		Boxes: Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
+		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
+		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
 	}
 }
 
@@ -388,6 +414,9 @@ func (c *Config) Validate() error {
 		c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	}
 	if err := c.OAuth.validate(); err != nil {
+		return err
+	}
+	if err := c.Signup.GitHub.validate(); err != nil {
 		return err
 	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
@@ -563,6 +592,32 @@ func (c *Config) Issuer() string {
 		return c.PublicURL
 	}
 	return "http://" + c.Listen
+}
+
+// validate checks signup.github: web_url an https origin, api_url an https
+// URL without query, fragment or user, ca_file absolute; a trailing "/" is
+// dropped from both URLs.
+func (g *SignupGitHub) validate() error {
+	for _, k := range []struct {
+		key    string
+		v      *string
+		origin bool
+	}{{"signup.github.web_url", &g.WebURL, true}, {"signup.github.api_url", &g.APIURL, false}} {
+		u, err := url.Parse(*k.v)
+		if err != nil || u.Scheme != "https" || u.Host == "" || u.Opaque != "" || u.RawQuery != "" || u.ForceQuery ||
+			u.Fragment != "" || u.User != nil || (k.origin && u.Path != "" && u.Path != "/") {
+			what := "an https URL (e.g. https://api.github.com, https://ghe.example.com/api/v3)"
+			if k.origin {
+				what = "an https origin alone (e.g. https://github.com)"
+			}
+			return fmt.Errorf("%s: %q is not %s", k.key, *k.v, what)
+		}
+		*k.v = strings.TrimSuffix(*k.v, "/")
+	}
+	if g.CAFile != "" && !filepath.IsAbs(g.CAFile) {
+		return fmt.Errorf("signup.github.ca_file: %q is not an absolute path", g.CAFile)
+	}
+	return nil
 }
 
 // validate checks oauth.public_url: an origin alone (no path, query,

@@ -15,6 +15,8 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -87,6 +89,8 @@ type Console struct {
 	// The sign-in's limits: failures per user name, attempts per address.
 	perUser, perAddress *ratelimit.Limiter
 	trusted             []netip.Prefix
+	// github: the sign-in page offers "Sign in with GitHub" (OfferGitHub).
+	github bool
 }
 
 // New is the console of d, with the personal token as its first section.
@@ -103,6 +107,11 @@ func New(d Deps) *Console {
 		perUser: perUser, perAddress: perAddress, trusted: d.SignIn.TrustedProxies,
 		sections: []Section{{Title: "Personal token", Path: "/cb/token", Blurb: "One token of your whole account, for scripts and COCOONBOX_TOKEN."}}}
 }
+
+// OfferGitHub makes the sign-in page offer "Sign in with GitHub" beside
+// the password form (package signup serves it; Contract: Sign-in with
+// GitHub and signup).
+func (c *Console) OfferGitHub() { c.github = true }
 
 // AddSection lists s on the home page.
 func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
@@ -158,9 +167,11 @@ func (c *Console) user(h func(http.ResponseWriter, *http.Request, users.User)) h
 	})
 }
 
-// readJSON decodes a console call's body (server.ReadJSON: JSON only,
-// the CSRF defence) of at most 8 KiB, answering 415 or 400 when it fails.
-func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
+// ReadJSON is how every call of the console's pages reads its body (the
+// console's own, and package signup's): server.ReadJSON, JSON only, the
+// CSRF defence, of at most 8 KiB; it answers 415 or 400 and false when
+// that fails.
+func ReadJSON(w http.ResponseWriter, r *http.Request, v any) bool {
 	err := server.ReadJSON(r, 8<<10, v)
 	switch {
 	case errors.Is(err, server.ErrNotJSON):
@@ -183,7 +194,7 @@ type signInRequest struct {
 // have run for all of users.HashWait (Retry-After: 1).
 func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 	var req signInRequest
-	if !readJSON(w, r, &req) {
+	if !ReadJSON(w, r, &req) {
 		return
 	}
 	if req.User == "" || req.Password == "" {
@@ -239,7 +250,7 @@ func (c *Console) signIn(w http.ResponseWriter, r *http.Request) {
 		c.fail(w, r, "sign-in", err)
 		return
 	}
-	if err := c.startSession(r.Context(), w, u); err != nil {
+	if err := c.StartSession(r.Context(), w, u); err != nil {
 		c.fail(w, r, "sign-in", err)
 		return
 	}
@@ -283,7 +294,7 @@ func (c *Console) regenerate(w http.ResponseWriter, r *http.Request, u users.Use
 	// JSON only, an empty body too: a field-less form of another port of
 	// this host (the cookie goes along) must not replace the token.
 	var none struct{}
-	if !readJSON(w, r, &none) {
+	if !ReadJSON(w, r, &none) {
 		return
 	}
 	secret, err := c.tokens.Regenerate(r.Context(), u.ID)
@@ -309,6 +320,8 @@ type pageData struct {
 	User     *users.User
 	Sections []Section
 	ReturnTo string
+	// GitHub: the sign-in page offers "Sign in with GitHub".
+	GitHub bool
 }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
@@ -325,7 +338,7 @@ func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, d 
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	u, ok := c.Session(r)
 	if !ok {
-		c.render(w, r, "signin.html", pageData{Title: "Sign in", ReturnTo: returnTo(r)})
+		c.render(w, r, "signin.html", pageData{Title: "Sign in", ReturnTo: returnTo(r), GitHub: c.github})
 		return
 	}
 	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: c.sections})
@@ -349,11 +362,51 @@ func (c *Console) tokenPage(w http.ResponseWriter, r *http.Request, u users.User
 }
 
 // returnTo is where the sign-in form goes after signing in: a console path
-// only, so a link cannot send a signed-in user elsewhere.
+// only (CheckReturnTo), so a link cannot send a signed-in user elsewhere.
 func returnTo(r *http.Request) string {
 	p := r.URL.Query().Get("return_to")
-	if !strings.HasPrefix(p, "/cb/") || strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\\r\n") {
+	if CheckReturnTo(p) != nil {
 		return "/cb/"
 	}
 	return p
+}
+
+// MaxReturnTo bounds return_to (a consent page's URL with its query fits).
+const MaxReturnTo = 4096
+
+// CheckReturnTo names what makes p no place to go after a sign-in: it must
+// be a path of the console (/cb/...), with an optional query, and nothing
+// that leaves it: no scheme or host ("https://evil", "//evil"), no
+// backslash or control character, no "." or ".." segment, literal or
+// percent-encoded ("/cb/../x", "/cb/%2e%2e/x"), no empty segment.
+func CheckReturnTo(p string) error {
+	bad := func(why string) error {
+		return fmt.Errorf("return_to %q: %s; give a console path such as /cb/", p, why)
+	}
+	if len(p) > MaxReturnTo {
+		return bad("longer than " + strconv.Itoa(MaxReturnTo) + " bytes")
+	}
+	if strings.HasPrefix(p, "//") || strings.ContainsAny(p, "\\") {
+		return bad("not a path of this host")
+	}
+	for _, c := range []byte(p) {
+		if c < 0x20 || c == 0x7f {
+			return bad("a control character")
+		}
+	}
+	u, err := url.Parse(p)
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" {
+		return bad("not a path of this host")
+	}
+	if !strings.HasPrefix(u.Path, "/cb/") {
+		return bad("not under /cb/")
+	}
+	clean := path.Clean(u.Path)
+	if strings.HasSuffix(u.Path, "/") {
+		clean += "/"
+	}
+	if clean != u.Path {
+		return bad(`a ".", ".." or empty segment`)
+	}
+	return nil
 }

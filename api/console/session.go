@@ -21,9 +21,11 @@ const CookieName = "cb_session"
 // SessionTTL is how long a console session lasts from its sign-in.
 const SessionTTL = 30 * 24 * time.Hour
 
-// startSession stores a new session of u and sets its cookie on w:
-// HttpOnly, SameSite=Strict, Path=/cb/, Secure when the api is served over https.
-func (c *Console) startSession(ctx context.Context, w http.ResponseWriter, u users.User) error {
+// StartSession stores a new session of u and sets its cookie on w:
+// HttpOnly, SameSite=Strict, Path=/cb/, Secure when the api is served over
+// https. The password sign-in and the GitHub sign-in's callback (package
+// signup) call it.
+func (c *Console) StartSession(ctx context.Context, w http.ResponseWriter, u users.User) error {
 	var raw [32]byte
 	rand.Read(raw[:])
 	value := base64.RawURLEncoding.EncodeToString(raw[:])

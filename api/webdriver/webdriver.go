@@ -42,7 +42,11 @@ var startedOn = regexp.MustCompile(`started successfully on port (\d+)`)
 // Start runs chromedriver on a free loopback port and opens a session of
 // headless Chromium. It fails naming the package to install when either
 // binary is missing.
-func Start(ctx context.Context) (*Browser, error) {
+func Start(ctx context.Context) (*Browser, error) { return StartWith(ctx) }
+
+// StartWith is Start with more Chromium flags, such as
+// --ignore-certificate-errors-spki-list=HASH for a test's own TLS server.
+func StartWith(ctx context.Context, flags ...string) (*Browser, error) {
 	for path, pkg := range map[string]string{ChromiumPath: "chromium", ChromedriverPath: "chromium-driver"} {
 		if _, err := os.Stat(path); err != nil {
 			return nil, fmt.Errorf("%s is missing: install Debian's %s (make setup)", path, pkg)
@@ -88,10 +92,10 @@ func Start(ctx context.Context) (*Browser, error) {
 		"browserName": "chrome",
 		"goog:chromeOptions": map[string]any{
 			"binary": ChromiumPath,
-			"args": []string{"--headless", "--no-sandbox", "--disable-gpu",
+			"args": append([]string{"--headless", "--no-sandbox", "--disable-gpu",
 				"--disable-background-networking", "--disable-component-update", "--disable-sync",
 				"--no-first-run", "--disable-quic", "--disable-dev-shm-usage", // a small /dev/shm (containers, CI) crashes tabs
-				"--user-data-dir=" + dataDir},
+				"--user-data-dir=" + dataDir}, flags...),
 		},
 	}}}
 	var sess struct {

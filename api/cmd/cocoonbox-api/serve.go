@@ -66,6 +66,9 @@ func serve(args []string) error {
 	}
 	defer stopOAuth()
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
+	if err := mountGitHub(srv, cfg, db.Pool, con, log); err != nil {
+		return err
+	}
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, keys.Entries, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)

@@ -13,6 +13,8 @@ CREATE TABLE identities (
     idp text NOT NULL CHECK (idp IN ('github')),
     subject text NOT NULL CHECK (subject ~ '^[1-9][0-9]{0,19}$'),
     user_id uuid NOT NULL REFERENCES users (id) ON DELETE CASCADE,
+    -- GitHub's login at the last sign-in, shown in the console only.
+    login text NOT NULL DEFAULT '',
     email text NOT NULL DEFAULT '',
     email_verified boolean NOT NULL DEFAULT false,
     created_at timestamptz NOT NULL DEFAULT now(),

@@ -1,0 +1,285 @@
+package signup
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
+)
+
+// Every failure and refusal of GitHub's side and of ours goes to
+// /cb/?login_error=CODE with the contract's code, signs nobody in, and
+// leaves no GitHub token behind.
+func TestEveryFailureGoesToLoginError(t *testing.T) {
+	t.Parallel()
+	known := githubtest.Verified(1001, "alice-gh", "alice@example.com")
+	for _, tc := range []struct {
+		name string
+		code string
+		run  func(e *env, c *http.Client) *http.Response
+	}{
+		{"the person declines at GitHub", ErrGitHubDenied, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			e.gh.DenyNext()
+			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
+			return resp
+		}},
+		{"GitHub answers another error", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
+			q := url.Values{"state": {back.Query().Get("state")}, "error": {"application_suspended"}}
+			resp, _ := e.do(c, "GET", e.url+CallbackPath+"?"+q.Encode(), "")
+			return resp
+		}},
+		{"a bad code (bad_verification_code)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
+			q := back.Query()
+			q.Set("code", "0123456789abcdef0123")
+			back.RawQuery = q.Encode()
+			resp, _ := e.do(c, "GET", back.String(), "")
+			if e.gh.Calls("POST /login/oauth/access_token") != 1 || !strings.Contains(e.log.String(), "bad_verification_code") {
+				e.t.Errorf("the code was not refused by GitHub as bad_verification_code:\n%s", e.log.String())
+			}
+			return resp
+		}},
+		{"no code", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
+			q := back.Query()
+			q.Del("code")
+			back.RawQuery = q.Encode()
+			resp, _ := e.do(c, "GET", back.String(), "")
+			return resp
+		}},
+		{"GitHub's primary rate limit (403)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			e.gh.RateLimit(http.StatusForbidden)
+			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
+			if !strings.Contains(e.log.String(), "rate_limited=true") {
+				e.t.Errorf("the rate limit is not told in the log:\n%s", e.log.String())
+			}
+			return resp
+		}},
+		{"GitHub's secondary rate limit (429)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			e.gh.RateLimit(http.StatusTooManyRequests)
+			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
+			if !strings.Contains(e.log.String(), "rate_limited=true") {
+				e.t.Errorf("the rate limit is not told in the log:\n%s", e.log.String())
+			}
+			return resp
+		}},
+		{"a known identity of a disabled user", ErrDisabled, func(e *env, c *http.Client) *http.Response {
+			if _, err := e.users.SetDisabled(context.Background(), "alice", true); err != nil {
+				e.t.Fatal(err)
+			}
+			resp, _ := e.signInWithGitHub(c, known, "/cb/", "")
+			return resp
+		}},
+		{"an unknown identity with signup off", ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
+			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
+			return resp
+		}},
+		{"an unknown identity with an unverified primary email, signup on", ErrEmailUnverified, func(e *env, c *http.Client) *http.Response {
+			e.db.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
+			e.arrive = func(Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+			resp, _ := e.signInWithGitHub(c, githubtest.Account{ID: 3003, Login: "carol", Emails: []githubtest.Email{
+				{Email: "carol@example.com", Primary: true, Verified: false}, {Email: "c2@example.com", Verified: true}}}, "/cb/", "")
+			if len(e.arrived) != 0 {
+				e.t.Errorf("signup was asked about an unverified person: %+v", e.arrived)
+			}
+			return resp
+		}},
+		{"an unknown identity whose email is a user's: an email never links", ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
+			e.db.Pool.Exec(context.Background(), "UPDATE identities SET email = 'alice@example.com', email_verified = true")
+			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "alice", "alice@example.com"), "/cb/", "")
+			return resp
+		}},
+		{"signup refuses (its code passes through)", ErrInviteRequired, func(e *env, c *http.Client) *http.Response {
+			e.arrive = func(Arrival) (Outcome, error) { return Outcome{Refusal: ErrInviteRequired}, nil }
+			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
+			return resp
+		}},
+		{"signup fails", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.arrive = func(Arrival) (Outcome, error) { return Outcome{}, errors.New("database gone") }
+			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
+			return resp
+		}},
+		{"signup admits a user disabled meanwhile", ErrDisabled, func(e *env, c *http.Client) *http.Response {
+			e.users.SetDisabled(context.Background(), "bob", true)
+			e.arrive = func(Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
+			return resp
+		}},
+		{"a flow past its 10 minutes", ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			back := e.atGitHub(e.begin(c, "/cb/", ""))
+			e.db.Pool.Exec(context.Background(), "UPDATE github_login_flows SET expires_at = now() - interval '1 second'")
+			resp, _ := e.do(c, "GET", back, "")
+			return resp
+		}},
+		{"no cb_login cookie", ErrBrowser, func(e *env, c *http.Client) *http.Response {
+			e.gh.SignInAs(known)
+			back := e.atGitHub(e.begin(c, "/cb/", ""))
+			resp, _ := e.do(e.browser(), "GET", back, "")
+			return resp
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			e.link("1001", e.alice.ID)
+			c := e.browser()
+			resp := tc.run(e, c)
+			if code := loginError(t, resp); code != tc.code {
+				t.Fatalf("%d %v, login_error %q; want %q", resp.StatusCode, resp.Header, code, tc.code)
+			}
+			if n := e.count("SELECT count(*) FROM console_sessions"); n != 0 || e.me(c) != "" {
+				t.Fatalf("a session was started")
+			}
+			if e.gh.Live() != 0 {
+				t.Fatalf("%d GitHub tokens left live", e.gh.Live())
+			}
+		})
+	}
+}
+
+// Begin and the callback each allow 20 calls per client address in 15
+// minutes: the 21st begin is 429 too_many, the 21st callback
+// login_error=too_many; neither stores or takes a flow.
+func TestTwentyCallsPerAddressOnBeginAndOnTheCallback(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.browser()
+	body := `{"return_to":"/cb/"}`
+	for i := range LimitPerAddress {
+		if resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", body); resp.StatusCode != 200 {
+			t.Fatalf("begin %d: %d %s", i+1, resp.StatusCode, text)
+		}
+	}
+	resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", body)
+	var ans apiError
+	json.Unmarshal([]byte(text), &ans)
+	if resp.StatusCode != 429 || ans.Error != ErrTooMany || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("begin 21: %d %s", resp.StatusCode, text)
+	}
+	if n := e.count("SELECT count(*) FROM github_login_flows"); n != LimitPerAddress {
+		t.Fatalf("%d flows stored, want %d", n, LimitPerAddress)
+	}
+	for i := range LimitPerAddress {
+		resp, _ := e.do(c, "GET", CallbackPath+"?state=x&code=y", "")
+		if code := loginError(t, resp); code != ErrBrowser {
+			t.Fatalf("callback %d: login_error %q, want browser", i+1, code)
+		}
+	}
+	resp, _ = e.do(c, "GET", CallbackPath+"?state=x&code=y", "")
+	if code := loginError(t, resp); code != ErrTooMany {
+		t.Fatalf("callback 21: login_error %q, want too_many", code)
+	}
+}
+
+// Bad input: a return_to that is not a console path is refused by begin
+// (400) before anything is stored; an invite that is not cbi_ + 64 hex too.
+func TestBeginRefusesABadReturnToAndAMalformedInvite(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.browser()
+	for _, bad := range []string{"https://evil.example/cb/", "//evil.example/cb/", "/cb/../x", "/cb/%2e%2e/x", "/cb/./x", "/cb//evil",
+		"/x", "/cb", "\\\\evil", "/cb/\\evil", "javascript:alert(1)", "/cb/\nx", "http:/cb/", "/cb/" + strings.Repeat("a", 5000)} {
+		body, _ := json.Marshal(map[string]string{"return_to": bad})
+		resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body))
+		if resp.StatusCode != 400 || !strings.Contains(text, "bad_return_to") || cookie(resp, LoginCookie) != nil {
+			t.Errorf("return_to %q: %d %s; want 400 bad_return_to", bad, resp.StatusCode, text)
+		}
+	}
+	for _, bad := range []string{"cbi_", "cbi_" + strings.Repeat("A", 64), "cbi_" + strings.Repeat("a", 63), "cbit_" + strings.Repeat("a", 64), strings.Repeat("a", 68)} {
+		body, _ := json.Marshal(map[string]string{"return_to": "/cb/", "invite": bad})
+		if resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body)); resp.StatusCode != 400 || !strings.Contains(text, "bad_invite") {
+			t.Errorf("invite %q: %d %s; want 400 bad_invite", bad, resp.StatusCode, text)
+		}
+	}
+	if n := e.count("SELECT count(*) FROM github_login_flows"); n != 0 {
+		t.Fatalf("%d flows stored for bad requests", n)
+	}
+	if resp, err := c.Post(e.url+"/cb/api/auth/github/begin", "application/x-www-form-urlencoded", strings.NewReader("return_to=/cb/")); err != nil || resp.StatusCode != 415 {
+		t.Errorf("a form: %v %v; want 415", resp, err)
+	}
+	for _, good := range []string{"/cb/", "/cb/token", "/cb/oauth/authorize?client_id=cocoonbox-cli&redirect_uri=http%3A%2F%2F127.0.0.1%3A5000%2Fcallback&state=s", "/cb/queue"} {
+		body, _ := json.Marshal(map[string]string{"return_to": good})
+		if resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body)); resp.StatusCode != 200 {
+			t.Errorf("return_to %q: %d %s; want 200", good, resp.StatusCode, text)
+		}
+	}
+}
+
+// An unknown identity goes to signup's Arrive with the GitHub account's
+// numeric id, login, primary email and the invite begin carried; an
+// admission signs the person in, a queue entry sets the Strict cb_queue
+// cookie and goes to /cb/queue.
+func TestAnUnknownIdentityIsHandedToSignup(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	invite := "cbi_" + strings.Repeat("ab", 32)
+	e.arrive = func(a Arrival) (Outcome, error) { return Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001"}, nil }
+	c := e.browser()
+	resp, text := e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/", invite)
+	if onward(resp, text) != "/cb/queue" {
+		t.Fatalf("queued: %d %s; want the page going to /cb/queue", resp.StatusCode, text)
+	}
+	q := cookie(resp, QueueCookie)
+	if q == nil || q.Value != "3f1c1b8e-0000-4000-8000-000000000001" || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
+		t.Fatalf("cb_queue %+v", q)
+	}
+	want := Arrival{IdP: "github", Subject: "3003", Login: "Carol", Email: "carol@example.com", EmailVerified: true, Invite: invite}
+	if len(e.arrived) != 1 || e.arrived[0] != want {
+		t.Fatalf("arrived %+v, want %+v", e.arrived, want)
+	}
+	e.arrive = func(a Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+	c = e.browser()
+	resp, text = e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/token", "")
+	if onward(resp, text) != "/cb/token" || e.me(c) != "bob" {
+		t.Fatalf("admitted: %d %s", resp.StatusCode, text)
+	}
+}
+
+// GitHub sign-in not configured: providers says so, begin is 404.
+func TestProviders(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	c := e.browser()
+	get := func(e *env) Providers {
+		resp, text := e.do(c, "GET", "/cb/api/auth/providers", "")
+		var p Providers
+		if resp.StatusCode != 200 || json.Unmarshal([]byte(text), &p) != nil {
+			t.Fatalf("providers: %d %s", resp.StatusCode, text)
+		}
+		return p
+	}
+	if p := get(e); p != (Providers{GitHub: true, Signup: false, InviteOnly: true}) {
+		t.Errorf("defaults: %+v", p)
+	}
+	e.db.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false")
+	if p := get(e); p != (Providers{GitHub: true, Signup: true, InviteOnly: false}) {
+		t.Errorf("signup on: %+v", p)
+	}
+	off := newEnvWith(t, false)
+	if p := get(off); p.GitHub || p.Signup {
+		t.Errorf("not configured: %+v", p)
+	}
+	if resp, text := off.do(c, "POST", "/cb/api/auth/github/begin", `{"return_to":"/cb/"}`); resp.StatusCode != 404 {
+		t.Errorf("begin not configured: %d %s", resp.StatusCode, text)
+	}
+	// The sign-in page offers GitHub only when configured.
+	if _, page := e.do(c, "GET", "/cb/", ""); !strings.Contains(page, "Sign in with GitHub") || !strings.Contains(page, `id="password"`) {
+		t.Error("the configured sign-in page does not offer GitHub beside the password form")
+	}
+	if _, page := off.do(c, "GET", "/cb/", ""); strings.Contains(page, "Sign in with GitHub") || !strings.Contains(page, `id="password"`) {
+		t.Error("the unconfigured sign-in page offers GitHub, or lost the password form")
+	}
+}

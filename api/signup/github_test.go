@@ -1,0 +1,405 @@
+package signup
+
+import (
+	"bytes"
+	"context"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/ratelimit"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+// env is an api with the console and the GitHub sign-in, on a fresh
+// database, and a GitHub stand-in its api.yaml keys point at.
+type env struct {
+	t     *testing.T
+	url   string
+	db    *dbtest.DB
+	users *users.Store
+	gh    *githubtest.Server
+	g     *GitHub
+	// alice is an admin-made account with a password, bob another.
+	alice, bob users.User
+	log        *bytes.Buffer
+
+	mu      sync.Mutex
+	arrive  func(Arrival) (Outcome, error) // nil: no signup (Deps.Arrive nil)
+	arrived []Arrival
+}
+
+func newEnv(t *testing.T) *env { return newEnvWith(t, true) }
+
+func newEnvWith(t *testing.T, configured bool) *env {
+	t.Helper()
+	ctx := context.Background()
+	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, Schema)
+	e := &env{t: t, db: db, log: new(bytes.Buffer)}
+	log := slog.New(slog.NewTextHandler(syncWriter{w: e.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	e.users = users.NewStore(db.Pool)
+	e.users.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
+	ix := tokens.NewIndex(db.Pool, db.URL, log)
+	con := console.New(console.Deps{Pool: db.Pool, Users: e.users, Tokens: tokens.NewStore(db.Pool, ix), Log: log,
+		SignIn: console.SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}})
+	srv := server.New(log, nil)
+	con.Mount(srv)
+	ts := httptest.NewServer(srv.Handler())
+	t.Cleanup(ts.Close)
+	e.url = ts.URL
+	e.gh = githubtest.New(t)
+	app := GitHubApp{}
+	if configured {
+		app = GitHubApp{ClientID: e.gh.ClientID, Secret: Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
+	}
+	g, err := NewGitHub(GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
+		Arrive: func(_ context.Context, a Arrival) (Outcome, error) {
+			e.mu.Lock()
+			defer e.mu.Unlock()
+			if e.arrive == nil {
+				// As Deps.Arrive nil would: signup_closed.
+				return Outcome{Refusal: ErrSignupClosed}, nil
+			}
+			e.arrived = append(e.arrived, a)
+			return e.arrive(a)
+		}, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.g = g
+	g.Mount(srv)
+	if g.Configured() {
+		con.OfferGitHub()
+	}
+	if e.alice, err = e.users.Add(ctx, "alice", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	if e.bob, err = e.users.Add(ctx, "bob", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("the api's log:\n%s", e.log.String())
+		}
+	})
+	return e
+}
+
+// syncWriter serializes the log's writes into w.
+type syncWriter struct{ w io.Writer }
+
+var logMu sync.Mutex
+
+func (s syncWriter) Write(p []byte) (int, error) {
+	logMu.Lock()
+	defer logMu.Unlock()
+	return s.w.Write(p)
+}
+
+func roots(t *testing.T, file string) *x509.CertPool {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := pem.Decode(data)
+	cert, err := x509.ParseCertificate(b.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := x509.NewCertPool()
+	p.AddCert(cert)
+	return p
+}
+
+// link connects GitHub account id to user u, as a connect would.
+func (e *env) link(id, userID string) {
+	e.t.Helper()
+	if _, err := e.db.Pool.Exec(context.Background(), "INSERT INTO identities (idp, subject, user_id) VALUES ('github', $1, $2)", id, userID); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// browser is a cookie-keeping client that follows no redirect.
+func (e *env) browser() *http.Client {
+	jar, _ := cookiejar.New(nil)
+	return &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
+
+func (e *env) do(c *http.Client, method, path, body string) (*http.Response, string) {
+	e.t.Helper()
+	target := path
+	if !strings.HasPrefix(path, "http") {
+		target = e.url + path
+	}
+	req, err := http.NewRequest(method, target, strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, string(b)
+}
+
+// begin posts begin {return_to, invite} and answers GitHub's authorize URL.
+func (e *env) begin(c *http.Client, returnTo, invite string) string {
+	e.t.Helper()
+	body, _ := json.Marshal(map[string]string{"return_to": returnTo, "invite": invite})
+	resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body))
+	if resp.StatusCode != 200 {
+		e.t.Fatalf("begin: %d %s", resp.StatusCode, text)
+	}
+	var ans BeginAnswer
+	if err := json.Unmarshal([]byte(text), &ans); err != nil {
+		e.t.Fatal(err)
+	}
+	return ans.URL
+}
+
+// atGitHub is the browser at GitHub's authorize URL: where GitHub sends it back.
+func (e *env) atGitHub(authorize string) string {
+	e.t.Helper()
+	back, err := e.gh.Authorize(authorize)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if !strings.HasPrefix(back, e.url+CallbackPath+"?") {
+		e.t.Fatalf("GitHub sends the browser to %q, not the callback", back)
+	}
+	return back
+}
+
+// signInWithGitHub runs the whole sign-in in c as GitHub account a and
+// answers the callback's answer.
+func (e *env) signInWithGitHub(c *http.Client, a githubtest.Account, returnTo, invite string) (*http.Response, string) {
+	e.t.Helper()
+	e.gh.SignInAs(a)
+	return e.do(c, "GET", e.atGitHub(e.begin(c, returnTo, invite)), "")
+}
+
+// loginError is the login_error code a callback answer sends the browser to, "" for none.
+func loginError(t *testing.T, resp *http.Response) string {
+	t.Helper()
+	if resp.StatusCode != http.StatusSeeOther {
+		return ""
+	}
+	u, err := url.Parse(resp.Header.Get("Location"))
+	if err != nil || u.Path != "/cb/" {
+		t.Fatalf("the callback sends the browser to %q", resp.Header.Get("Location"))
+	}
+	return u.Query().Get("login_error")
+}
+
+// onward is where a successful callback's page sends the browser ("" when it is not that page).
+func onward(resp *http.Response, body string) string {
+	if resp.StatusCode != 200 || !strings.Contains(body, `http-equiv="refresh"`) {
+		return ""
+	}
+	i := strings.Index(body, `id="onward" href="`)
+	if i < 0 {
+		return ""
+	}
+	rest := body[i+len(`id="onward" href="`):]
+	return strings.ReplaceAll(rest[:strings.Index(rest, `"`)], "&amp;", "&")
+}
+
+// me is the console's user of c's session, "" for none.
+func (e *env) me(c *http.Client) string {
+	e.t.Helper()
+	resp, body := e.do(c, "GET", "/cb/api/me", "")
+	if resp.StatusCode != 200 {
+		return ""
+	}
+	var u users.User
+	json.Unmarshal([]byte(body), &u)
+	return u.Name
+}
+
+func (e *env) count(query string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.db.Pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+func mustURL(s string) *url.URL {
+	u, err := url.Parse(s)
+	if err != nil {
+		panic(err)
+	}
+	return u
+}
+
+func cookie(resp *http.Response, name string) *http.Cookie {
+	for _, c := range resp.Cookies() {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// A known identity of an enabled user: begin stores a flow and sets the
+// Lax nonce cookie on /cocoonbox.auth/, GitHub's authorize URL asks for
+// user:email with S256, the callback reads the account, drops GitHub's
+// token, starts a console session and goes to return_to.
+func TestKnownIdentitySignsInAndGoesToReturnTo(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.link("1001", e.alice.ID)
+	c := e.browser()
+	body, _ := json.Marshal(map[string]string{"return_to": "/cb/token?from=github"})
+	resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body))
+	if resp.StatusCode != 200 {
+		t.Fatalf("begin: %d %s", resp.StatusCode, text)
+	}
+	ck := cookie(resp, LoginCookie)
+	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/cocoonbox.auth/" || ck.MaxAge != 600 || len(ck.Value) != 43 {
+		t.Fatalf("cb_login %+v: want HttpOnly, Lax, Path=/cocoonbox.auth/, 10 min", ck)
+	}
+	var ans BeginAnswer
+	json.Unmarshal([]byte(text), &ans)
+	au, err := url.Parse(ans.URL)
+	if err != nil || !strings.HasPrefix(ans.URL, e.gh.WebURL+"/login/oauth/authorize?") {
+		t.Fatalf("authorize URL %q", ans.URL)
+	}
+	q := au.Query()
+	if q.Get("client_id") != e.gh.ClientID || q.Get("scope") != "user:email" || q.Get("code_challenge_method") != "S256" ||
+		q.Get("redirect_uri") != e.url+"/cocoonbox.auth/callback" || len(q.Get("state")) != 43 || len(q.Get("code_challenge")) != 43 {
+		t.Fatalf("authorize query %v", q)
+	}
+	if n := e.count("SELECT count(*) FROM github_login_flows WHERE expires_at BETWEEN now() + interval '9 min' AND now() + interval '10 min' AND used_at IS NULL AND purpose = 'signin'"); n != 1 {
+		t.Fatalf("%d flows of 10 minutes stored", n)
+	}
+	if n := e.count("SELECT count(*) FROM github_login_flows WHERE state_sha256 = sha256($1::bytea) AND nonce_sha256 = sha256($2::bytea)", []byte(q.Get("state")), []byte(ck.Value)); n != 1 {
+		t.Fatal("the flow does not keep the state's and the nonce's SHA-256")
+	}
+
+	e.gh.SignInAs(githubtest.Account{ID: 1001, Login: "Alice-GH", Emails: []githubtest.Email{
+		{Email: "old@example.com", Verified: true}, {Email: "alice@example.com", Primary: true, Verified: true}}})
+	resp, text = e.do(c, "GET", e.atGitHub(ans.URL), "")
+	if to := onward(resp, text); to != "/cb/token?from=github" {
+		t.Fatalf("callback: %d %s; want the page going on to return_to", resp.StatusCode, text)
+	}
+	if ck := cookie(resp, LoginCookie); ck == nil || ck.MaxAge >= 0 {
+		t.Errorf("the callback leaves cb_login: %+v", ck)
+	}
+	if s := cookie(resp, console.CookieName); s == nil || s.SameSite != http.SameSiteStrictMode {
+		t.Fatalf("no Strict session cookie: %+v", s)
+	}
+	if who := e.me(c); who != "alice" {
+		t.Fatalf("signed in as %q, want alice", who)
+	}
+	if e.gh.Live() != 0 || len(e.gh.Revoked()) != 1 {
+		t.Errorf("GitHub's token not dropped: %d live, %d revoked", e.gh.Live(), len(e.gh.Revoked()))
+	}
+	if n := e.count("SELECT count(*) FROM identities WHERE subject = '1001' AND login = 'Alice-GH' AND email = 'alice@example.com' AND email_verified"); n != 1 {
+		t.Error("the identity does not show the login and primary email of this sign-in")
+	}
+	if n := e.count("SELECT count(*) FROM github_login_flows WHERE used_at IS NOT NULL"); n != 1 {
+		t.Error("the flow is not marked used")
+	}
+}
+
+// A forged callback changes nothing: the right callback URL from a browser
+// without the cookie, from a browser with its own (another flow's)
+// cookie, and with a wrong state are all login_error=browser, take no flow
+// and start no session; the real browser then signs in with it. A second
+// use of a taken flow is failed.
+func TestForgedCallbackChangesNothing(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.link("1001", e.alice.ID)
+	e.link("2002", e.bob.ID)
+	e.gh.SignInAs(githubtest.Verified(1001, "alice-gh", "alice@example.com"))
+	victim := e.browser()
+	back := e.atGitHub(e.begin(victim, "/cb/", ""))
+	victimNonce := ""
+	for _, c := range victim.Jar.Cookies(mustURL(e.url + "/cocoonbox.auth/callback")) {
+		if c.Name == LoginCookie {
+			victimNonce = c.Value
+		}
+	}
+
+	other := e.browser() // another browser, mid-way through its own sign-in
+	e.gh.SignInAs(githubtest.Verified(2002, "bob-gh", "bob@example.com"))
+	otherBack := e.atGitHub(e.begin(other, "/cb/", ""))
+
+	wrongState, _ := url.Parse(back)
+	q := wrongState.Query()
+	q.Set("state", strings.Repeat("A", 43))
+	wrongState.RawQuery = q.Encode()
+	swapped, _ := url.Parse(back) // the victim's code with the other browser's state
+	sq := swapped.Query()
+	oq, _ := url.Parse(otherBack)
+	sq.Set("state", oq.Query().Get("state"))
+	swapped.RawQuery = sq.Encode()
+
+	for name, try := range map[string]struct {
+		c      *http.Client
+		target string
+	}{
+		"no cookie":                {e.browser(), back},
+		"another browser's cookie": {other, back},
+		"wrong state":              {victim, wrongState.String()},
+		"another flow's state":     {victim, swapped.String()},
+	} {
+		resp, text := e.do(try.c, "GET", try.target, "")
+		if code := loginError(t, resp); code != ErrBrowser {
+			t.Errorf("%s: %d %s, login_error %q; want browser", name, resp.StatusCode, text, code)
+		}
+		if ck := cookie(resp, LoginCookie); ck != nil {
+			t.Errorf("%s: the answer touched cb_login: %+v", name, ck)
+		}
+		if n := e.count("SELECT count(*) FROM github_login_flows WHERE used_at IS NOT NULL"); n != 0 {
+			t.Fatalf("%s: took a flow", name)
+		}
+		if n := e.count("SELECT count(*) FROM console_sessions"); n != 0 {
+			t.Fatalf("%s: started a session", name)
+		}
+	}
+	if e.gh.Calls("POST /login/oauth/access_token") != 0 {
+		t.Fatal("a forged callback redeemed a code")
+	}
+	resp, text := e.do(victim, "GET", back, "")
+	if onward(resp, text) != "/cb/" || e.me(victim) != "alice" {
+		t.Fatalf("the real callback after the forged ones: %d %s", resp.StatusCode, text)
+	}
+	resp, text = e.do(other, "GET", otherBack, "")
+	if onward(resp, text) != "/cb/" || e.me(other) != "bob" {
+		t.Fatalf("the other browser's own callback: %d %s", resp.StatusCode, text)
+	}
+	// The victim's flow again, with its nonce put back: used, so failed.
+	replay := e.browser()
+	u, _ := url.Parse(e.url + "/cocoonbox.auth/")
+	replay.Jar.SetCookies(u, []*http.Cookie{{Name: LoginCookie, Value: victimNonce}})
+	resp, text = e.do(replay, "GET", back, "")
+	if code := loginError(t, resp); code != ErrFailed || e.me(replay) != "" {
+		t.Fatalf("a second use of the flow: %d %s, login_error %q; want failed", resp.StatusCode, text, code)
+	}
+}
