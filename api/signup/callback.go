@@ -7,7 +7,6 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -144,8 +143,7 @@ func (g *GitHub) finishSignIn(w http.ResponseWriter, r *http.Request, f flow, gu
 		g.signIn(w, r, out.UserID, f.ReturnTo, gu)
 	case out.QueueID != "":
 		g.log.InfoContext(ctx, "GitHub sign-in: queued", "github_id", gu.ID, "queue_id", out.QueueID)
-		http.SetCookie(w, &http.Cookie{Name: QueueCookie, Value: out.QueueID, Path: "/cb/", MaxAge: int(QueueCookieTTL / time.Second),
-			HttpOnly: true, Secure: g.secure, SameSite: http.SameSiteStrictMode})
+		g.setQueue(w, out.QueueID)
 		g.goTo(w, r, "/cb/queue")
 	default:
 		g.refuse(w, r, ErrFailed, "signup answered nothing", nil, "github_id", gu.ID)

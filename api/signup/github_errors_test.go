@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -281,5 +282,55 @@ func TestProviders(t *testing.T) {
 	}
 	if _, page := off.do(c, "GET", "/cb/", ""); strings.Contains(page, "Sign in with GitHub") || !strings.Contains(page, `id="password"`) {
 		t.Error("the unconfigured sign-in page offers GitHub, or lost the password form")
+	}
+}
+
+// With signup's real Arrive behind the callback: a new person with a free
+// seat is admitted and signed in at once as an account made through GitHub
+// (its user name cleaned from the login; a login that cleans to nothing or
+// to a reserved name gets signup's fallback), and without a free seat
+// waits in the queue with the cb_queue cookie.
+func TestANewPersonThroughGitHubIsAdmittedOrQueued(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	e.arrive = func(a Arrival) (Outcome, error) { return e.signup.Arrive(ctx, a) }
+	if _, err := e.db.Pool.Exec(ctx, "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 5"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		id    int64
+		login string
+		want  string
+	}{
+		{7007, "Mona.Lisa", "mona-lisa"},
+		{7008, "Admin", "gh-7008"},
+		{7009, "___", "gh-7009"},
+	} {
+		c := e.browser()
+		resp, text := e.signInWithGitHub(c, githubtest.Verified(tc.id, tc.login, tc.login+"@example.com"), "/cb/token", "")
+		if onward(resp, text) != "/cb/token" {
+			t.Fatalf("%s: %d %s", tc.login, resp.StatusCode, text)
+		}
+		if who := e.me(c); who != tc.want {
+			t.Errorf("GitHub login %q signed in as %q, want %q", tc.login, who, tc.want)
+		}
+		if n := e.count("SELECT count(*) FROM users u JOIN identities i ON i.user_id = u.id WHERE u.name = $1 AND u.idp = 'github' AND u.password_hash IS NULL AND i.subject = $2",
+			tc.want, strconv.FormatInt(tc.id, 10)); n != 1 {
+			t.Errorf("%s: no account made through GitHub with its identity", tc.want)
+		}
+	}
+	// Five seats, five non-admin accounts now (alice, bob and three): the next waits.
+	c := e.browser()
+	resp, text := e.signInWithGitHub(c, githubtest.Verified(7010, "late", "late@example.com"), "/cb/", "")
+	if onward(resp, text) != "/cb/queue" || e.me(c) != "" {
+		t.Fatalf("no seat: %d %s; want the queue", resp.StatusCode, text)
+	}
+	q := cookie(resp, QueueCookie)
+	if q == nil || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
+		t.Fatalf("cb_queue %+v", q)
+	}
+	if n := e.count("SELECT count(*) FROM signup_queue WHERE id::text = $1 AND status = 'waiting' AND subject = '7010'", q.Value); n != 1 {
+		t.Fatal("the cookie is not the waiting entry's id")
 	}
 }

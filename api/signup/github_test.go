@@ -40,8 +40,11 @@ type env struct {
 	alice, bob users.User
 	log        *bytes.Buffer
 
+	// signup is the signup side on the same database; arrive, when set,
+	// answers in its place (nil: signup_closed, as GitHubDeps.Arrive nil).
+	signup  *Signup
 	mu      sync.Mutex
-	arrive  func(Arrival) (Outcome, error) // nil: no signup (Deps.Arrive nil)
+	arrive  func(Arrival) (Outcome, error)
 	arrived []Arrival
 }
 
@@ -68,7 +71,9 @@ func newEnvWith(t *testing.T, configured bool) *env {
 	if configured {
 		app = GitHubApp{ClientID: e.gh.ClientID, Secret: Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
 	}
+	e.signup = New(Deps{Pool: db.Pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie})
 	g, err := NewGitHub(GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
+		SetQueueCookie: e.signup.SetQueueCookie,
 		Arrive: func(_ context.Context, a Arrival) (Outcome, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()

@@ -24,13 +24,6 @@ const CallbackPath = "/cocoonbox.auth/callback"
 // HttpOnly, on Path=/cocoonbox.auth/ only.
 const LoginCookie = "cb_login"
 
-// QueueCookie is the queued person's cookie (Strict, 90 days, Path=/cb/):
-// the queue entry's id, which GET /cb/api/queue/me reads.
-const QueueCookie = "cb_queue"
-
-// QueueCookieTTL is how long cb_queue lives.
-const QueueCookieTTL = 90 * 24 * time.Hour
-
 // Limits of begin and the callback, each per client address (the contract's
 // 20 in 15 min).
 const (
@@ -42,11 +35,11 @@ const (
 // of a GitHub sign-in goes (/cb/?login_error=CODE), turned into text by
 // the sign-in page, never by the link.
 const (
-	ErrSignupClosed    = "signup_closed"
-	ErrEmailUnverified = "email_unverified"
-	ErrEmailNotAllowed = "email_not_allowed"
-	ErrInviteRequired  = "invite_required"
-	ErrDeclined        = "declined"
+	ErrSignupClosed    = RefuseClosed
+	ErrEmailUnverified = RefuseUnverified
+	ErrEmailNotAllowed = RefuseNotAllowed
+	ErrInviteRequired  = RefuseInviteMissing
+	ErrDeclined        = RefuseDeclined
 	ErrDisabled        = "disabled"
 	ErrGitHubTaken     = "github_taken"
 	ErrGitHubLinked    = "github_linked"
@@ -74,6 +67,9 @@ type GitHubDeps struct {
 	// Arrive hands signup an identity no user has (Signup.Arrive); nil
 	// answers every such person signup_closed.
 	Arrive func(ctx context.Context, a Arrival) (Outcome, error)
+	// SetQueueCookie puts a queued person's cb_queue cookie in the answer
+	// (Signup.SetQueueCookie); needed with Arrive.
+	SetQueueCookie func(w http.ResponseWriter, queueID string)
 	// TrustedProxies name the client behind a proxy (ratelimit.ClientKey).
 	TrustedProxies []netip.Prefix
 	Log            *slog.Logger
@@ -92,6 +88,7 @@ type GitHub struct {
 	session      func(*http.Request) (users.User, bool)
 	startSession func(context.Context, http.ResponseWriter, users.User) error
 	arrive       func(context.Context, Arrival) (Outcome, error)
+	setQueue     func(http.ResponseWriter, string)
 	trusted      []netip.Prefix
 	log          *slog.Logger
 	begins       *ratelimit.Limiter
@@ -110,12 +107,15 @@ func NewGitHub(d GitHubDeps) (*GitHub, error) {
 	if err != nil {
 		return nil, err
 	}
+	if d.Arrive != nil && d.SetQueueCookie == nil {
+		return nil, fmt.Errorf("signup: GitHubDeps.Arrive without SetQueueCookie")
+	}
 	on := d.App.ClientID != ""
 	if on && (d.App.Secret == "" || d.PublicURL == "" || d.App.WebURL == "" || d.App.APIURL == "") {
 		return nil, fmt.Errorf("signup: GitHub sign-in needs the client secret, oauth.public_url and GitHub's URLs")
 	}
 	return &GitHub{pool: d.Pool, gh: newGitHubClient(d.App), on: on, callback: d.PublicURL + CallbackPath, secure: d.Secure,
-		session: d.Session, startSession: d.StartSession, arrive: d.Arrive, trusted: d.TrustedProxies, log: d.Log,
+		session: d.Session, startSession: d.StartSession, arrive: d.Arrive, setQueue: d.SetQueueCookie, trusted: d.TrustedProxies, log: d.Log,
 		begins: begins, callbacks: callbacks, lifetime: FlowLifetime}, nil
 }
 

@@ -53,17 +53,19 @@ func gitHubApp(cfg config.Config, getenv func(string) string) (signup.GitHubApp,
 }
 
 // mountGitHub mounts the GitHub sign-in (package signup): the providers
-// call, begin and the callback, and the user's identities; the console's
-// sign-in page offers it when the OAuth App is configured.
+// call, begin and the callback, which hands a new identity to sg's Arrive,
+// and the user's identities; the console's sign-in page offers it when the
+// OAuth App is configured.
 //
 // Contract: Sign-in with GitHub and signup.
-func mountGitHub(srv *server.Server, cfg config.Config, pool *pgxpool.Pool, con *console.Console, log *slog.Logger) error {
+func mountGitHub(srv *server.Server, cfg config.Config, pool *pgxpool.Pool, con *console.Console, sg *signup.Signup, log *slog.Logger) error {
 	app, err := gitHubApp(cfg, os.Getenv)
 	if err != nil {
 		return err
 	}
 	g, err := signup.NewGitHub(signup.GitHubDeps{Pool: pool, App: app, PublicURL: cfg.OAuth.PublicURL,
 		Secure: strings.HasPrefix(cfg.OAuth.PublicURL, "https:"), Session: con.Session, StartSession: con.StartSession,
+		Arrive: sg.Arrive, SetQueueCookie: sg.SetQueueCookie,
 		TrustedProxies: cfg.TrustedPrefixes(), Log: log})
 	if err != nil {
 		return errors.New("GitHub sign-in: " + err.Error())

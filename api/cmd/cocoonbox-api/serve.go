@@ -66,15 +66,15 @@ func serve(args []string) error {
 	}
 	defer stopOAuth()
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
-	if err := mountGitHub(srv, cfg, db.Pool, con, log); err != nil {
-		return err
-	}
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, keys.Entries, log)
 	defer stopBoxes()
 	mountSession(srv, bh, index, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
-	mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
+	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
+	if err := mountGitHub(srv, cfg, db.Pool, con, sg, log); err != nil {
+		return err
+	}
 	// Started once everything that follows its changes is mounted (OnChange).
 	if err := index.Start(ctx); err != nil {
 		return err
