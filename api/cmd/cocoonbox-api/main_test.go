@@ -87,8 +87,17 @@ func startServe(t testing.TB, dir string, args ...string) *served {
 // startServeAt is startServe listening on addr (a config naming it first).
 func startServeAt(t testing.TB, dir, addr string, args ...string) *served {
 	t.Helper()
+	return startServeEnv(t, dir, addr, nil, args...)
+}
+
+// startServeEnv is startServeAt with env (NAME=value) added to the api's environment.
+func startServeEnv(t testing.TB, dir, addr string, env []string, args ...string) *served {
+	t.Helper()
 	s := &served{addr: addr, stderr: &bytes.Buffer{}, done: make(chan error, 1)}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--state-dir", dir, "--listen", s.addr}, args...)...)
+	if env != nil {
+		s.cmd.Env = append(os.Environ(), env...)
+	}
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		t.Fatal(err)
