@@ -80,10 +80,14 @@ var (
 func (g *GitHub) takeFlow(ctx context.Context, state, nonce string) (flow, error) {
 	var f flow
 	var user *string
+	// The used row keeps no secret: the invite code and the verifier are
+	// answered from the row as it was (the self-join's snapshot) and blanked.
 	err := g.pool.QueryRow(ctx, `
-		UPDATE github_login_flows SET used_at = now()
-		WHERE state_sha256 = $1 AND nonce_sha256 = $2 AND used_at IS NULL AND expires_at > now()
-		RETURNING purpose, user_id, return_to, invite, verifier`, sum(state), sum(nonce)).
+		UPDATE github_login_flows n SET used_at = now(), invite = '', verifier = ''
+		FROM github_login_flows o
+		WHERE n.state_sha256 = $1 AND n.nonce_sha256 = $2 AND n.used_at IS NULL AND n.expires_at > now()
+		  AND o.state_sha256 = n.state_sha256
+		RETURNING o.purpose, o.user_id, o.return_to, o.invite, o.verifier`, sum(state), sum(nonce)).
 		Scan(&f.Purpose, &user, &f.ReturnTo, &f.Invite, &f.Verifier)
 	if err == nil {
 		if user != nil {
