@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // agentsFixture is the agents' endpoints on a fresh database, served by
@@ -450,5 +452,48 @@ func TestAnotherAPIsRevokeReachesThisIndex(t *testing.T) {
 	}
 	if _, err := other.Check(at); err == nil {
 		t.Error("the other index kept the token")
+	}
+}
+
+// A grant's last use is written from the token check (at most each
+// UseInterval), for the Agents page.
+func TestTheTokenCheckWritesTheGrantsLastUse(t *testing.T) {
+	f := newAgentsFixture(t)
+	at, _ := f.tokens()
+	g, err := f.grants.Check(at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.advance(10 * time.Minute)
+	want := f.clock()
+	if _, err := f.grants.Check(at); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the last use written", func() (bool, string) {
+		var used time.Time
+		f.grants.pool.QueryRow(context.Background(), "SELECT last_used_at FROM oauth_grants WHERE id = $1", g.ID).Scan(&used)
+		return used.Equal(want.Truncate(time.Microsecond)), fmt.Sprintf("last_used_at %s, want %s", used, want)
+	})
+}
+
+// The check of an access token: one HMAC and one map lookup.
+func BenchmarkCheck(b *testing.B) {
+	s := NewGrants(nil, "", slog.New(slog.DiscardHandler))
+	s.key = make([]byte, 32)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	e := &grantEntry{g: &Grant{ID: "cbg_x", ctx: ctx}, tokens: map[[32]byte]bool{}}
+	e.lastWrite.Store(time.Now().Add(time.Hour).UnixNano()) // no write queued
+	for range 10000 {
+		tok := newSecret(AccessPrefix)
+		s.byDigest[s.digest(tok)] = &access{e: e, expires: time.Now().Add(time.Hour)}
+	}
+	tok := newSecret(AccessPrefix)
+	s.byDigest[s.digest(tok)] = &access{e: e, expires: time.Now().Add(time.Hour)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := s.Check(tok); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"hash"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,19 +64,23 @@ type Grants struct {
 	Now func() time.Time
 
 	key []byte
+	// macs are HMAC-SHA256 states under key, reused (Reset restores the
+	// keyed state), so a check allocates nothing for its digest.
+	macs sync.Pool
 
 	mu       sync.RWMutex
 	byDigest map[[32]byte]*access
 	byGrant  map[string]*grantEntry
 	byUser   map[string]map[string]*grantEntry
 
+	used chan *grantEntry
 	stop context.CancelFunc
 	done sync.WaitGroup
 }
 
 // access is one live access token of the index.
 type access struct {
-	g       *Grant
+	e       *grantEntry
 	expires time.Time
 }
 
@@ -83,13 +90,20 @@ type grantEntry struct {
 	cancel context.CancelFunc
 	timer  *time.Timer
 	tokens map[[32]byte]bool
+	// lastWrite is when the grant's last use was last queued for writing
+	// (unix ns).
+	lastWrite atomic.Int64
 }
+
+// UseInterval is how often at most a grant's last use is written: the
+// Agents page shows it to the minute.
+const UseInterval = time.Minute
 
 // NewGrants is the store on pool (migrated with Schema); url is the same
 // database's URL, for the connection that LISTENs.
 func NewGrants(pool *pgxpool.Pool, url string, log *slog.Logger) *Grants {
 	return &Grants{pool: pool, url: url, log: log, Now: time.Now, byDigest: map[[32]byte]*access{},
-		byGrant: map[string]*grantEntry{}, byUser: map[string]map[string]*grantEntry{}}
+		byGrant: map[string]*grantEntry{}, byUser: map[string]map[string]*grantEntry{}, used: make(chan *grantEntry, 256)}
 }
 
 // loadKey reads the digests' key, making it first when no api has.
@@ -105,11 +119,19 @@ func (s *Grants) loadKey(ctx context.Context) error {
 	return nil
 }
 
-// digest is what the database keeps of a code or a token.
+// digest is what the database keeps of a code or a token: its
+// HMAC-SHA256 under oauth_key.
 func (s *Grants) digest(secret string) [32]byte {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(secret))
-	return [32]byte(m.Sum(nil))
+	m, _ := s.macs.Get().(hash.Hash)
+	if m == nil {
+		m = hmac.New(sha256.New, s.key)
+	}
+	m.Reset()
+	io.WriteString(m, secret)
+	var d [32]byte
+	m.Sum(d[:0])
+	s.macs.Put(m)
+	return d
 }
 
 // newSecret is prefix and 64 hex digits of crypto/rand.
@@ -135,7 +157,8 @@ func wellFormed(s, prefix string) bool {
 
 // Check answers the grant of an access token (cba_ + 64 hex): one map
 // lookup, no query. A token past its expiry or of an ended grant is
-// ErrBadToken.
+// ErrBadToken. A use is queued for writing to last_used_at at most each
+// UseInterval per grant.
 func (s *Grants) Check(token string) (*Grant, error) {
 	if !wellFormed(token, AccessPrefix) {
 		return nil, ErrBadToken
@@ -144,10 +167,17 @@ func (s *Grants) Check(token string) (*Grant, error) {
 	s.mu.RLock()
 	a := s.byDigest[d]
 	s.mu.RUnlock()
-	if a == nil || !s.Now().Before(a.expires) || a.g.ctx.Err() != nil {
+	now := s.Now()
+	if a == nil || !now.Before(a.expires) || a.e.g.ctx.Err() != nil {
 		return nil, ErrBadToken
 	}
-	return a.g, nil
+	if last := a.e.lastWrite.Load(); now.UnixNano()-last >= int64(UseInterval) && a.e.lastWrite.CompareAndSwap(last, now.UnixNano()) {
+		select {
+		case s.used <- a.e:
+		default: // the writer is behind: a later use will be written
+		}
+	}
+	return a.e.g, nil
 }
 
 // Start reads the key, loads the whole index, then keeps it current: a
@@ -162,8 +192,9 @@ func (s *Grants) Start(ctx context.Context) error {
 		return err
 	}
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
-	s.done.Add(2)
+	s.done.Add(3)
 	go func() { defer s.done.Done(); s.follow(ctx, conn) }()
+	go func() { defer s.done.Done(); s.writeUses(ctx) }()
 	go func() {
 		defer s.done.Done()
 		t := time.NewTicker(time.Minute)
@@ -245,6 +276,22 @@ func (s *Grants) follow(ctx context.Context, conn *pgx.Conn) {
 	}
 }
 
+// writeUses writes the queued last uses, one UPDATE each.
+func (s *Grants) writeUses(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-s.used:
+			at := time.Unix(0, e.lastWrite.Load())
+			if _, err := s.pool.Exec(ctx, `UPDATE oauth_grants SET last_used_at = $2 WHERE id = $1 AND (last_used_at IS NULL OR last_used_at < $2)`,
+				e.g.ID, at); err != nil && ctx.Err() == nil {
+				s.log.Warn("oauth index: write a grant's last use", "grant", e.g.ID, "err", err)
+			}
+		}
+	}
+}
+
 // sweep drops the access tokens past their expiry.
 func (s *Grants) sweep() {
 	now := s.Now()
@@ -253,9 +300,7 @@ func (s *Grants) sweep() {
 	for d, a := range s.byDigest {
 		if !now.Before(a.expires) {
 			delete(s.byDigest, d)
-			if e := s.byGrant[a.g.ID]; e != nil {
-				delete(e.tokens, d)
-			}
+			delete(a.e.tokens, d)
 		}
 	}
 }
@@ -344,7 +389,7 @@ func (s *Grants) Reload(ctx context.Context, userID string) error {
 		}
 		for d, exp := range f.tokens {
 			e.tokens[d] = true
-			s.byDigest[d] = &access{g: e.g, expires: exp}
+			s.byDigest[d] = &access{e: e, expires: exp}
 		}
 	}
 	return nil
