@@ -497,3 +497,31 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	}
 }
+
+// The consent page says when the client already holds a live grant of
+// the user, and stops saying so once it ends; it shows the redirect's
+// host and the loopback warning, and "unverified" for a registered
+// client (no verified host).
+func TestCheckSaysWhatThePageShows(t *testing.T) {
+	f := newAgentsFixture(t)
+	check := func() map[string]any {
+		status, got := f.call("/cb/api/oauth/check", map[string]any{"query": f.query().Encode()})
+		if status != 200 {
+			t.Fatalf("check: %d %v", status, got)
+		}
+		return got
+	}
+	got := check()
+	if got["live_grant"] != false || got["client_name"] != "codex" || got["verified_host"] != "" || got["redirect_host"] != "127.0.0.1:1455" ||
+		got["loopback"] != true || got["user"] != "alice" || got["max_boxes"] != float64(2) || got["max_running"] != float64(1) || got["days"] != float64(30) {
+		t.Errorf("check before a grant: %v", got)
+	}
+	at, _ := f.tokens()
+	if got := check(); got["live_grant"] != true {
+		t.Errorf("check with a live grant: %v", got)
+	}
+	f.post(RevocationPath, url.Values{"token": {at}})
+	if got := check(); got["live_grant"] != false {
+		t.Errorf("check after the revoke: %v", got)
+	}
+}
