@@ -8,6 +8,7 @@
 package console
 
 import (
+	"context"
 	"embed"
 	"errors"
 	"fmt"
@@ -48,6 +49,10 @@ type Section struct {
 	Title string // "Devices"
 	Path  string // "/cb/devices"
 	Blurb string // one line under the title
+	// Notice, when set, is a line the home page shows above the sections
+	// for the user, linking to Path ("" for none): the Agents section's
+	// grants the user has not seen yet.
+	Notice func(ctx context.Context, userID string) string
 }
 
 // Deps are what the console is built from.
@@ -319,10 +324,14 @@ type pageData struct {
 	Title    string
 	User     *users.User
 	Sections []Section
+	Notices  []notice
 	ReturnTo string
 	// GitHub: the sign-in page offers "Sign in with GitHub".
 	GitHub bool
 }
+
+// notice is a Section's notice on the home page.
+type notice struct{ Text, Path string }
 
 func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -341,7 +350,16 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 		c.render(w, r, "signin.html", pageData{Title: "Sign in", ReturnTo: returnTo(r), GitHub: c.github})
 		return
 	}
-	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: c.sections})
+	var notices []notice
+	for _, s := range c.sections {
+		if s.Notice == nil {
+			continue
+		}
+		if text := s.Notice(r.Context(), u.ID); text != "" {
+			notices = append(notices, notice{Text: text, Path: s.Path})
+		}
+	}
+	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: c.sections, Notices: notices})
 }
 
 // page serves a page that needs a session; without one it sends the

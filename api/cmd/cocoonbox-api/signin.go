@@ -8,6 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	useragents "github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/devices"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
@@ -61,8 +62,13 @@ type signIns struct {
 	personal *tokens.Store
 }
 
+// EndSessions ends the console sessions and the agents' grants (OAuth
+// for agents: sign out everywhere ends every grant too).
 func (s signIns) EndSessions(ctx context.Context, tx pgx.Tx, userID string) error {
-	return s.con.EndSessions(ctx, tx, userID)
+	if err := s.con.EndSessions(ctx, tx, userID); err != nil {
+		return err
+	}
+	return useragents.EndAll(ctx, tx, userID)
 }
 
 func (s signIns) RevokePersonal(ctx context.Context, tx pgx.Tx, userID string) error {

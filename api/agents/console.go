@@ -1,0 +1,134 @@
+package agents
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+)
+
+// Console serves the console's Agents section and its JSON calls, for the
+// user of the console session (cb_session):
+//
+//	GET    /cb/api/agents       200 [{id, client_id, client_name, verified_host, approved_at, expires_at,
+//	                            last_used_at (to the minute, null before use), max_boxes, max_running,
+//	                            new, boxes: [{box_id, name, state}]}], newest first
+//	DELETE /cb/api/agents/{id}  204; 404 for another user's grant or one ended, 400 for a malformed id
+//	POST   /cb/api/agents/seen  {} as application/json (415 otherwise); 204, every grant no longer new
+//	GET    /cb/agents           the Agents page (it posts seen once it has listed them)
+//
+// Without a session each call answers 401 and the page sends the browser
+// to the sign-in.
+//
+// Contract: OAuth for agents, "The user".
+type Console struct {
+	store *Store
+	// session answers the user id of the request's console session.
+	session func(*http.Request) (userID string, ok bool)
+	log     *slog.Logger
+}
+
+// NewConsole is the console side of store.
+func NewConsole(store *Store, session func(*http.Request) (string, bool), log *slog.Logger) *Console {
+	return &Console{store: store, session: session, log: log}
+}
+
+// Mount puts the routes on mux.
+func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/api/agents", c.user(c.list))
+	mux.Handle("DELETE /cb/api/agents/{id}", c.user(c.revoke))
+	mux.Handle("POST /cb/api/agents/seen", c.user(c.seen))
+	mux.Handle("GET /cb/agents", http.HandlerFunc(c.page))
+}
+
+// Notice is the home page's notice for userID: the grants not yet seen
+// (console.Section.Notice).
+func (c *Console) Notice(ctx context.Context, userID string) string {
+	names, err := c.store.Unseen(ctx, userID)
+	if err != nil {
+		c.log.ErrorContext(ctx, "agents: read the unseen grants", "user", userID, "err", err)
+		return ""
+	}
+	return notice(names)
+}
+
+// user runs h for the session's user, or answers 401.
+func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		userID, ok := c.session(r)
+		if !ok {
+			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
+			return
+		}
+		h(w, r, userID)
+	})
+}
+
+func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
+	list, err := c.store.List(r.Context(), userID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	server.WriteJSON(w, http.StatusOK, list)
+}
+
+func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) {
+	id := r.PathValue("id")
+	err := c.store.Revoke(r.Context(), userID, id)
+	switch {
+	case errors.Is(err, ErrMalformed):
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	case errors.Is(err, ErrNotFound):
+		server.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no agent " + id + " of yours"})
+	case err != nil:
+		c.fail(w, r, err)
+	default:
+		w.WriteHeader(http.StatusNoContent)
+	}
+}
+
+func (c *Console) seen(w http.ResponseWriter, r *http.Request, userID string) {
+	// JSON only, like the console's other calls: a form of another page on
+	// the same site (any port of this host: the Strict cookie goes along)
+	// cannot send it.
+	var none struct{}
+	if err := server.ReadJSON(r, 1<<10, &none); errors.Is(err, server.ErrNotJSON) {
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
+		return
+	} else if err != nil {
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		return
+	}
+	if err := c.store.Seen(r.Context(), userID); err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+//go:embed agents.html
+var agentsPage []byte
+
+// page is the Agents page; without a session it is the console's
+// sign-in, which comes back here.
+func (c *Console) page(w http.ResponseWriter, r *http.Request) {
+	if _, ok := c.session(r); !ok {
+		http.Redirect(w, r, "/cb/?return_to=/cb/agents", http.StatusSeeOther)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Frame-Options", "DENY")
+	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+	w.Write(agentsPage)
+}
+
+func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
+	c.log.ErrorContext(r.Context(), "agents call failed", "path", r.URL.Path, "err", err)
+	server.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
+}
