@@ -59,3 +59,44 @@ func TestGitHubSignInInARealBrowser(t *testing.T) {
 		}))
 	}
 }
+
+// The connected accounts page in a real browser: a password account
+// connects its GitHub account through GitHub and comes back to the page,
+// which shows it; Disconnect takes it away again.
+func TestConnectFromTheConsolePageInARealBrowser(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	e.gh.SignInAs(githubtest.Verified(4242, "alice-gh", "alice@example.com"))
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := webdriver.StartWith(ctx, "--ignore-certificate-errors-spki-list="+e.gh.SPKI)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	step("open /cb/identities", b.Go(ctx, e.url+"/cb/identities"))
+	step("type the user", b.Type(ctx, "#user", "alice"))
+	step("type the password", b.Type(ctx, "#password", "correct horse"))
+	step("submit", b.Click(ctx, "#signin-submit"))
+	step("the page", b.WaitFor(ctx, "not connected", func(url, text string) bool {
+		return strings.HasSuffix(url, "/cb/identities") && strings.Contains(text, "GitHub: not connected.")
+	}))
+	step("click Connect GitHub", b.Click(ctx, "#connect"))
+	step("connected", b.WaitFor(ctx, "the connected account", func(url, text string) bool {
+		return strings.HasSuffix(url, "/cb/identities") && strings.Contains(text, "GitHub: alice-gh (account 4242)")
+	}))
+	if n := e.count("SELECT count(*) FROM identities WHERE subject = '4242' AND user_id = $1", e.alice.ID); n != 1 {
+		t.Fatal("no identity stored")
+	}
+	step("click Disconnect GitHub", b.Click(ctx, "#disconnect"))
+	step("disconnected", b.WaitFor(ctx, "not connected again", func(_, text string) bool { return strings.Contains(text, "GitHub: not connected.") }))
+	if n := e.count("SELECT count(*) FROM identities"); n != 0 {
+		t.Fatal("the identity stays")
+	}
+}
