@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -79,5 +81,60 @@ func TestSignOutEverywhereEndsTheAgentsGrants(t *testing.T) {
 	})
 	if code := initialize(bobAgent); code != http.StatusOK {
 		t.Fatalf("bob's agent after alice signed out everywhere: %d, want 200", code)
+	}
+}
+
+// Revoking an agent on the Agents page of the built api ends its open
+// control MCP session at once: the session's event stream closes (the
+// client's session ends) and its token is refused.
+//
+// Contract: OAuth for agents, "The user" (its open box and control MCP
+// exchanges end); issue 27, Must show.
+func TestRevokingAnAgentEndsItsOpenMCPSession(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	db := dbtest.New(t)
+	api, err := Start(ctx, bins.API, Options{StateDir: t.TempDir(), DatabaseURL: db.URL, OAuth: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		api.Stop()
+		if t.Failed() {
+			t.Logf("api log:\n%s", api.Log())
+		}
+	})
+	if err := api.AddUser(ctx, "alice", password); err != nil {
+		t.Fatal(err)
+	}
+	alice, err := SignIn(ctx, api.URL, "alice", password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tok, err := alice.Agent(ctx, "codex", 2, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := mcptest.Connect(t, api.URL+"/cocoonbox.mcp/control", tok)
+	if _, err := c.ListTools(ctx, nil); err != nil {
+		t.Fatalf("the agent's tools/list before the revoke: %v", err)
+	}
+	_, body, _ := alice.Do(ctx, "GET", "/cb/api/agents", nil)
+	var list []struct{ ID string }
+	if json.Unmarshal([]byte(body), &list) != nil || len(list) != 1 {
+		t.Fatalf("GET /cb/api/agents: %s", body)
+	}
+	ended := make(chan error, 1)
+	go func() { ended <- c.Wait() }()
+	if status, body, _ := alice.Do(ctx, "DELETE", "/cb/api/agents/"+list[0].ID, nil); status != http.StatusNoContent {
+		t.Fatalf("DELETE /cb/api/agents/%s: %d %s", list[0].ID, status, body)
+	}
+	select {
+	case <-ended:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the agent's MCP session is still open 30 s after the revoke")
+	}
+	if _, err := c.ListTools(ctx, nil); err == nil {
+		t.Fatal("the revoked agent's tools/list still works")
 	}
 }
