@@ -525,3 +525,43 @@ func TestCheckSaysWhatThePageShows(t *testing.T) {
 		t.Errorf("check after the revoke: %v", got)
 	}
 }
+
+// Prune deletes codes and access tokens an hour past their expiry and
+// the tokens of an ended grant; a spent refresh token of a live grant
+// stays (its replay must still revoke the grant).
+func TestPruneKeepsWhatAReplayNeeds(t *testing.T) {
+	f := newAgentsFixture(t)
+	_, rt := f.tokens()
+	if status, got := f.refresh(rt); status != 200 { // rt is now spent
+		t.Fatalf("refresh: %d %v", status, got)
+	}
+	ended, _ := f.tokens()
+	f.post(RevocationPath, url.Values{"token": {ended}})
+	f.code(f.query()) // a code never used
+	count := func(q string) (n int) {
+		f.grants.pool.QueryRow(context.Background(), q).Scan(&n)
+		return n
+	}
+	f.advance(AccessTTL + pruneAfter + time.Minute)
+	if err := f.grants.prune(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(`SELECT count(*) FROM oauth_codes`); n != 0 {
+		t.Errorf("%d codes left", n)
+	}
+	if n := count(`SELECT count(*) FROM oauth_tokens WHERE kind = 'access'`); n != 0 {
+		t.Errorf("%d access tokens left", n)
+	}
+	// The live grant's two refresh tokens (the spent and the current) stay;
+	// the revoked grant's go.
+	if n := count(`SELECT count(*) FROM oauth_tokens WHERE kind = 'refresh'`); n != 2 {
+		t.Errorf("%d refresh tokens left, want the live grant's 2", n)
+	}
+	status, got := f.refresh(rt)
+	wantError(t, "the spent refresh token after a prune", status, got, 400, "invalid_grant")
+	var revoked int
+	f.grants.pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_grants WHERE revoked_at IS NOT NULL`).Scan(&revoked)
+	if revoked != 2 {
+		t.Errorf("%d grants revoked, want 2 (the replay still revokes after a prune)", revoked)
+	}
+}

@@ -182,7 +182,8 @@ func (s *Grants) Check(token string) (*Grant, error) {
 
 // Start reads the key, loads the whole index, then keeps it current: a
 // LISTEN on Channel and users.Channel, reconnecting with a full reload
-// after each reconnect, and a sweep of expired entries each minute.
+// after each reconnect, and a sweep of expired entries (and prune) each
+// minute.
 func (s *Grants) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
@@ -205,6 +206,9 @@ func (s *Grants) Start(ctx context.Context) error {
 				return
 			case <-t.C:
 				s.sweep()
+				if err := s.prune(ctx); err != nil && ctx.Err() == nil {
+					s.log.Warn("oauth: prune", "err", err)
+				}
 			}
 		}
 	}()
@@ -290,6 +294,27 @@ func (s *Grants) writeUses(ctx context.Context) {
 			}
 		}
 	}
+}
+
+// pruneAfter is how long past its end a code or token row is kept.
+const pruneAfter = time.Hour
+
+// prune deletes the rows no check needs any more: codes, access tokens,
+// and the tokens of an ended grant, each pruneAfter past its end. A
+// spent refresh token of a live grant stays, so its replay is known.
+// Every api prunes; the DELETEs are idempotent.
+func (s *Grants) prune(ctx context.Context) error {
+	before := s.Now().Add(-pruneAfter)
+	for _, q := range []string{
+		`DELETE FROM oauth_codes WHERE expires_at < $1`,
+		`DELETE FROM oauth_tokens WHERE kind = 'access' AND expires_at < $1`,
+		`DELETE FROM oauth_tokens t USING oauth_grants g WHERE t.grant_id = g.id AND (g.revoked_at < $1 OR g.expires_at < $1)`,
+	} {
+		if _, err := s.pool.Exec(ctx, q, before); err != nil {
+			return fmt.Errorf("prune: %w", err)
+		}
+	}
+	return nil
 }
 
 // sweep drops the access tokens past their expiry.
