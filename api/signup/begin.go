@@ -86,7 +86,7 @@ func (g *GitHub) start(w http.ResponseWriter, r *http.Request, f flow) {
 		return
 	}
 	http.SetCookie(w, g.loginCookie(nonce, int(g.lifetime.Seconds())))
-	server.WriteJSON(w, http.StatusOK, BeginAnswer{URL: g.gh.authorizeURL(g.callback, state, challenge(f.Verifier))})
+	server.WriteJSON(w, http.StatusOK, BeginAnswer{URL: g.gh.authorizeURL(g.callback, state, challenge(f.Verifier), f.Purpose == purposeConnect)})
 }
 
 func (g *GitHub) loginCookie(value string, maxAge int) *http.Cookie {

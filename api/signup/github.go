@@ -61,8 +61,11 @@ func newGitHubClient(app GitHubApp) *githubClient {
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
-// authorizeURL is GitHub's consent page for a flow (scope user:email, PKCE S256).
-func (g *githubClient) authorizeURL(redirectURI, state, challenge string) string {
+// authorizeURL is GitHub's consent page for a flow (scope user:email, PKCE
+// S256). pick asks GitHub for its account picker (prompt=select_account),
+// for a connect: the person may mean another GitHub account than the one
+// signed in at GitHub.
+func (g *githubClient) authorizeURL(redirectURI, state, challenge string, pick bool) string {
 	q := url.Values{
 		"client_id":             {g.app.ClientID},
 		"redirect_uri":          {redirectURI},
@@ -70,6 +73,9 @@ func (g *githubClient) authorizeURL(redirectURI, state, challenge string) string
 		"state":                 {state},
 		"code_challenge":        {challenge},
 		"code_challenge_method": {"S256"},
+	}
+	if pick {
+		q.Set("prompt", "select_account")
 	}
 	return g.app.WebURL + "/login/oauth/authorize?" + q.Encode()
 }

@@ -295,7 +295,7 @@ func TestKnownIdentitySignsInAndGoesToReturnTo(t *testing.T) {
 	}
 	q := au.Query()
 	if q.Get("client_id") != e.gh.ClientID || q.Get("scope") != "user:email" || q.Get("code_challenge_method") != "S256" ||
-		q.Get("redirect_uri") != e.url+"/cocoonbox.auth/callback" || len(q.Get("state")) != 43 || len(q.Get("code_challenge")) != 43 {
+		q.Get("redirect_uri") != e.url+"/cocoonbox.auth/callback" || len(q.Get("state")) != 43 || len(q.Get("code_challenge")) != 43 || q.Has("prompt") {
 		t.Fatalf("authorize query %v", q)
 	}
 	if n := e.count("SELECT count(*) FROM github_login_flows WHERE expires_at BETWEEN now() + interval '9 min' AND now() + interval '10 min' AND used_at IS NULL AND purpose = 'signin'"); n != 1 {

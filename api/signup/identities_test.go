@@ -26,6 +26,9 @@ func (e *env) connect(c *http.Client, a githubtest.Account) (*http.Response, str
 	}
 	var ans BeginAnswer
 	json.Unmarshal([]byte(text), &ans)
+	if q := mustURL(ans.URL).Query(); q.Get("prompt") != "select_account" || q.Get("scope") != "user:email" {
+		e.t.Fatalf("connect's authorize URL %s: want GitHub's account picker", ans.URL)
+	}
 	e.gh.SignInAs(a)
 	return e.do(c, "GET", e.atGitHub(ans.URL), "")
 }
