@@ -53,6 +53,8 @@ type Section struct {
 	// for the user, linking to Path ("" for none): the Agents section's
 	// grants the user has not seen yet.
 	Notice func(ctx context.Context, userID string) string
+	// AdminsOnly lists it for admins only (the admin page).
+	AdminsOnly bool
 }
 
 // Deps are what the console is built from.
@@ -351,7 +353,12 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var notices []notice
+	var sections []Section
 	for _, s := range c.sections {
+		if s.AdminsOnly && !u.Admin {
+			continue
+		}
+		sections = append(sections, s)
 		if s.Notice == nil {
 			continue
 		}
@@ -359,7 +366,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 			notices = append(notices, notice{Text: text, Path: s.Path})
 		}
 	}
-	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: c.sections, Notices: notices})
+	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: sections, Notices: notices})
 }
 
 // page serves a page that needs a session; without one it sends the

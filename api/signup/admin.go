@@ -49,7 +49,9 @@ type callError struct {
 //	GET    /cb/api/queue/me                   200 {status, position, waiting, email, since}; 404 not_queued
 //	DELETE /cb/api/queue/me                   204, the entry deleted and the cookie cleared; 409 when admitted
 //	POST   /cb/api/me/delete                  {name}: 204, the account deleted and the session ended; 403 for an admin
+//	GET    /cb/account                        the account page: delete it (typing its name)
 func (s *Signup) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET /cb/account", http.HandlerFunc(s.accountPage))
 	mux.Handle("GET /cb/admin", http.HandlerFunc(s.adminPage))
 	mux.Handle("GET /cb/api/signup", s.admin(s.getSettings))
 	mux.Handle("PUT /cb/api/signup", s.admin(s.putSettings))

@@ -198,6 +198,17 @@ func (s *Signup) queuePage(w http.ResponseWriter, r *http.Request) {
 	s.render(w, r, http.StatusOK, "queue.html", pageData{Title: "Signup queue"})
 }
 
+// accountPage is /cb/account: the signed-in user's own account, which a
+// non-admin deletes from here (POST /cb/api/me/delete).
+func (s *Signup) accountPage(w http.ResponseWriter, r *http.Request) {
+	u, ok := s.session(r)
+	if !ok {
+		http.Redirect(w, r, "/cb/?return_to=/cb/account", http.StatusSeeOther)
+		return
+	}
+	s.render(w, r, http.StatusOK, "account.html", pageData{Title: "Your account", User: &u})
+}
+
 // adminPage is /cb/admin: admins only; others go to the sign-in.
 func (s *Signup) adminPage(w http.ResponseWriter, r *http.Request) {
 	u, ok := s.session(r)

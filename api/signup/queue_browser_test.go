@@ -93,3 +93,65 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 		t.Fatal("the entry is still there after leaving")
 	}
 }
+
+// The console's home lists the admin page for admins only; a user deletes
+// their own account from the account page (a wrong name told on the page),
+// and the browser is signed out; an admin's account page offers no delete.
+func TestTheAccountPageDeletesAnAccountAndOnlyAdminsSeeTheAdminPage(t *testing.T) {
+	e := newQueueEnv(t)
+	if _, err := e.users.Add(e.ctx, "alice", "correct horse", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.users.Add(e.ctx, "boss", "correct horse", true); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := webdriver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	step := func(what string, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: %v", what, err)
+		}
+	}
+	signIn := func(name string) {
+		step("the sign-in page", b.Go(ctx, e.url+"/cb/"))
+		step("type the user", b.Type(ctx, "#user", name))
+		step("type the password", b.Type(ctx, "#password", "correct horse"))
+		step("sign in", b.Click(ctx, "#signin-submit"))
+		step("home", b.WaitFor(ctx, "the home page", func(_, text string) bool { return strings.Contains(text, "Hello, "+name) }))
+	}
+	signIn("boss")
+	text, _ := b.Text(ctx)
+	if !strings.Contains(text, "Admin") || !strings.Contains(text, "Your account") {
+		t.Fatalf("an admin's home: %q", text)
+	}
+	step("the admin's account page", b.Go(ctx, e.url+"/cb/account"))
+	step("no delete for an admin", b.WaitFor(ctx, "the admin's account page", func(_, text string) bool {
+		return strings.Contains(text, "not deleted from the console") && !strings.Contains(text, "Delete my account")
+	}))
+	step("sign out", b.Go(ctx, e.url+"/cb/"))
+	step("sign out", b.Click(ctx, "#signout"))
+	step("signed out", b.WaitFor(ctx, "the sign-in page", func(_, text string) bool { return strings.Contains(text, "Sign in to cocoonbox") }))
+
+	signIn("alice")
+	text, _ = b.Text(ctx)
+	if strings.Contains(text, "Admin") || !strings.Contains(text, "Your account") {
+		t.Fatalf("a user's home: %q", text)
+	}
+	step("the account page", b.Go(ctx, e.url+"/cb/account"))
+	step("a wrong name", b.Type(ctx, "#name", "boss"))
+	step("delete", b.Click(ctx, "#delete-submit"))
+	step("refused on the page", b.WaitFor(ctx, "the refusal", func(_, text string) bool { return strings.Contains(text, "type your own user name") }))
+	step("the account page again", b.Go(ctx, e.url+"/cb/account"))
+	step("the right name", b.Type(ctx, "#name", "alice"))
+	step("delete", b.Click(ctx, "#delete-submit"))
+	step("signed out", b.WaitFor(ctx, "the sign-in page", func(_, text string) bool { return strings.Contains(text, "Sign in to cocoonbox") }))
+	if n := e.count("SELECT count(*) FROM users WHERE name = 'alice'"); n != 0 {
+		t.Fatal("alice's account is still there")
+	}
+}

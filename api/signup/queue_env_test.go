@@ -56,6 +56,9 @@ func serve(t *testing.T, pool *pgxpool.Pool, url string, us *users.Store) (*Sign
 		DeleteUser: us.Delete})
 	srv := server.New(log, nil)
 	con.Mount(srv)
+	// As cmd/cocoonbox-api's addSignupSections.
+	con.AddSection(console.Section{Title: "Your account", Path: "/cb/account", Blurb: "Delete your account."})
+	con.AddSection(console.Section{Title: "Admin", Path: "/cb/admin", Blurb: "Signup and the queue.", AdminsOnly: true})
 	s.Mount(srv)
 	// The GitHub callback's part for a queued person, until its stand-in
 	// runs here: the cb_queue cookie, then the queue page.

@@ -34,9 +34,17 @@ func mountSignup(ctx context.Context, srv *server.Server, cfg config.Config, poo
 		Secure: strings.HasPrefix(cfg.Issuer(), "https:")})
 	s.Mount(srv)
 	srv.Wrap(s.GuardInviteTokens)
+	addSignupSections(con)
 	index.OnChange(func(string) { s.Trigger() })
 	go s.Run(ctx)
 	return s
+}
+
+// addSignupSections lists signup's pages on the console's home: the
+// account page for everyone, the admin page for admins.
+func addSignupSections(con *console.Console) {
+	con.AddSection(console.Section{Title: "Your account", Path: "/cb/account", Blurb: "Delete your account."})
+	con.AddSection(console.Section{Title: "Admin", Path: "/cb/admin", Blurb: "Signup, the queue, invites, invite-scoped tokens and agent-box caps.", AdminsOnly: true})
 }
 
 // deleteUser is the admin delete (cocoonbox-api users delete, and a
