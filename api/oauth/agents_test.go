@@ -17,6 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -29,6 +30,10 @@ type agentsFixture struct {
 	grants *Grants
 	client Client
 	user   users.User
+	mux    *http.ServeMux
+	// signedIn answers whether a request has the console session (always
+	// unless a test sets it).
+	signedIn func(*http.Request) bool
 
 	mu  sync.Mutex
 	now time.Time
@@ -44,7 +49,7 @@ func newAgentsFixture(t *testing.T) *agentsFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := &agentsFixture{t: t, user: u, now: time.Now()}
+	f := &agentsFixture{t: t, user: u, now: time.Now(), signedIn: func(*http.Request) bool { return true }}
 	clients := NewClients(db.Pool, NewFetcher(FetcherConfig{}))
 	f.client, err = clients.register(context.Background(), metadata{ClientName: "codex", RedirectURIs: []string{"http://127.0.0.1:1455/cb"}})
 	if err != nil {
@@ -57,10 +62,11 @@ func newAgentsFixture(t *testing.T) *agentsFixture {
 	}
 	t.Cleanup(f.grants.Stop)
 	mux := http.NewServeMux()
+	f.mux = mux
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	f.iss = srv.URL
-	session := func(*http.Request) (User, bool) { return User{ID: u.ID, Name: u.Name}, true }
+	session := func(r *http.Request) (User, bool) { return User{ID: u.ID, Name: u.Name}, f.signedIn(r) }
 	mux.Handle("/", NewAgents(f.iss, clients, f.grants, session, slog.New(slog.DiscardHandler)))
 	return f
 }
@@ -563,5 +569,73 @@ func TestPruneKeepsWhatAReplayNeeds(t *testing.T) {
 	f.grants.pool.QueryRow(context.Background(), `SELECT count(*) FROM oauth_grants WHERE revoked_at IS NOT NULL`).Scan(&revoked)
 	if revoked != 2 {
 		t.Errorf("%d grants revoked, want 2 (the replay still revokes after a prune)", revoked)
+	}
+}
+
+// The agents' consent page in headless Chromium without a session and
+// with GitHub sign-in offered: the GitHub sign-in begins with the page
+// itself as return_to, comes back signed in, the page shows the agent
+// (unverified, loopback, the keys sentence), and Allow reaches the
+// redirect URI with code, state and iss. The providers, begin and
+// GitHub's round trip are stand-ins for package signup's.
+func TestConsentPageSignsInWithGitHubAndAllows(t *testing.T) {
+	f := newAgentsFixture(t)
+	f.signedIn = func(r *http.Request) bool {
+		c, err := r.Cookie("cb_session")
+		return err == nil && c.Value == "ok"
+	}
+	f.mux.HandleFunc("GET /cb/api/auth/providers", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"github":true}`))
+	})
+	begun := make(chan map[string]string, 1)
+	f.mux.HandleFunc("POST /cb/api/auth/github/begin", func(w http.ResponseWriter, r *http.Request) {
+		var body map[string]string
+		json.NewDecoder(r.Body).Decode(&body)
+		begun <- body
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]string{"url": "/github/authorize?return_to=" + url.QueryEscape(body["return_to"])})
+	})
+	f.mux.HandleFunc("GET /github/authorize", func(w http.ResponseWriter, r *http.Request) {
+		http.SetCookie(w, &http.Cookie{Name: "cb_session", Value: "ok", Path: "/cb/", HttpOnly: true})
+		http.Redirect(w, r, r.URL.Query().Get("return_to"), http.StatusSeeOther)
+	})
+	callbacks := make(chan url.Values, 1)
+	f.mux.HandleFunc("GET /cb", func(w http.ResponseWriter, r *http.Request) {
+		callbacks <- r.URL.Query()
+		w.Write([]byte("back at the agent"))
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	b, err := webdriver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	q := f.query()
+	q.Set("redirect_uri", f.iss+"/cb") // the registered loopback URI on this server's port
+	page := AuthorizationPath + "?" + q.Encode()
+	if err := b.Go(ctx, f.iss+page); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Click(ctx, "#github-signin"); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-begun; got["return_to"] != page {
+		t.Fatalf("begin got %v; want return_to %s", got, page)
+	}
+	if err := b.WaitFor(ctx, "the consent", func(_, text string) bool {
+		return strings.Contains(text, "Allow the agent codex") && strings.Contains(text, "unverified") &&
+			strings.Contains(text, "loopback") && strings.Contains(text, "cannot use your saved keys or your connected accounts")
+	}); err != nil {
+		text, _ := b.Text(ctx)
+		t.Fatalf("%v; the page shows:\n%s", err, text)
+	}
+	if err := b.Click(ctx, "#allow"); err != nil {
+		t.Fatal(err)
+	}
+	back := <-callbacks
+	if back.Get("code") == "" || back.Get("state") != "st4te" || back.Get("iss") != f.iss {
+		t.Fatalf("Allow went to the redirect URI with %v", back)
 	}
 }
