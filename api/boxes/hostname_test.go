@@ -11,10 +11,12 @@ import (
 
 // lateHostname is the test's supervisor with the box's hostname helper
 // a second late after every boot (stopped, and started again by a timer),
-// as on a loaded host where hostnamed takes its time.
+// as on a loaded host where hostnamed takes its time. Boot's first
+// commands (the identity) run after the helper is stopped, so the hostname
+// cannot have followed them when Boot answers.
 type lateHostname struct{ sandbox.Supervisor }
 
-func (l lateHostname) Boot(ctx context.Context, id string) (sandbox.Machine, error) {
+func (l lateHostname) Boot(ctx context.Context, id string, first ...sandbox.Command) (sandbox.Machine, error) {
 	m, err := l.Supervisor.Boot(ctx, id)
 	if err != nil {
 		return m, err
@@ -23,6 +25,11 @@ func (l lateHostname) Boot(ctx context.Context, id string) (sandbox.Machine, err
  systemd-run --quiet --on-active=1s --timer-property=AccuracySec=10ms systemctl start cocoonbox-hostname.path cocoonbox-hostname.service`)
 	if err != nil {
 		return m, fmt.Errorf("delay the hostname helper: %w", err)
+	}
+	for _, c := range first {
+		if _, err := ExecIn(ctx, l.Supervisor, id, c.Stdin, c.Args...); err != nil {
+			return m, fmt.Errorf("first command: %w", err)
+		}
 	}
 	return m, nil
 }

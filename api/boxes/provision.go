@@ -11,9 +11,11 @@ import (
 	"io"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
+	"github.com/cocoonbox/cocoonbox/internal/steps"
 )
 
 // identityWriter is the guest's identity writer (Contract: Box identity:
@@ -28,15 +30,38 @@ var machineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
 // its marked /etc/hosts line, its last step), so a box answered running
 // has its hostname: a script's next rsh sees the name, not the machine id.
 // Then /etc/machine-id, read back. A wake's hostname is the box's already:
-// no wait.
+// no wait. The line "written" before the machine id marks the write's end
+// (the steps' timeline: the write, then the hostname followed).
 const writeIdentity = identityWriter + ` write || exit
+echo written
+` + followHostname
+
+// followHostname is writeIdentity's wait for the hostname and the read of
+// /etc/machine-id, alone for an identity Boot's first command wrote. $2
+// is what the helper's marked /etc/hosts line holds (hostsMark). Shell
+// builtins only, but for the sleep between two looks: the hostname has
+// usually followed before the first look (Boot's first command wrote the
+// identity early in the boot; a wake keeps the name), and each process
+// started in a box costs a few milliseconds, many more on a loaded host.
+const followHostname = `marked() { while IFS= read -r l; do case $l in *"$2"*) return 0;; esac; done </etc/hosts; return 1; }
 i=0
-until read -r h < /proc/sys/kernel/hostname && [ "$h" = "$1" ] && grep -qF "$(printf '\t%s\t# cocoonbox-hostname' "$1")" /etc/hosts; do
+until read -r h </proc/sys/kernel/hostname && [ "$h" = "$1" ] && marked; do
 	i=$((i+1))
 	if [ "$i" -ge 1000 ]; then echo "the hostname did not follow the identity within 10 s: it is $h, not $1" >&2; exit 1; fi
 	sleep 0.01
 done
-cat /etc/machine-id`
+IFS= read -r mid </etc/machine-id || [ -n "$mid" ] || exit
+echo "$mid"`
+
+// hostsMark is what the hostname helper's /etc/hosts line for host holds.
+func hostsMark(host string) string { return "\t" + host + "\t# cocoonbox-hostname" }
+
+// identityCommand is Boot's first command writing rec: the guest's writer
+// runs as soon as the box's init does, so its hostname helper finds the
+// record at its start and the hostname is the name by the boot's end.
+func identityCommand(rec *identity.Identity) sandbox.Command {
+	return sandbox.Command{Args: []string{identityWriter, "write"}, Stdin: rec.Marshal()}
+}
 
 // Record is the box's identity record with a new wake id (Contract: Box
 // identity): box_id, a random wake_id, the box's ed25519 public key and
@@ -52,36 +77,79 @@ func (b *Box) Record() *identity.Identity {
 // provision writes what a boot or a wake needs, in this order: on a wake
 // a new /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path
 // restarts journald under it) and the claim env entries again (a boot had
-// them before it), then the identity through the guest's `identity write`
-// and a wait for the hostname to follow its name (writeIdentity), reading
-// back /etc/machine-id; then the box is running.
+// them before it), then the identity through the guest's `identity write`;
+// then it waits for the hostname to follow its name and reads back
+// /etc/machine-id (writeIdentity); then the box is running.
 func (r *run) provision(ctx context.Context, wake bool) error {
-	rec := r.b.Record()
-	if wake {
-		var id [16]byte
-		rand.Read(id[:])
-		mid := hex.EncodeToString(id[:])
-		if err := r.sup.PutFile(ctx, r.b.ID, sandbox.File{Path: "/etc/machine-id", Data: []byte(mid + "\n"), Mode: 0o444}); err != nil {
-			return fmt.Errorf("machine-id: %w", supervisorError(err))
-		}
-		if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
-			return fmt.Errorf("claim env: %w", err)
-		}
+	return r.provisionWith(ctx, wake, nil)
+}
+
+// provisionWith is provision; booted, when not nil, is the record Boot's
+// first command wrote (identityCommand): only the hostname is waited for.
+func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Identity) error {
+	rec := booted
+	if rec == nil {
+		rec = r.b.Record()
 	}
 	host, err := rec.Hostname()
 	if err != nil {
 		return fmt.Errorf("identity: %w", err)
 	}
-	out, err := ExecIn(ctx, r.sup, r.b.ID, rec.Marshal(), "sh", "-c", writeIdentity, "sh", host)
+	var out string
+	switch {
+	case booted != nil:
+		followed := steps.Begin(ctx, "identity.hostname")
+		out, err = ExecIn(ctx, r.sup, r.b.ID, nil, "sh", "-c", followHostname, "sh", host, hostsMark(host))
+		followed()
+	case wake:
+		var id [16]byte
+		rand.Read(id[:])
+		put := steps.Begin(ctx, "machine-id")
+		if err := r.sup.PutFile(ctx, r.b.ID, sandbox.File{Path: "/etc/machine-id", Data: []byte(hex.EncodeToString(id[:]) + "\n"), Mode: 0o444}); err != nil {
+			return fmt.Errorf("machine-id: %w", supervisorError(err))
+		}
+		put()
+		claims := steps.Begin(ctx, "claims")
+		if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
+			return fmt.Errorf("claim env: %w", err)
+		}
+		claims()
+		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", nil, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
+	default:
+		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", nil, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
+	}
 	if err != nil {
 		return fmt.Errorf("identity write: %w", err)
 	}
-	mid := strings.TrimSpace(out)
+	mid := strings.TrimSpace(strings.TrimPrefix(out, "written\n"))
 	if !machineIDRule.MatchString(mid) {
 		return fmt.Errorf("the box's /etc/machine-id reads %q, not 32 hex digits", mid)
 	}
 	r.b.WakeID, r.b.MachineID = rec.WakeID, mid
 	return r.state(ctx, Running)
+}
+
+// execSteps is ExecIn for a command whose stdout starts with a line
+// "written": the steps' timeline gets step+".write" up to that line and
+// step+".hostname" from there to the command's end. started, when not
+// nil, is called once the command has started.
+func execSteps(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, step string, started func(), args []string) (string, error) {
+	tl := steps.From(ctx)
+	if tl == nil {
+		return execIn(ctx, sup, id, stdin, started, nil, args...)
+	}
+	start := tl.Since()
+	var written time.Duration
+	out, err := execIn(ctx, sup, id, stdin, started, func(seen []byte) {
+		if written == 0 && bytes.HasPrefix(seen, []byte("written\n")) {
+			written = tl.Since()
+		}
+	}, args...)
+	if written != 0 {
+		tl.Add(steps.Span{Step: step + ".write", Start: start, End: written})
+		tl.Add(steps.Span{Step: step + ".hostname", Start: written, End: tl.Since()})
+	}
+	return out, err
 }
 
 // ExecIn runs a command (args, not a shell line) in machine id of sup as
@@ -90,9 +158,19 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 // ErrNotFound as supervisorError maps it. Tests that drive boxes through
 // the api use it to look inside a box.
 func ExecIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, args ...string) (string, error) {
+	return execIn(ctx, sup, id, stdin, nil, nil, args...)
+}
+
+// execIn is ExecIn calling started (when not nil) once the command has
+// started, and seen (when not nil) with the stdout read so far after each
+// read.
+func execIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, started func(), seen func([]byte), args ...string) (string, error) {
 	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args})
 	if err != nil {
 		return "", supervisorError(err)
+	}
+	if started != nil {
+		started()
 	}
 	go func() {
 		_, _ = io.Copy(p.Stdin(), bytes.NewReader(stdin))
@@ -101,7 +179,19 @@ func ExecIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte
 	var stdout, stderr bytes.Buffer
 	done := make(chan struct{})
 	go func() { _, _ = io.Copy(&stderr, p.Stderr()); close(done) }()
-	_, _ = io.Copy(&stdout, p.Stdout())
+	if seen == nil {
+		_, _ = io.Copy(&stdout, p.Stdout())
+	} else {
+		buf := make([]byte, 4096)
+		for {
+			n, err := p.Stdout().Read(buf)
+			stdout.Write(buf[:n])
+			seen(stdout.Bytes())
+			if err != nil {
+				break
+			}
+		}
+	}
 	<-done
 	st, err := p.Wait()
 	if err != nil {

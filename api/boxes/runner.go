@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/steps"
 )
 
 // errCancelled: the operation was ended by another call (a wake cancels a
@@ -50,16 +53,19 @@ func (s *Service) release() { s.pending.Add(-1) }
 // is before they act.
 func (s *Service) start(op *Operation, recovering bool) {
 	s.wg.Add(1)
+	tl := steps.New()
 	go func() {
 		defer s.wg.Done()
 		defer s.release()
+		queued := steps.Begin(steps.With(s.ctx, tl), "queue")
 		select {
 		case s.slots <- struct{}{}:
 		case <-s.ctx.Done():
 			return // left under way, for the next api's recovery
 		}
+		queued()
 		defer func() { <-s.slots }()
-		s.runOp(op, recovering)
+		s.runOp(op, recovering, tl)
 	}()
 }
 
@@ -67,9 +73,11 @@ func (s *Service) start(op *Operation, recovering bool) {
 // lock on it (runners of one box, on every api, take turns), checks the
 // operation is still this api's and under way, and runs its steps on that
 // connection. When the api is closing it leaves the operation as it is,
-// for the next api's recovery, whatever step it was at.
-func (s *Service) runOp(op *Operation, recovering bool) {
-	ctx := s.ctx
+// for the next api's recovery, whatever step it was at. tl records its
+// steps (logged at debug level when it ends).
+func (s *Service) runOp(op *Operation, recovering bool, tl *steps.Timeline) {
+	ctx := steps.With(s.ctx, tl)
+	locked := steps.Begin(ctx, "lock")
 	conn, err := s.ops.Acquire(ctx)
 	if err != nil {
 		s.log.Warn("boxes: operation waits for recovery: no database connection", "operation", op.ID, "err", err)
@@ -99,6 +107,7 @@ func (s *Service) runOp(op *Operation, recovering bool) {
 		r.b = b
 		r.sup, err = s.supervisor(b.Host)
 	}
+	locked()
 	if err == nil {
 		s.log.Info("boxes: operation", "operation", op.ID, "kind", op.Kind, "box", op.BoxID, "phase", cur.Phase, "recovering", recovering)
 		err = r.steps(ctx)
@@ -106,7 +115,28 @@ func (s *Service) runOp(op *Operation, recovering bool) {
 	if s.ctx.Err() != nil || errors.Is(err, errCancelled) {
 		return
 	}
+	finished := steps.Begin(ctx, "finish")
 	r.finish(err)
+	finished()
+	s.logSteps(r.op, tl)
+}
+
+// logSteps logs how long each step of op took (steps.Timeline), in the
+// order they ended, at debug level, and hands them to onSteps (set by the
+// benchmarks).
+func (s *Service) logSteps(op *Operation, tl *steps.Timeline) {
+	if s.onSteps != nil {
+		s.onSteps(op, tl)
+	}
+	if !s.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	var b strings.Builder
+	for _, sp := range tl.Spans() {
+		fmt.Fprintf(&b, "%s=%.1fms ", sp.Step, float64(sp.Took().Microseconds())/1000)
+	}
+	s.log.Debug("boxes: operation steps", "operation", op.ID, "kind", op.Kind, "phase", op.Phase,
+		"total_ms", tl.Since().Milliseconds(), "steps", strings.TrimSpace(b.String()))
 }
 
 // closeConn ends a pool connection whose session may still hold a lock,
@@ -152,6 +182,7 @@ func (r *run) phase(ctx context.Context, p string) error {
 	if r.op.Phase == p {
 		return nil
 	}
+	defer steps.Begin(ctx, "phase")()
 	return r.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "UPDATE box_operations SET phase = $2, total_bytes = $3 WHERE id = $1", r.op.ID, p, r.op.TotalBytes); err != nil {
 			return err
@@ -165,6 +196,7 @@ func (r *run) phase(ctx context.Context, p string) error {
 // (image, incarnation, wake id, machine id, save), with a state event when
 // the state changed.
 func (r *run) state(ctx context.Context, st string) error {
+	defer steps.Begin(ctx, "state")()
 	return r.tx(ctx, func(tx pgx.Tx) error {
 		return r.writeBox(ctx, tx, st)
 	})

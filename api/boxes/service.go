@@ -32,6 +32,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/steps"
 )
 
 // Config is what a Service is built from.
@@ -93,6 +94,10 @@ type Service struct {
 	slots      chan struct{}
 	pending    atomic.Int64
 	maxPending int64
+
+	// onSteps, when set (the benchmarks), gets each ended operation's
+	// steps (steps.Timeline).
+	onSteps func(op *Operation, tl *steps.Timeline)
 
 	ctx  context.Context // ends at Close: runners stop and leave their operation to recovery
 	stop context.CancelFunc

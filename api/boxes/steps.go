@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/steps"
 )
 
 // converge makes the box's machine running, from whatever it is: made
@@ -27,17 +28,21 @@ func (r *run) converge(ctx context.Context) error {
 }
 
 func (r *run) toRunning(ctx context.Context) error {
+	got := steps.Begin(ctx, "get")
 	m, err := r.sup.Get(ctx, r.b.ID)
+	got()
 	if errors.Is(err, sandbox.ErrNotFound) && r.b.Incarnation == 0 {
 		if err := r.syncCap(ctx); err != nil {
 			return err
 		}
+		made := steps.Begin(ctx, "make")
 		spec := sandbox.Spec{ID: r.b.ID, Tenant: r.b.UserID, Image: r.b.Image}
 		if r.op.restoreSave != "" {
 			m, err = r.sup.Restore(ctx, r.op.restoreSave, spec)
 		} else {
 			m, err = r.sup.Create(ctx, spec)
 		}
+		made()
 	}
 	if err != nil {
 		return fmt.Errorf("machine %s: %w", r.b.ID, supervisorError(err))
@@ -52,28 +57,36 @@ func (r *run) toRunning(ctx context.Context) error {
 		if err := r.phase(ctx, PhaseWaking); err != nil {
 			return err
 		}
+		thawed := steps.Begin(ctx, "thaw")
 		if _, err := r.sup.Wake(ctx, r.b.ID); err != nil {
 			return fmt.Errorf("wake: %w", supervisorError(err))
 		}
+		thawed()
 		return r.provision(ctx, true)
 	default:
 		return r.boot(ctx)
 	}
 }
 
-// boot boots the stopped machine (a new incarnation) and provisions it.
+// boot boots the stopped machine (a new incarnation) with its identity
+// written as Boot's first command, and provisions it.
 func (r *run) boot(ctx context.Context) error {
 	if err := r.phase(ctx, PhaseCreating); err != nil {
 		return err
 	}
+	claims := steps.Begin(ctx, "claims")
 	if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
 		return fmt.Errorf("claim env: %w", err)
 	}
-	if _, err := r.sup.Boot(ctx, r.b.ID); err != nil {
+	claims()
+	booted := steps.Begin(ctx, "boot")
+	rec := r.b.Record()
+	if _, err := r.sup.Boot(ctx, r.b.ID, identityCommand(rec)); err != nil {
 		return fmt.Errorf("boot: %w", supervisorError(err))
 	}
+	booted()
 	r.b.Incarnation++
-	return r.provision(ctx, false)
+	return r.provisionWith(ctx, false, rec)
 }
 
 // remove deletes the box's machine and row, with the absent state event.
@@ -229,6 +242,7 @@ func (r *run) delete(ctx context.Context) error {
 // before each create's machine and after each delete, so the cap follows
 // the agent boxes as they are added and removed.
 func (r *run) syncCap(ctx context.Context) error {
+	defer steps.Begin(ctx, "cap")()
 	var claims int
 	if err := r.db.QueryRow(ctx, `SELECT u.max_boxes + least(count(b.id), coalesce(u.max_agent_boxes, count(b.id))) + 1
  FROM users u LEFT JOIN boxes b ON b.user_id = u.id AND b.agent WHERE u.id = $1 GROUP BY u.id`, r.b.UserID).Scan(&claims); err != nil {

@@ -117,6 +117,24 @@ func (f File) Check() error {
 
 var ownerRule = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}(:[a-z_][a-z0-9_-]{0,31})?$`)
 
+// CheckFirst checks Boot's first commands: at most MaxFirstCommands, each
+// with Args as ExecRequest.Check takes them and at most MaxCommandStdin
+// bytes of stdin; the *InvalidError names the field (boot.first).
+func CheckFirst(cmds []Command) error {
+	if len(cmds) > MaxFirstCommands {
+		return Invalid("boot.first", "%d commands is more than %d", len(cmds), MaxFirstCommands)
+	}
+	for i, c := range cmds {
+		if err := (ExecRequest{Args: c.Args}).Check(); err != nil {
+			return Invalid("boot.first", "command %d: %v", i, err)
+		}
+		if len(c.Stdin) > MaxCommandStdin {
+			return Invalid("boot.first", "command %d: %d bytes of stdin is more than %d", i, len(c.Stdin), MaxCommandStdin)
+		}
+	}
+	return nil
+}
+
 // Check checks an ExecRequest (Args, Env entries as NAME=value, User, Dir,
 // TTY); the *InvalidError names the field (exec.args, ...).
 func (r ExecRequest) Check() error {

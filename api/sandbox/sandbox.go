@@ -43,9 +43,14 @@ type Supervisor interface {
 	// below a writable layer), nothing booted yet.
 	Create(ctx context.Context, spec Spec) (Machine, error)
 	// Boot starts a stopped machine and returns once its systemd reports
-	// running (or degraded). Guest-visible claim env entries set before are
-	// in /run/silkd.env by then.
-	Boot(ctx context.Context, id string) (Machine, error)
+	// running (or degraded). As soon as the machine's init runs, beside the
+	// rest of its boot, the supervisor renders the guest-visible claim env
+	// entries set before into /run/silkd.env and then runs first's commands
+	// (CheckFirst) as root, in order; Boot waits for both before it
+	// answers, and fails, the machine stopped, when one exits non-zero. So
+	// what they write is in place when Boot answers, and usually before
+	// the units that read it start (a unit that must see it watches it).
+	Boot(ctx context.Context, id string, first ...Command) (Machine, error)
 	// Get returns one machine; List every machine of a tenant ("" for all).
 	Get(ctx context.Context, id string) (Machine, error)
 	List(ctx context.Context, tenant string) ([]Machine, error)
@@ -208,6 +213,20 @@ type ExecRequest struct {
 	// then part of stdout, as on any terminal.
 	TTY *WindowSize
 }
+
+// Command is one of Boot's first commands: Args as ExecRequest's, run as
+// root with Stdin (at most MaxCommandStdin bytes) and no terminal; its
+// output is dropped, but for the end of its stderr in Boot's error.
+type Command struct {
+	Args  []string
+	Stdin []byte
+}
+
+// MaxFirstCommands and MaxCommandStdin bound Boot's first commands.
+const (
+	MaxFirstCommands = 8
+	MaxCommandStdin  = 64 << 10
+)
 
 // WindowSize is a terminal's size in character cells; both at least 1.
 type WindowSize struct {

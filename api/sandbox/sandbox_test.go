@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"errors"
+	"slices"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/vault/envfile"
@@ -48,6 +49,10 @@ func TestCheckRefusesBadInputNamingTheRule(t *testing.T) {
 		"bad id":             Spec{ID: "-x", Tenant: "t"}.Check(),
 		"bad image":          Spec{ID: "x", Tenant: "t", Image: "cbdesk:1"}.Check(),
 		"port":               CheckPort(70000),
+		"first too many":     CheckFirst(slices.Repeat([]Command{{Args: []string{"true"}}}, MaxFirstCommands+1)),
+		"first empty":        CheckFirst([]Command{{Args: []string{""}}}),
+		"first NUL":          CheckFirst([]Command{{Args: []string{"sh", "a\x00b"}}}),
+		"first stdin":        CheckFirst([]Command{{Args: []string{"cat"}, Stdin: make([]byte, MaxCommandStdin+1)}}),
 	} {
 		var inv *InvalidError
 		if !errors.Is(err, ErrInvalid) || !errors.As(err, &inv) || inv.Rule == "" {
@@ -56,5 +61,8 @@ func TestCheckRefusesBadInputNamingTheRule(t *testing.T) {
 	}
 	if err := (Spec{ID: "cb-abc123", Tenant: "user-1", Image: "cbdesk:v12-desk"}).Check(); err != nil {
 		t.Errorf("a good spec: %v", err)
+	}
+	if err := CheckFirst(append(slices.Repeat([]Command{{Args: []string{"true"}}}, MaxFirstCommands-1), Command{Args: []string{"cat"}, Stdin: make([]byte, MaxCommandStdin)})); err != nil {
+		t.Errorf("a first command at the limits: %v", err)
 	}
 }

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
+	"github.com/cocoonbox/cocoonbox/internal/steps"
 	"golang.org/x/sys/unix"
 )
 
@@ -54,14 +56,17 @@ type crashRecord struct {
 }
 
 // boot brings a stopped machine up: network, disk, cgroups, nspawn, and
-// waits for systemd's verdict. The caller holds m.op.
-func (s *Supervisor) boot(ctx context.Context, m *machine) error {
+// waits for systemd's verdict; as soon as the box's init runs, beside that
+// wait, it renders the claim env and runs first (early). The caller holds
+// m.op.
+func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Command) error {
 	root, err := s.imageRoot(m.Image)
 	if err != nil {
 		return err
 	}
 	r := &running{}
 	undo := func() { s.teardown(m, r) }
+	netted := steps.Begin(ctx, "boot.net")
 	if r.addrOff, err = s.leaseAddress(m.ID); err != nil {
 		return err
 	}
@@ -70,10 +75,14 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		undo()
 		return err
 	}
+	netted()
+	mounted := steps.Begin(ctx, "boot.root")
 	if err := mountRoot(m.dir, root); err != nil {
 		undo()
 		return err
 	}
+	mounted()
+	prepared := steps.Begin(ctx, "boot.prepare")
 	if r.cg, err = nspawn.MakeCgroups("cbsbx-" + m.ID); err != nil {
 		undo()
 		return err
@@ -109,6 +118,8 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		undo()
 		return err
 	}
+	prepared()
+	started := steps.Begin(ctx, "boot.nspawn")
 	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "systemd-nspawn", args...)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own process group: a signal to the supervisor's group does not
@@ -130,9 +141,10 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 		undo()
 		return err
 	}
+	started()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
 	defer cancel()
-	if err := s.waitRunning(ctx, r); err != nil {
+	if err := s.waitRunning(ctx, r, func(ctx context.Context, d Door) error { return s.early(ctx, m, d, first) }); err != nil {
 		tail := nspawn.ConsoleTail(filepath.Join(m.dir, "console.log"), 30)
 		undo()
 		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
@@ -145,9 +157,30 @@ func (s *Supervisor) boot(ctx context.Context, m *machine) error {
 	return nil
 }
 
-// waitRunning finds the box's PID 1, then waits for systemd's verdict.
-func (s *Supervisor) waitRunning(ctx context.Context, r *running) error {
-	for {
+// early is what boot does through the box's door as soon as its init
+// runs: the claim env into /run/silkd.env (so the vault's first render
+// has it), then each of first's commands.
+func (s *Supervisor) early(ctx context.Context, m *machine, d Door, first []sandbox.Command) error {
+	rendered := steps.Begin(ctx, "boot.claimenv")
+	if err := s.renderClaimEnv(ctx, m, d); err != nil {
+		return err
+	}
+	rendered()
+	defer steps.Begin(ctx, "boot.first")()
+	for i, c := range first {
+		if _, _, err := runIn(ctx, d, sandbox.ExecRequest{Args: c.Args}, bytes.NewReader(c.Stdin)); err != nil {
+			return fmt.Errorf("first command %d: %w", i, err)
+		}
+	}
+	return nil
+}
+
+// waitRunning finds the box's PID 1, then runs early through its door
+// while it waits for systemd's verdict; it answers once both are done, or
+// at once with early's error.
+func (s *Supervisor) waitRunning(ctx context.Context, r *running, early func(context.Context, Door) error) error {
+	leader := steps.Begin(ctx, "boot.leader")
+	for r.leader == 0 {
 		select {
 		case <-r.exited:
 			return fmt.Errorf("systemd-nspawn exited: %v", r.exitErr)
@@ -155,16 +188,39 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running) error {
 			return fmt.Errorf("waiting for running: %w", ctx.Err())
 		case <-time.After(10 * time.Millisecond):
 		}
-		if r.leader == 0 {
-			if r.leader = nspawn.Leader(r.nspawn.Process.Pid); r.leader != 0 {
-				r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.Payloads()}
-			}
-			continue
+		if r.leader = nspawn.Leader(r.nspawn.Process.Pid); r.leader != 0 {
+			r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.Payloads()}
 		}
-		out, _, _ := runIn(ctx, r.door, sandbox.ExecRequest{Args: []string{"systemctl", "is-system-running", "--wait"}}, nil)
+	}
+	leader()
+	systemd := steps.Begin(ctx, "boot.systemd")
+	// The verdict's wait ends when early fails: the boot has failed.
+	vctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	earlyDone := make(chan error, 1)
+	go func() {
+		err := early(vctx, r.door)
+		if err != nil {
+			cancel()
+		}
+		earlyDone <- err
+	}()
+	for {
+		out, _, _ := runIn(vctx, r.door, sandbox.ExecRequest{Args: []string{"systemctl", "is-system-running", "--wait"}}, nil)
 		switch strings.TrimSpace(out) {
 		case "running", "degraded":
-			return nil
+			systemd()
+			return <-earlyDone
+		}
+		select {
+		case <-r.exited:
+			return fmt.Errorf("systemd-nspawn exited: %v", r.exitErr)
+		case <-vctx.Done():
+			if ctx.Err() == nil {
+				return <-earlyDone
+			}
+			return fmt.Errorf("waiting for running: %w", ctx.Err())
+		case <-time.After(10 * time.Millisecond):
 		}
 	}
 }

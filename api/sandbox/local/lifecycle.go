@@ -51,7 +51,10 @@ func (s *Supervisor) newMachine(spec sandbox.Spec, fill func(m *machine) error) 
 }
 
 // Boot implements sandbox.Supervisor.
-func (s *Supervisor) Boot(ctx context.Context, id string) (sandbox.Machine, error) {
+func (s *Supervisor) Boot(ctx context.Context, id string, first ...sandbox.Command) (sandbox.Machine, error) {
+	if err := sandbox.CheckFirst(first); err != nil {
+		return sandbox.Machine{}, err
+	}
 	m, err := s.find(id)
 	if err != nil {
 		return sandbox.Machine{}, err
@@ -60,21 +63,17 @@ func (s *Supervisor) Boot(ctx context.Context, id string) (sandbox.Machine, erro
 	if st := m.view().State; st != sandbox.Stopped && st != sandbox.Failed {
 		return m.view(), fmt.Errorf("machine %s is %s; only a stopped or failed one boots: %w", id, st, sandbox.ErrState)
 	}
-	if err := s.bootLocked(ctx, m); err != nil {
+	if err := s.bootLocked(ctx, m, first); err != nil {
 		return m.view(), err
 	}
 	return m.view(), nil
 }
 
-func (s *Supervisor) bootLocked(ctx context.Context, m *machine) error {
+// bootLocked boots m (the caller holds m.op); boot renders the claim env
+// and runs first as soon as the box's init runs.
+func (s *Supervisor) bootLocked(ctx context.Context, m *machine, first []sandbox.Command) error {
 	s.setState(m, sandbox.Starting, "")
-	err := s.boot(ctx, m)
-	if err == nil {
-		err = s.renderClaimEnv(ctx, m)
-		if err != nil {
-			s.stop(m)
-		}
-	}
+	err := s.boot(ctx, m, first)
 	if err != nil {
 		s.setState(m, sandbox.Failed, err.Error())
 		return err
@@ -196,20 +195,23 @@ func (s *Supervisor) SetClaimEnv(ctx context.Context, id string, entries []sandb
 	if m.view().State != sandbox.Running {
 		return nil // rendered at the next boot
 	}
-	return s.renderClaimEnv(ctx, m)
-}
-
-// renderClaimEnv writes the guest entries to /run/silkd.env (0600 root:
-// the vault runs as root and renders what login shells read).
-func (s *Supervisor) renderClaimEnv(ctx context.Context, m *machine) error {
 	m.mu.Lock()
-	entries := m.claims
 	r := m.run
 	m.mu.Unlock()
 	if r == nil {
 		return fmt.Errorf("machine %s is not booted: %w", m.ID, sandbox.ErrState)
 	}
-	return putFile(ctx, r.door, sandbox.File{Path: sandbox.ClaimEnvPath, Data: sandbox.RenderClaimEnv(entries), Mode: 0o600})
+	return s.renderClaimEnv(ctx, m, r.door)
+}
+
+// renderClaimEnv writes the guest entries to /run/silkd.env (0600 root:
+// the vault runs as root and renders what login shells read) through d.
+// The caller holds m.op, so the entries cannot change meanwhile.
+func (s *Supervisor) renderClaimEnv(ctx context.Context, m *machine, d Door) error {
+	m.mu.Lock()
+	entries := m.claims
+	m.mu.Unlock()
+	return putFile(ctx, d, sandbox.File{Path: sandbox.ClaimEnvPath, Data: sandbox.RenderClaimEnv(entries), Mode: 0o600})
 }
 
 // HostClaims returns a machine's host-only claim env entries (Guest
@@ -289,7 +291,7 @@ func (s *Supervisor) Rebase(ctx context.Context, id, image string) (sandbox.Mach
 		return m.view(), err
 	}
 	if wasRunning {
-		if err := s.bootLocked(ctx, m); err != nil {
+		if err := s.bootLocked(ctx, m, nil); err != nil {
 			return m.view(), err
 		}
 	}

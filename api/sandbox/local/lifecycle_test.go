@@ -277,3 +277,64 @@ func TestTenantCapAndBadSpecs(t *testing.T) {
 		t.Errorf("an unknown image: %v", err)
 	}
 }
+
+// Boot's first commands (Supervisor.Boot; issue 24, Deliver 9: the
+// identity is written beside the boot, not after it): they run as root,
+// with their stdin, after the claim env is in /run/silkd.env, and what
+// they write is there when Boot answers. One that exits non-zero fails
+// the boot with its stderr (the machine failed, and bootable again); a
+// bad one is refused before anything boots.
+func TestBootRunsTheFirstCommandsAfterTheClaimEnvAndFailsWithThem(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	mk := func() sandbox.Machine {
+		m, err := sup.Create(ctx, sandbox.Spec{ID: newID("f"), Tenant: "tenant-a", Image: v1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { deleteMachine(t, m.ID) })
+		return m
+	}
+	m := mk()
+	if err := sup.SetClaimEnv(ctx, m.ID, []sandbox.ClaimEntry{{Name: "COCOONBOX_CONNECT", Value: "X=y;;", Guest: true}}); err != nil {
+		t.Fatal(err)
+	}
+	first := []sandbox.Command{
+		{Args: []string{"sh", "-c", "cat /run/silkd.env >/run/first-claims; cat >/run/first-stdin; id -u >/run/first-uid"}, Stdin: []byte("from stdin\n")},
+		{Args: []string{"sh", "-c", "cat /run/first-stdin >/run/second"}},
+	}
+	if _, err := sup.Boot(ctx, m.ID, first...); err != nil {
+		t.Fatal(err)
+	}
+	got := mustSh(t, m.ID, "cat /run/first-claims /run/first-stdin /run/first-uid /run/second")
+	if !strings.Contains(got, "COCOONBOX_CONNECT=") || !strings.HasSuffix(got, "from stdin\n0\nfrom stdin\n") {
+		t.Fatalf("the first commands wrote %q; want the claim env, their stdin, uid 0, in order", got)
+	}
+
+	bad := mk()
+	if _, err := sup.Boot(ctx, bad.ID, sandbox.Command{Args: []string{""}}); !errors.Is(err, sandbox.ErrInvalid) {
+		t.Fatalf("an empty first command: %v, want ErrInvalid", err)
+	}
+	if st := mustGet(t, bad.ID).State; st != sandbox.Stopped {
+		t.Fatalf("after a refused boot the machine is %s, want stopped", st)
+	}
+	_, err := sup.Boot(ctx, bad.ID, sandbox.Command{Args: []string{"sh", "-c", "echo no-identity-here >&2; exit 3"}})
+	if err == nil || !strings.Contains(err.Error(), "exited 3") || !strings.Contains(err.Error(), "no-identity-here") {
+		t.Fatalf("a failing first command: %v, want the boot failed with its exit and stderr", err)
+	}
+	if st := mustGet(t, bad.ID).State; st != sandbox.Failed {
+		t.Fatalf("after a failed first command the machine is %s, want failed", st)
+	}
+	if _, err := sup.Boot(ctx, bad.ID); err != nil {
+		t.Fatalf("boot again after the failed first command: %v", err)
+	}
+}
+
+func mustGet(t *testing.T, id string) sandbox.Machine {
+	t.Helper()
+	m, err := sup.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -151,8 +151,16 @@ func (c *Client) Create(ctx context.Context, spec sandbox.Spec) (sandbox.Machine
 }
 
 // Boot implements sandbox.Supervisor.
-func (c *Client) Boot(ctx context.Context, id string) (sandbox.Machine, error) {
-	return c.machine(ctx, "boot", c.rpc.Boot, id)
+func (c *Client) Boot(ctx context.Context, id string, first ...sandbox.Command) (sandbox.Machine, error) {
+	req := &sandboxv1.BootRequest{Id: id}
+	for _, f := range first {
+		req.First = append(req.First, &sandboxv1.Command{Args: f.Args, Stdin: f.Stdin})
+	}
+	m, err := call(ctx, "boot", c.rpc.Boot, req)
+	if err != nil {
+		return sandbox.Machine{}, err
+	}
+	return machineFromProto(m), nil
 }
 
 // Get implements sandbox.Supervisor.

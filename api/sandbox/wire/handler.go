@@ -69,8 +69,12 @@ func (h *handler) Create(ctx context.Context, r *connect.Request[sandboxv1.Creat
 	return machineReply(h.sup.Create(ctx, specFromProto(r.Msg.GetSpec())))
 }
 
-func (h *handler) Boot(ctx context.Context, r *connect.Request[sandboxv1.MachineRef]) (*connect.Response[sandboxv1.Machine], error) {
-	return machineReply(h.sup.Boot(ctx, r.Msg.GetId()))
+func (h *handler) Boot(ctx context.Context, r *connect.Request[sandboxv1.BootRequest]) (*connect.Response[sandboxv1.Machine], error) {
+	var first []sandbox.Command
+	for _, f := range r.Msg.GetFirst() {
+		first = append(first, sandbox.Command{Args: f.GetArgs(), Stdin: f.GetStdin()})
+	}
+	return machineReply(h.sup.Boot(ctx, r.Msg.GetId(), first...))
 }
 
 func (h *handler) Get(ctx context.Context, r *connect.Request[sandboxv1.MachineRef]) (*connect.Response[sandboxv1.Machine], error) {

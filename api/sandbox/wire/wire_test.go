@@ -126,7 +126,7 @@ func stopDaemon() error {
 
 var seq int
 
-func boot(t testing.TB) sandbox.Machine {
+func boot(t testing.TB, first ...sandbox.Command) sandbox.Machine {
 	t.Helper()
 	seq++
 	ctx := context.Background()
@@ -139,7 +139,7 @@ func boot(t testing.TB) sandbox.Machine {
 			t.Errorf("delete %s: %v", m.ID, err)
 		}
 	})
-	if m, err = client.Boot(ctx, m.ID); err != nil || m.State != sandbox.Running {
+	if m, err = client.Boot(ctx, m.ID, first...); err != nil || m.State != sandbox.Running {
 		t.Fatalf("boot: %+v %v", m, err)
 	}
 	return m
@@ -280,4 +280,16 @@ func mustList(t *testing.T) []sandbox.Machine {
 		t.Fatal(err)
 	}
 	return ms
+}
+
+// Boot's first commands cross the wire whole: their arguments and stdin
+// reach the daemon's supervisor, which runs them in the booting box.
+func TestWireBootCarriesTheFirstCommands(t *testing.T) {
+	stdin := []byte("through the wire\n\x00\xff")
+	m := boot(t, sandbox.Command{Args: []string{"sh", "-c", "cat >/run/wire-first-$1", "sh", "a b"}, Stdin: stdin})
+	n, sum, st := execAll(t, m.ID, nil, "cat", "/run/wire-first-a b")
+	want := sha256.Sum256(stdin)
+	if st.Code != 0 || n != int64(len(stdin)) || !bytes.Equal(sum, want[:]) {
+		t.Fatalf("the first command wrote %d bytes (sha256 %x, exit %+v); want its stdin, %d bytes", n, sum, st, len(stdin))
+	}
 }

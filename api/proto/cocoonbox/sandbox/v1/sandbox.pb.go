@@ -465,6 +465,113 @@ func (x *MachineRef) GetId() string {
 	return ""
 }
 
+// BootRequest boots machine id; first are commands run as root as soon as
+// its init runs, beside the rest of its boot (Supervisor.Boot). Field 1 is
+// MachineRef's, so a Boot of an older client still decodes.
+type BootRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	First         []*Command             `protobuf:"bytes,2,rep,name=first,proto3" json:"first,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BootRequest) Reset() {
+	*x = BootRequest{}
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BootRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BootRequest) ProtoMessage() {}
+
+func (x *BootRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BootRequest.ProtoReflect.Descriptor instead.
+func (*BootRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *BootRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *BootRequest) GetFirst() []*Command {
+	if x != nil {
+		return x.First
+	}
+	return nil
+}
+
+type Command struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Args          []string               `protobuf:"bytes,1,rep,name=args,proto3" json:"args,omitempty"`
+	Stdin         []byte                 `protobuf:"bytes,2,opt,name=stdin,proto3" json:"stdin,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Command) Reset() {
+	*x = Command{}
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Command) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Command) ProtoMessage() {}
+
+func (x *Command) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Command.ProtoReflect.Descriptor instead.
+func (*Command) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *Command) GetArgs() []string {
+	if x != nil {
+		return x.Args
+	}
+	return nil
+}
+
+func (x *Command) GetStdin() []byte {
+	if x != nil {
+		return x.Stdin
+	}
+	return nil
+}
+
 // SaveRequest saves machine id as save_id ("save-" and 16 hex digits), or
 // under a name the supervisor picks when save_id is empty; a save of that
 // name of the same machine is replaced (Supervisor.Save).
@@ -478,7 +585,7 @@ type SaveRequest struct {
 
 func (x *SaveRequest) Reset() {
 	*x = SaveRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -490,7 +597,7 @@ func (x *SaveRequest) String() string {
 func (*SaveRequest) ProtoMessage() {}
 
 func (x *SaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[8]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -503,7 +610,7 @@ func (x *SaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRequest.ProtoReflect.Descriptor instead.
 func (*SaveRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{8}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SaveRequest) GetId() string {
@@ -535,7 +642,7 @@ type Machine struct {
 
 func (x *Machine) Reset() {
 	*x = Machine{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -547,7 +654,7 @@ func (x *Machine) String() string {
 func (*Machine) ProtoMessage() {}
 
 func (x *Machine) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[9]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -560,7 +667,7 @@ func (x *Machine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Machine.ProtoReflect.Descriptor instead.
 func (*Machine) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{9}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *Machine) GetId() string {
@@ -621,7 +728,7 @@ type ListRequest struct {
 
 func (x *ListRequest) Reset() {
 	*x = ListRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -633,7 +740,7 @@ func (x *ListRequest) String() string {
 func (*ListRequest) ProtoMessage() {}
 
 func (x *ListRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[10]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -646,7 +753,7 @@ func (x *ListRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListRequest.ProtoReflect.Descriptor instead.
 func (*ListRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{10}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *ListRequest) GetTenant() string {
@@ -665,7 +772,7 @@ type ListResponse struct {
 
 func (x *ListResponse) Reset() {
 	*x = ListResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -677,7 +784,7 @@ func (x *ListResponse) String() string {
 func (*ListResponse) ProtoMessage() {}
 
 func (x *ListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[11]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -690,7 +797,7 @@ func (x *ListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListResponse.ProtoReflect.Descriptor instead.
 func (*ListResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{11}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *ListResponse) GetMachines() []*Machine {
@@ -713,7 +820,7 @@ type PutFileRequest struct {
 
 func (x *PutFileRequest) Reset() {
 	*x = PutFileRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -725,7 +832,7 @@ func (x *PutFileRequest) String() string {
 func (*PutFileRequest) ProtoMessage() {}
 
 func (x *PutFileRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[12]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -738,7 +845,7 @@ func (x *PutFileRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutFileRequest.ProtoReflect.Descriptor instead.
 func (*PutFileRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{12}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *PutFileRequest) GetId() string {
@@ -784,7 +891,7 @@ type PutFileResponse struct {
 
 func (x *PutFileResponse) Reset() {
 	*x = PutFileResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -796,7 +903,7 @@ func (x *PutFileResponse) String() string {
 func (*PutFileResponse) ProtoMessage() {}
 
 func (x *PutFileResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[13]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -809,7 +916,7 @@ func (x *PutFileResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use PutFileResponse.ProtoReflect.Descriptor instead.
 func (*PutFileResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{13}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
 }
 
 type ClaimEntry struct {
@@ -825,7 +932,7 @@ type ClaimEntry struct {
 
 func (x *ClaimEntry) Reset() {
 	*x = ClaimEntry{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -837,7 +944,7 @@ func (x *ClaimEntry) String() string {
 func (*ClaimEntry) ProtoMessage() {}
 
 func (x *ClaimEntry) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[14]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -850,7 +957,7 @@ func (x *ClaimEntry) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClaimEntry.ProtoReflect.Descriptor instead.
 func (*ClaimEntry) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{14}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *ClaimEntry) GetName() string {
@@ -898,7 +1005,7 @@ type SetClaimEnvRequest struct {
 
 func (x *SetClaimEnvRequest) Reset() {
 	*x = SetClaimEnvRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -910,7 +1017,7 @@ func (x *SetClaimEnvRequest) String() string {
 func (*SetClaimEnvRequest) ProtoMessage() {}
 
 func (x *SetClaimEnvRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[15]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -923,7 +1030,7 @@ func (x *SetClaimEnvRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClaimEnvRequest.ProtoReflect.Descriptor instead.
 func (*SetClaimEnvRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{15}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *SetClaimEnvRequest) GetId() string {
@@ -948,7 +1055,7 @@ type SetClaimEnvResponse struct {
 
 func (x *SetClaimEnvResponse) Reset() {
 	*x = SetClaimEnvResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -960,7 +1067,7 @@ func (x *SetClaimEnvResponse) String() string {
 func (*SetClaimEnvResponse) ProtoMessage() {}
 
 func (x *SetClaimEnvResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[16]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -973,7 +1080,7 @@ func (x *SetClaimEnvResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SetClaimEnvResponse.ProtoReflect.Descriptor instead.
 func (*SetClaimEnvResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{16}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
 }
 
 type WindowSize struct {
@@ -986,7 +1093,7 @@ type WindowSize struct {
 
 func (x *WindowSize) Reset() {
 	*x = WindowSize{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -998,7 +1105,7 @@ func (x *WindowSize) String() string {
 func (*WindowSize) ProtoMessage() {}
 
 func (x *WindowSize) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[17]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1011,7 +1118,7 @@ func (x *WindowSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WindowSize.ProtoReflect.Descriptor instead.
 func (*WindowSize) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{17}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *WindowSize) GetRows() uint32 {
@@ -1043,7 +1150,7 @@ type ExecStart struct {
 
 func (x *ExecStart) Reset() {
 	*x = ExecStart{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1055,7 +1162,7 @@ func (x *ExecStart) String() string {
 func (*ExecStart) ProtoMessage() {}
 
 func (x *ExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[18]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1068,7 +1175,7 @@ func (x *ExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecStart.ProtoReflect.Descriptor instead.
 func (*ExecStart) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{18}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ExecStart) GetId() string {
@@ -1135,7 +1242,7 @@ type ExecRequest struct {
 
 func (x *ExecRequest) Reset() {
 	*x = ExecRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1147,7 +1254,7 @@ func (x *ExecRequest) String() string {
 func (*ExecRequest) ProtoMessage() {}
 
 func (x *ExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1160,7 +1267,7 @@ func (x *ExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecRequest.ProtoReflect.Descriptor instead.
 func (*ExecRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{19}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ExecRequest) GetMsg() isExecRequest_Msg {
@@ -1244,7 +1351,7 @@ type ExitStatus struct {
 
 func (x *ExitStatus) Reset() {
 	*x = ExitStatus{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1256,7 +1363,7 @@ func (x *ExitStatus) String() string {
 func (*ExitStatus) ProtoMessage() {}
 
 func (x *ExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[20]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1269,7 +1376,7 @@ func (x *ExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExitStatus.ProtoReflect.Descriptor instead.
 func (*ExitStatus) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{20}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ExitStatus) GetCode() int32 {
@@ -1301,7 +1408,7 @@ type ExecResponse struct {
 
 func (x *ExecResponse) Reset() {
 	*x = ExecResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1313,7 +1420,7 @@ func (x *ExecResponse) String() string {
 func (*ExecResponse) ProtoMessage() {}
 
 func (x *ExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1326,7 +1433,7 @@ func (x *ExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ExecResponse.ProtoReflect.Descriptor instead.
 func (*ExecResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{21}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ExecResponse) GetMsg() isExecResponse_Msg {
@@ -1412,7 +1519,7 @@ type RelayRequest struct {
 
 func (x *RelayRequest) Reset() {
 	*x = RelayRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1424,7 +1531,7 @@ func (x *RelayRequest) String() string {
 func (*RelayRequest) ProtoMessage() {}
 
 func (x *RelayRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[22]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1437,7 +1544,7 @@ func (x *RelayRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayRequest.ProtoReflect.Descriptor instead.
 func (*RelayRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{22}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *RelayRequest) GetId() string {
@@ -1478,7 +1585,7 @@ type RelayResponse struct {
 
 func (x *RelayResponse) Reset() {
 	*x = RelayResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1490,7 +1597,7 @@ func (x *RelayResponse) String() string {
 func (*RelayResponse) ProtoMessage() {}
 
 func (x *RelayResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1503,7 +1610,7 @@ func (x *RelayResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RelayResponse.ProtoReflect.Descriptor instead.
 func (*RelayResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{23}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *RelayResponse) GetData() []byte {
@@ -1534,7 +1641,7 @@ type SaveInfo struct {
 
 func (x *SaveInfo) Reset() {
 	*x = SaveInfo{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1546,7 +1653,7 @@ func (x *SaveInfo) String() string {
 func (*SaveInfo) ProtoMessage() {}
 
 func (x *SaveInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[24]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1559,7 +1666,7 @@ func (x *SaveInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveInfo.ProtoReflect.Descriptor instead.
 func (*SaveInfo) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{24}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *SaveInfo) GetId() string {
@@ -1613,7 +1720,7 @@ type SaveRef struct {
 
 func (x *SaveRef) Reset() {
 	*x = SaveRef{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1625,7 +1732,7 @@ func (x *SaveRef) String() string {
 func (*SaveRef) ProtoMessage() {}
 
 func (x *SaveRef) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[25]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1638,7 +1745,7 @@ func (x *SaveRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SaveRef.ProtoReflect.Descriptor instead.
 func (*SaveRef) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{25}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *SaveRef) GetId() string {
@@ -1656,7 +1763,7 @@ type DeleteSaveResponse struct {
 
 func (x *DeleteSaveResponse) Reset() {
 	*x = DeleteSaveResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1668,7 +1775,7 @@ func (x *DeleteSaveResponse) String() string {
 func (*DeleteSaveResponse) ProtoMessage() {}
 
 func (x *DeleteSaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[26]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1681,7 +1788,7 @@ func (x *DeleteSaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteSaveResponse.ProtoReflect.Descriptor instead.
 func (*DeleteSaveResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{26}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
 }
 
 type RestoreRequest struct {
@@ -1694,7 +1801,7 @@ type RestoreRequest struct {
 
 func (x *RestoreRequest) Reset() {
 	*x = RestoreRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1706,7 +1813,7 @@ func (x *RestoreRequest) String() string {
 func (*RestoreRequest) ProtoMessage() {}
 
 func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[27]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1719,7 +1826,7 @@ func (x *RestoreRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RestoreRequest.ProtoReflect.Descriptor instead.
 func (*RestoreRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{27}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *RestoreRequest) GetSaveId() string {
@@ -1746,7 +1853,7 @@ type CloneRequest struct {
 
 func (x *CloneRequest) Reset() {
 	*x = CloneRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1758,7 +1865,7 @@ func (x *CloneRequest) String() string {
 func (*CloneRequest) ProtoMessage() {}
 
 func (x *CloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[28]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1771,7 +1878,7 @@ func (x *CloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CloneRequest.ProtoReflect.Descriptor instead.
 func (*CloneRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{28}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *CloneRequest) GetSourceId() string {
@@ -1798,7 +1905,7 @@ type RebaseRequest struct {
 
 func (x *RebaseRequest) Reset() {
 	*x = RebaseRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1810,7 +1917,7 @@ func (x *RebaseRequest) String() string {
 func (*RebaseRequest) ProtoMessage() {}
 
 func (x *RebaseRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[29]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1823,7 +1930,7 @@ func (x *RebaseRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RebaseRequest.ProtoReflect.Descriptor instead.
 func (*RebaseRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{29}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *RebaseRequest) GetId() string {
@@ -1848,7 +1955,7 @@ type DeleteResponse struct {
 
 func (x *DeleteResponse) Reset() {
 	*x = DeleteResponse{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1860,7 +1967,7 @@ func (x *DeleteResponse) String() string {
 func (*DeleteResponse) ProtoMessage() {}
 
 func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[30]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1873,7 +1980,7 @@ func (x *DeleteResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use DeleteResponse.ProtoReflect.Descriptor instead.
 func (*DeleteResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{30}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{32}
 }
 
 type WatchRequest struct {
@@ -1885,7 +1992,7 @@ type WatchRequest struct {
 
 func (x *WatchRequest) Reset() {
 	*x = WatchRequest{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1897,7 +2004,7 @@ func (x *WatchRequest) String() string {
 func (*WatchRequest) ProtoMessage() {}
 
 func (x *WatchRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[31]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1910,7 +2017,7 @@ func (x *WatchRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchRequest.ProtoReflect.Descriptor instead.
 func (*WatchRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{31}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *WatchRequest) GetAfter() uint64 {
@@ -1934,7 +2041,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1946,7 +2053,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[32]
+	mi := &file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1959,7 +2066,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{32}
+	return file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -2029,7 +2136,13 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x04spec\x18\x01 \x01(\v2\x1a.cocoonbox.sandbox.v1.SpecR\x04spec\"\x1c\n" +
 	"\n" +
 	"MachineRef\x12\x0e\n" +
-	"\x02id\x18\x01 \x01(\tR\x02id\"6\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"R\n" +
+	"\vBootRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x123\n" +
+	"\x05first\x18\x02 \x03(\v2\x1d.cocoonbox.sandbox.v1.CommandR\x05first\"3\n" +
+	"\aCommand\x12\x12\n" +
+	"\x04args\x18\x01 \x03(\tR\x04args\x12\x14\n" +
+	"\x05stdin\x18\x02 \x01(\fR\x05stdin\"6\n" +
 	"\vSaveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
 	"\asave_id\x18\x02 \x01(\tR\x06saveId\"\xe0\x01\n" +
@@ -2135,12 +2248,12 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\rSTATE_RUNNING\x10\x03\x12\x14\n" +
 	"\x10STATE_HIBERNATED\x10\x04\x12\x10\n" +
 	"\fSTATE_FAILED\x10\x05\x12\x10\n" +
-	"\fSTATE_ABSENT\x10\x062\x99\f\n" +
+	"\fSTATE_ABSENT\x10\x062\x9a\f\n" +
 	"\aSandbox\x12S\n" +
 	"\x06Images\x12#.cocoonbox.sandbox.v1.ImagesRequest\x1a$.cocoonbox.sandbox.v1.ImagesResponse\x12e\n" +
 	"\fSetTenantCap\x12).cocoonbox.sandbox.v1.SetTenantCapRequest\x1a*.cocoonbox.sandbox.v1.SetTenantCapResponse\x12L\n" +
-	"\x06Create\x12#.cocoonbox.sandbox.v1.CreateRequest\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12G\n" +
-	"\x04Boot\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12F\n" +
+	"\x06Create\x12#.cocoonbox.sandbox.v1.CreateRequest\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12H\n" +
+	"\x04Boot\x12!.cocoonbox.sandbox.v1.BootRequest\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12F\n" +
 	"\x03Get\x12 .cocoonbox.sandbox.v1.MachineRef\x1a\x1d.cocoonbox.sandbox.v1.Machine\x12M\n" +
 	"\x04List\x12!.cocoonbox.sandbox.v1.ListRequest\x1a\".cocoonbox.sandbox.v1.ListResponse\x12V\n" +
 	"\aPutFile\x12$.cocoonbox.sandbox.v1.PutFileRequest\x1a%.cocoonbox.sandbox.v1.PutFileResponse\x12b\n" +
@@ -2171,7 +2284,7 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_rawDescGZIP() []byte {
 }
 
 var file_cocoonbox_sandbox_v1_sandbox_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 33)
+var file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_cocoonbox_sandbox_v1_sandbox_proto_goTypes = []any{
 	(State)(0),                    // 0: cocoonbox.sandbox.v1.State
 	(*Image)(nil),                 // 1: cocoonbox.sandbox.v1.Image
@@ -2182,92 +2295,95 @@ var file_cocoonbox_sandbox_v1_sandbox_proto_goTypes = []any{
 	(*Spec)(nil),                  // 6: cocoonbox.sandbox.v1.Spec
 	(*CreateRequest)(nil),         // 7: cocoonbox.sandbox.v1.CreateRequest
 	(*MachineRef)(nil),            // 8: cocoonbox.sandbox.v1.MachineRef
-	(*SaveRequest)(nil),           // 9: cocoonbox.sandbox.v1.SaveRequest
-	(*Machine)(nil),               // 10: cocoonbox.sandbox.v1.Machine
-	(*ListRequest)(nil),           // 11: cocoonbox.sandbox.v1.ListRequest
-	(*ListResponse)(nil),          // 12: cocoonbox.sandbox.v1.ListResponse
-	(*PutFileRequest)(nil),        // 13: cocoonbox.sandbox.v1.PutFileRequest
-	(*PutFileResponse)(nil),       // 14: cocoonbox.sandbox.v1.PutFileResponse
-	(*ClaimEntry)(nil),            // 15: cocoonbox.sandbox.v1.ClaimEntry
-	(*SetClaimEnvRequest)(nil),    // 16: cocoonbox.sandbox.v1.SetClaimEnvRequest
-	(*SetClaimEnvResponse)(nil),   // 17: cocoonbox.sandbox.v1.SetClaimEnvResponse
-	(*WindowSize)(nil),            // 18: cocoonbox.sandbox.v1.WindowSize
-	(*ExecStart)(nil),             // 19: cocoonbox.sandbox.v1.ExecStart
-	(*ExecRequest)(nil),           // 20: cocoonbox.sandbox.v1.ExecRequest
-	(*ExitStatus)(nil),            // 21: cocoonbox.sandbox.v1.ExitStatus
-	(*ExecResponse)(nil),          // 22: cocoonbox.sandbox.v1.ExecResponse
-	(*RelayRequest)(nil),          // 23: cocoonbox.sandbox.v1.RelayRequest
-	(*RelayResponse)(nil),         // 24: cocoonbox.sandbox.v1.RelayResponse
-	(*SaveInfo)(nil),              // 25: cocoonbox.sandbox.v1.SaveInfo
-	(*SaveRef)(nil),               // 26: cocoonbox.sandbox.v1.SaveRef
-	(*DeleteSaveResponse)(nil),    // 27: cocoonbox.sandbox.v1.DeleteSaveResponse
-	(*RestoreRequest)(nil),        // 28: cocoonbox.sandbox.v1.RestoreRequest
-	(*CloneRequest)(nil),          // 29: cocoonbox.sandbox.v1.CloneRequest
-	(*RebaseRequest)(nil),         // 30: cocoonbox.sandbox.v1.RebaseRequest
-	(*DeleteResponse)(nil),        // 31: cocoonbox.sandbox.v1.DeleteResponse
-	(*WatchRequest)(nil),          // 32: cocoonbox.sandbox.v1.WatchRequest
-	(*Event)(nil),                 // 33: cocoonbox.sandbox.v1.Event
-	(*timestamppb.Timestamp)(nil), // 34: google.protobuf.Timestamp
+	(*BootRequest)(nil),           // 9: cocoonbox.sandbox.v1.BootRequest
+	(*Command)(nil),               // 10: cocoonbox.sandbox.v1.Command
+	(*SaveRequest)(nil),           // 11: cocoonbox.sandbox.v1.SaveRequest
+	(*Machine)(nil),               // 12: cocoonbox.sandbox.v1.Machine
+	(*ListRequest)(nil),           // 13: cocoonbox.sandbox.v1.ListRequest
+	(*ListResponse)(nil),          // 14: cocoonbox.sandbox.v1.ListResponse
+	(*PutFileRequest)(nil),        // 15: cocoonbox.sandbox.v1.PutFileRequest
+	(*PutFileResponse)(nil),       // 16: cocoonbox.sandbox.v1.PutFileResponse
+	(*ClaimEntry)(nil),            // 17: cocoonbox.sandbox.v1.ClaimEntry
+	(*SetClaimEnvRequest)(nil),    // 18: cocoonbox.sandbox.v1.SetClaimEnvRequest
+	(*SetClaimEnvResponse)(nil),   // 19: cocoonbox.sandbox.v1.SetClaimEnvResponse
+	(*WindowSize)(nil),            // 20: cocoonbox.sandbox.v1.WindowSize
+	(*ExecStart)(nil),             // 21: cocoonbox.sandbox.v1.ExecStart
+	(*ExecRequest)(nil),           // 22: cocoonbox.sandbox.v1.ExecRequest
+	(*ExitStatus)(nil),            // 23: cocoonbox.sandbox.v1.ExitStatus
+	(*ExecResponse)(nil),          // 24: cocoonbox.sandbox.v1.ExecResponse
+	(*RelayRequest)(nil),          // 25: cocoonbox.sandbox.v1.RelayRequest
+	(*RelayResponse)(nil),         // 26: cocoonbox.sandbox.v1.RelayResponse
+	(*SaveInfo)(nil),              // 27: cocoonbox.sandbox.v1.SaveInfo
+	(*SaveRef)(nil),               // 28: cocoonbox.sandbox.v1.SaveRef
+	(*DeleteSaveResponse)(nil),    // 29: cocoonbox.sandbox.v1.DeleteSaveResponse
+	(*RestoreRequest)(nil),        // 30: cocoonbox.sandbox.v1.RestoreRequest
+	(*CloneRequest)(nil),          // 31: cocoonbox.sandbox.v1.CloneRequest
+	(*RebaseRequest)(nil),         // 32: cocoonbox.sandbox.v1.RebaseRequest
+	(*DeleteResponse)(nil),        // 33: cocoonbox.sandbox.v1.DeleteResponse
+	(*WatchRequest)(nil),          // 34: cocoonbox.sandbox.v1.WatchRequest
+	(*Event)(nil),                 // 35: cocoonbox.sandbox.v1.Event
+	(*timestamppb.Timestamp)(nil), // 36: google.protobuf.Timestamp
 }
 var file_cocoonbox_sandbox_v1_sandbox_proto_depIdxs = []int32{
 	1,  // 0: cocoonbox.sandbox.v1.ImagesResponse.images:type_name -> cocoonbox.sandbox.v1.Image
 	6,  // 1: cocoonbox.sandbox.v1.CreateRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
-	0,  // 2: cocoonbox.sandbox.v1.Machine.state:type_name -> cocoonbox.sandbox.v1.State
-	34, // 3: cocoonbox.sandbox.v1.Machine.booted:type_name -> google.protobuf.Timestamp
-	10, // 4: cocoonbox.sandbox.v1.ListResponse.machines:type_name -> cocoonbox.sandbox.v1.Machine
-	15, // 5: cocoonbox.sandbox.v1.SetClaimEnvRequest.entries:type_name -> cocoonbox.sandbox.v1.ClaimEntry
-	18, // 6: cocoonbox.sandbox.v1.ExecStart.tty:type_name -> cocoonbox.sandbox.v1.WindowSize
-	19, // 7: cocoonbox.sandbox.v1.ExecRequest.start:type_name -> cocoonbox.sandbox.v1.ExecStart
-	18, // 8: cocoonbox.sandbox.v1.ExecRequest.resize:type_name -> cocoonbox.sandbox.v1.WindowSize
-	21, // 9: cocoonbox.sandbox.v1.ExecResponse.exit:type_name -> cocoonbox.sandbox.v1.ExitStatus
-	34, // 10: cocoonbox.sandbox.v1.SaveInfo.created:type_name -> google.protobuf.Timestamp
-	6,  // 11: cocoonbox.sandbox.v1.RestoreRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
-	6,  // 12: cocoonbox.sandbox.v1.CloneRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
-	0,  // 13: cocoonbox.sandbox.v1.Event.state:type_name -> cocoonbox.sandbox.v1.State
-	34, // 14: cocoonbox.sandbox.v1.Event.time:type_name -> google.protobuf.Timestamp
-	2,  // 15: cocoonbox.sandbox.v1.Sandbox.Images:input_type -> cocoonbox.sandbox.v1.ImagesRequest
-	4,  // 16: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:input_type -> cocoonbox.sandbox.v1.SetTenantCapRequest
-	7,  // 17: cocoonbox.sandbox.v1.Sandbox.Create:input_type -> cocoonbox.sandbox.v1.CreateRequest
-	8,  // 18: cocoonbox.sandbox.v1.Sandbox.Boot:input_type -> cocoonbox.sandbox.v1.MachineRef
-	8,  // 19: cocoonbox.sandbox.v1.Sandbox.Get:input_type -> cocoonbox.sandbox.v1.MachineRef
-	11, // 20: cocoonbox.sandbox.v1.Sandbox.List:input_type -> cocoonbox.sandbox.v1.ListRequest
-	13, // 21: cocoonbox.sandbox.v1.Sandbox.PutFile:input_type -> cocoonbox.sandbox.v1.PutFileRequest
-	16, // 22: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:input_type -> cocoonbox.sandbox.v1.SetClaimEnvRequest
-	20, // 23: cocoonbox.sandbox.v1.Sandbox.Exec:input_type -> cocoonbox.sandbox.v1.ExecRequest
-	23, // 24: cocoonbox.sandbox.v1.Sandbox.Relay:input_type -> cocoonbox.sandbox.v1.RelayRequest
-	8,  // 25: cocoonbox.sandbox.v1.Sandbox.Hibernate:input_type -> cocoonbox.sandbox.v1.MachineRef
-	8,  // 26: cocoonbox.sandbox.v1.Sandbox.Wake:input_type -> cocoonbox.sandbox.v1.MachineRef
-	9,  // 27: cocoonbox.sandbox.v1.Sandbox.Save:input_type -> cocoonbox.sandbox.v1.SaveRequest
-	28, // 28: cocoonbox.sandbox.v1.Sandbox.Restore:input_type -> cocoonbox.sandbox.v1.RestoreRequest
-	26, // 29: cocoonbox.sandbox.v1.Sandbox.DeleteSave:input_type -> cocoonbox.sandbox.v1.SaveRef
-	29, // 30: cocoonbox.sandbox.v1.Sandbox.Clone:input_type -> cocoonbox.sandbox.v1.CloneRequest
-	30, // 31: cocoonbox.sandbox.v1.Sandbox.Rebase:input_type -> cocoonbox.sandbox.v1.RebaseRequest
-	8,  // 32: cocoonbox.sandbox.v1.Sandbox.Delete:input_type -> cocoonbox.sandbox.v1.MachineRef
-	32, // 33: cocoonbox.sandbox.v1.Sandbox.Watch:input_type -> cocoonbox.sandbox.v1.WatchRequest
-	3,  // 34: cocoonbox.sandbox.v1.Sandbox.Images:output_type -> cocoonbox.sandbox.v1.ImagesResponse
-	5,  // 35: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:output_type -> cocoonbox.sandbox.v1.SetTenantCapResponse
-	10, // 36: cocoonbox.sandbox.v1.Sandbox.Create:output_type -> cocoonbox.sandbox.v1.Machine
-	10, // 37: cocoonbox.sandbox.v1.Sandbox.Boot:output_type -> cocoonbox.sandbox.v1.Machine
-	10, // 38: cocoonbox.sandbox.v1.Sandbox.Get:output_type -> cocoonbox.sandbox.v1.Machine
-	12, // 39: cocoonbox.sandbox.v1.Sandbox.List:output_type -> cocoonbox.sandbox.v1.ListResponse
-	14, // 40: cocoonbox.sandbox.v1.Sandbox.PutFile:output_type -> cocoonbox.sandbox.v1.PutFileResponse
-	17, // 41: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:output_type -> cocoonbox.sandbox.v1.SetClaimEnvResponse
-	22, // 42: cocoonbox.sandbox.v1.Sandbox.Exec:output_type -> cocoonbox.sandbox.v1.ExecResponse
-	24, // 43: cocoonbox.sandbox.v1.Sandbox.Relay:output_type -> cocoonbox.sandbox.v1.RelayResponse
-	10, // 44: cocoonbox.sandbox.v1.Sandbox.Hibernate:output_type -> cocoonbox.sandbox.v1.Machine
-	10, // 45: cocoonbox.sandbox.v1.Sandbox.Wake:output_type -> cocoonbox.sandbox.v1.Machine
-	25, // 46: cocoonbox.sandbox.v1.Sandbox.Save:output_type -> cocoonbox.sandbox.v1.SaveInfo
-	10, // 47: cocoonbox.sandbox.v1.Sandbox.Restore:output_type -> cocoonbox.sandbox.v1.Machine
-	27, // 48: cocoonbox.sandbox.v1.Sandbox.DeleteSave:output_type -> cocoonbox.sandbox.v1.DeleteSaveResponse
-	10, // 49: cocoonbox.sandbox.v1.Sandbox.Clone:output_type -> cocoonbox.sandbox.v1.Machine
-	10, // 50: cocoonbox.sandbox.v1.Sandbox.Rebase:output_type -> cocoonbox.sandbox.v1.Machine
-	31, // 51: cocoonbox.sandbox.v1.Sandbox.Delete:output_type -> cocoonbox.sandbox.v1.DeleteResponse
-	33, // 52: cocoonbox.sandbox.v1.Sandbox.Watch:output_type -> cocoonbox.sandbox.v1.Event
-	34, // [34:53] is the sub-list for method output_type
-	15, // [15:34] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	10, // 2: cocoonbox.sandbox.v1.BootRequest.first:type_name -> cocoonbox.sandbox.v1.Command
+	0,  // 3: cocoonbox.sandbox.v1.Machine.state:type_name -> cocoonbox.sandbox.v1.State
+	36, // 4: cocoonbox.sandbox.v1.Machine.booted:type_name -> google.protobuf.Timestamp
+	12, // 5: cocoonbox.sandbox.v1.ListResponse.machines:type_name -> cocoonbox.sandbox.v1.Machine
+	17, // 6: cocoonbox.sandbox.v1.SetClaimEnvRequest.entries:type_name -> cocoonbox.sandbox.v1.ClaimEntry
+	20, // 7: cocoonbox.sandbox.v1.ExecStart.tty:type_name -> cocoonbox.sandbox.v1.WindowSize
+	21, // 8: cocoonbox.sandbox.v1.ExecRequest.start:type_name -> cocoonbox.sandbox.v1.ExecStart
+	20, // 9: cocoonbox.sandbox.v1.ExecRequest.resize:type_name -> cocoonbox.sandbox.v1.WindowSize
+	23, // 10: cocoonbox.sandbox.v1.ExecResponse.exit:type_name -> cocoonbox.sandbox.v1.ExitStatus
+	36, // 11: cocoonbox.sandbox.v1.SaveInfo.created:type_name -> google.protobuf.Timestamp
+	6,  // 12: cocoonbox.sandbox.v1.RestoreRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
+	6,  // 13: cocoonbox.sandbox.v1.CloneRequest.spec:type_name -> cocoonbox.sandbox.v1.Spec
+	0,  // 14: cocoonbox.sandbox.v1.Event.state:type_name -> cocoonbox.sandbox.v1.State
+	36, // 15: cocoonbox.sandbox.v1.Event.time:type_name -> google.protobuf.Timestamp
+	2,  // 16: cocoonbox.sandbox.v1.Sandbox.Images:input_type -> cocoonbox.sandbox.v1.ImagesRequest
+	4,  // 17: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:input_type -> cocoonbox.sandbox.v1.SetTenantCapRequest
+	7,  // 18: cocoonbox.sandbox.v1.Sandbox.Create:input_type -> cocoonbox.sandbox.v1.CreateRequest
+	9,  // 19: cocoonbox.sandbox.v1.Sandbox.Boot:input_type -> cocoonbox.sandbox.v1.BootRequest
+	8,  // 20: cocoonbox.sandbox.v1.Sandbox.Get:input_type -> cocoonbox.sandbox.v1.MachineRef
+	13, // 21: cocoonbox.sandbox.v1.Sandbox.List:input_type -> cocoonbox.sandbox.v1.ListRequest
+	15, // 22: cocoonbox.sandbox.v1.Sandbox.PutFile:input_type -> cocoonbox.sandbox.v1.PutFileRequest
+	18, // 23: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:input_type -> cocoonbox.sandbox.v1.SetClaimEnvRequest
+	22, // 24: cocoonbox.sandbox.v1.Sandbox.Exec:input_type -> cocoonbox.sandbox.v1.ExecRequest
+	25, // 25: cocoonbox.sandbox.v1.Sandbox.Relay:input_type -> cocoonbox.sandbox.v1.RelayRequest
+	8,  // 26: cocoonbox.sandbox.v1.Sandbox.Hibernate:input_type -> cocoonbox.sandbox.v1.MachineRef
+	8,  // 27: cocoonbox.sandbox.v1.Sandbox.Wake:input_type -> cocoonbox.sandbox.v1.MachineRef
+	11, // 28: cocoonbox.sandbox.v1.Sandbox.Save:input_type -> cocoonbox.sandbox.v1.SaveRequest
+	30, // 29: cocoonbox.sandbox.v1.Sandbox.Restore:input_type -> cocoonbox.sandbox.v1.RestoreRequest
+	28, // 30: cocoonbox.sandbox.v1.Sandbox.DeleteSave:input_type -> cocoonbox.sandbox.v1.SaveRef
+	31, // 31: cocoonbox.sandbox.v1.Sandbox.Clone:input_type -> cocoonbox.sandbox.v1.CloneRequest
+	32, // 32: cocoonbox.sandbox.v1.Sandbox.Rebase:input_type -> cocoonbox.sandbox.v1.RebaseRequest
+	8,  // 33: cocoonbox.sandbox.v1.Sandbox.Delete:input_type -> cocoonbox.sandbox.v1.MachineRef
+	34, // 34: cocoonbox.sandbox.v1.Sandbox.Watch:input_type -> cocoonbox.sandbox.v1.WatchRequest
+	3,  // 35: cocoonbox.sandbox.v1.Sandbox.Images:output_type -> cocoonbox.sandbox.v1.ImagesResponse
+	5,  // 36: cocoonbox.sandbox.v1.Sandbox.SetTenantCap:output_type -> cocoonbox.sandbox.v1.SetTenantCapResponse
+	12, // 37: cocoonbox.sandbox.v1.Sandbox.Create:output_type -> cocoonbox.sandbox.v1.Machine
+	12, // 38: cocoonbox.sandbox.v1.Sandbox.Boot:output_type -> cocoonbox.sandbox.v1.Machine
+	12, // 39: cocoonbox.sandbox.v1.Sandbox.Get:output_type -> cocoonbox.sandbox.v1.Machine
+	14, // 40: cocoonbox.sandbox.v1.Sandbox.List:output_type -> cocoonbox.sandbox.v1.ListResponse
+	16, // 41: cocoonbox.sandbox.v1.Sandbox.PutFile:output_type -> cocoonbox.sandbox.v1.PutFileResponse
+	19, // 42: cocoonbox.sandbox.v1.Sandbox.SetClaimEnv:output_type -> cocoonbox.sandbox.v1.SetClaimEnvResponse
+	24, // 43: cocoonbox.sandbox.v1.Sandbox.Exec:output_type -> cocoonbox.sandbox.v1.ExecResponse
+	26, // 44: cocoonbox.sandbox.v1.Sandbox.Relay:output_type -> cocoonbox.sandbox.v1.RelayResponse
+	12, // 45: cocoonbox.sandbox.v1.Sandbox.Hibernate:output_type -> cocoonbox.sandbox.v1.Machine
+	12, // 46: cocoonbox.sandbox.v1.Sandbox.Wake:output_type -> cocoonbox.sandbox.v1.Machine
+	27, // 47: cocoonbox.sandbox.v1.Sandbox.Save:output_type -> cocoonbox.sandbox.v1.SaveInfo
+	12, // 48: cocoonbox.sandbox.v1.Sandbox.Restore:output_type -> cocoonbox.sandbox.v1.Machine
+	29, // 49: cocoonbox.sandbox.v1.Sandbox.DeleteSave:output_type -> cocoonbox.sandbox.v1.DeleteSaveResponse
+	12, // 50: cocoonbox.sandbox.v1.Sandbox.Clone:output_type -> cocoonbox.sandbox.v1.Machine
+	12, // 51: cocoonbox.sandbox.v1.Sandbox.Rebase:output_type -> cocoonbox.sandbox.v1.Machine
+	33, // 52: cocoonbox.sandbox.v1.Sandbox.Delete:output_type -> cocoonbox.sandbox.v1.DeleteResponse
+	35, // 53: cocoonbox.sandbox.v1.Sandbox.Watch:output_type -> cocoonbox.sandbox.v1.Event
+	35, // [35:54] is the sub-list for method output_type
+	16, // [16:35] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_cocoonbox_sandbox_v1_sandbox_proto_init() }
@@ -2275,13 +2391,13 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_init() {
 	if File_cocoonbox_sandbox_v1_sandbox_proto != nil {
 		return
 	}
-	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[19].OneofWrappers = []any{
+	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21].OneofWrappers = []any{
 		(*ExecRequest_Start)(nil),
 		(*ExecRequest_Stdin)(nil),
 		(*ExecRequest_StdinEof)(nil),
 		(*ExecRequest_Resize)(nil),
 	}
-	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[21].OneofWrappers = []any{
+	file_cocoonbox_sandbox_v1_sandbox_proto_msgTypes[23].OneofWrappers = []any{
 		(*ExecResponse_Stdout)(nil),
 		(*ExecResponse_Stderr)(nil),
 		(*ExecResponse_Exit)(nil),
@@ -2293,7 +2409,7 @@ func file_cocoonbox_sandbox_v1_sandbox_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc), len(file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   33,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -84,7 +84,7 @@ type SandboxClient interface {
 	Images(context.Context, *connect.Request[v1.ImagesRequest]) (*connect.Response[v1.ImagesResponse], error)
 	SetTenantCap(context.Context, *connect.Request[v1.SetTenantCapRequest]) (*connect.Response[v1.SetTenantCapResponse], error)
 	Create(context.Context, *connect.Request[v1.CreateRequest]) (*connect.Response[v1.Machine], error)
-	Boot(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
+	Boot(context.Context, *connect.Request[v1.BootRequest]) (*connect.Response[v1.Machine], error)
 	Get(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
 	List(context.Context, *connect.Request[v1.ListRequest]) (*connect.Response[v1.ListResponse], error)
 	PutFile(context.Context, *connect.Request[v1.PutFileRequest]) (*connect.Response[v1.PutFileResponse], error)
@@ -139,7 +139,7 @@ func NewSandboxClient(httpClient connect.HTTPClient, baseURL string, opts ...con
 			connect.WithSchema(sandboxMethods.ByName("Create")),
 			connect.WithClientOptions(opts...),
 		),
-		boot: connect.NewClient[v1.MachineRef, v1.Machine](
+		boot: connect.NewClient[v1.BootRequest, v1.Machine](
 			httpClient,
 			baseURL+SandboxBootProcedure,
 			connect.WithSchema(sandboxMethods.ByName("Boot")),
@@ -243,7 +243,7 @@ type sandboxClient struct {
 	images       *connect.Client[v1.ImagesRequest, v1.ImagesResponse]
 	setTenantCap *connect.Client[v1.SetTenantCapRequest, v1.SetTenantCapResponse]
 	create       *connect.Client[v1.CreateRequest, v1.Machine]
-	boot         *connect.Client[v1.MachineRef, v1.Machine]
+	boot         *connect.Client[v1.BootRequest, v1.Machine]
 	get          *connect.Client[v1.MachineRef, v1.Machine]
 	list         *connect.Client[v1.ListRequest, v1.ListResponse]
 	putFile      *connect.Client[v1.PutFileRequest, v1.PutFileResponse]
@@ -277,7 +277,7 @@ func (c *sandboxClient) Create(ctx context.Context, req *connect.Request[v1.Crea
 }
 
 // Boot calls cocoonbox.sandbox.v1.Sandbox.Boot.
-func (c *sandboxClient) Boot(ctx context.Context, req *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error) {
+func (c *sandboxClient) Boot(ctx context.Context, req *connect.Request[v1.BootRequest]) (*connect.Response[v1.Machine], error) {
 	return c.boot.CallUnary(ctx, req)
 }
 
@@ -361,7 +361,7 @@ type SandboxHandler interface {
 	Images(context.Context, *connect.Request[v1.ImagesRequest]) (*connect.Response[v1.ImagesResponse], error)
 	SetTenantCap(context.Context, *connect.Request[v1.SetTenantCapRequest]) (*connect.Response[v1.SetTenantCapResponse], error)
 	Create(context.Context, *connect.Request[v1.CreateRequest]) (*connect.Response[v1.Machine], error)
-	Boot(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
+	Boot(context.Context, *connect.Request[v1.BootRequest]) (*connect.Response[v1.Machine], error)
 	Get(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error)
 	List(context.Context, *connect.Request[v1.ListRequest]) (*connect.Response[v1.ListResponse], error)
 	PutFile(context.Context, *connect.Request[v1.PutFileRequest]) (*connect.Response[v1.PutFileResponse], error)
@@ -569,7 +569,7 @@ func (UnimplementedSandboxHandler) Create(context.Context, *connect.Request[v1.C
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.sandbox.v1.Sandbox.Create is not implemented"))
 }
 
-func (UnimplementedSandboxHandler) Boot(context.Context, *connect.Request[v1.MachineRef]) (*connect.Response[v1.Machine], error) {
+func (UnimplementedSandboxHandler) Boot(context.Context, *connect.Request[v1.BootRequest]) (*connect.Response[v1.Machine], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.sandbox.v1.Sandbox.Boot is not implemented"))
 }
 

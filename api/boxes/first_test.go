@@ -1,0 +1,60 @@
+package boxes
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/guest/identity"
+)
+
+// firstSeen is the package's supervisor noting each Boot's first
+// commands.
+type firstSeen struct {
+	sandbox.Supervisor
+	mu    sync.Mutex
+	boots [][]sandbox.Command
+}
+
+func (f *firstSeen) Boot(ctx context.Context, id string, first ...sandbox.Command) (sandbox.Machine, error) {
+	f.mu.Lock()
+	f.boots = append(f.boots, first)
+	f.mu.Unlock()
+	return f.Supervisor.Boot(ctx, id, first...)
+}
+
+// Issue 24, Deliver 9: a create's identity is written beside the boot
+// (Boot's first command, as soon as the box's init runs) rather than after
+// it, so the hostname helper finds it at its start; the record the box
+// holds at running is the one the api keeps, and the hostname is its
+// name.
+func TestCreateWritesTheIdentityAsBootsFirstCommand(t *testing.T) {
+	t.Parallel()
+	fs := &firstSeen{Supervisor: sup}
+	e := newEnvWith(t, func(c *Config) { c.Hosts = map[string]sandbox.Supervisor{"local": fs} })
+	u := e.user("first", 1, 1)
+	b := e.create(u, "first-box")
+	fs.mu.Lock()
+	boots := slices.Clone(fs.boots)
+	fs.mu.Unlock()
+	if len(boots) != 1 || len(boots[0]) != 1 || !slices.Equal(boots[0][0].Args, []string{identityWriter, "write"}) {
+		t.Fatalf("Boot's first commands %+v; want one boot with the identity writer", boots)
+	}
+	sent, err := identity.Parse(boots[0][0].Stdin)
+	if err != nil {
+		t.Fatalf("the first command's stdin: %v", err)
+	}
+	if sent.BoxID != b.ID || sent.Name != "first-box" || sent.WakeID != b.WakeID {
+		t.Fatalf("the first command wrote %+v; the box is %s, wake %s", sent, b.ID, b.WakeID)
+	}
+	if held := sh(t, b.ID, "cat "+identity.Path); held != string(sent.Marshal()) {
+		t.Fatalf("the box holds %q; Boot's first command wrote %q", held, sent.Marshal())
+	}
+	got := strings.Fields(sh(t, b.ID, "cat /proc/sys/kernel/hostname /etc/hostname"))
+	if strings.Join(got, " ") != "first-box first-box" {
+		t.Fatalf("at running the hostnames read %q", got)
+	}
+}
