@@ -7,6 +7,7 @@ import (
 	"sync"
 	"testing"
 
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/guest/identity"
 )
@@ -56,5 +57,33 @@ func TestCreateWritesTheIdentityAsBootsFirstCommand(t *testing.T) {
 	got := strings.Fields(sh(t, b.ID, "cat /proc/sys/kernel/hostname /etc/hostname"))
 	if strings.Join(got, " ") != "first-box first-box" {
 		t.Fatalf("at running the hostnames read %q", got)
+	}
+}
+
+// A wake writes the machine id and the identity in one exec with the
+// claim env set beside it (issue 24, Deliver 9); a claim env that cannot
+// be set still ends the wake failed, naming it.
+func TestAWakeWhoseClaimEnvFailsEndsFailedNamingIt(t *testing.T) {
+	t.Parallel()
+	fl := &flaky{Supervisor: sup}
+	e := newEnvWith(t, func(c *Config) { c.Hosts = map[string]sandbox.Supervisor{"local": fl} })
+	u := e.user("wake-claims", 1, 1)
+	b := e.create(u, "wake-claims")
+	e.do(u, e.s.Hibernate, b.ID)
+	fl.fails.Store(1)
+	ctx := context.Background()
+	_, op, err := e.s.Ensure(ctx, Call{UserID: u, RequestID: rid(), Box: b.ID})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last, err := e.s.WaitOperation(ctx, u, op.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Phase != controlv1.Phase_PHASE_FAILED || !strings.Contains(last.Error, "claim env") {
+		t.Fatalf("the wake ended %s (%q); want failed naming the claim env", last.Phase, last.Error)
+	}
+	if fl.fails.Load() > 0 {
+		t.Fatal("the claim env did not fail as the test set up")
 	}
 }

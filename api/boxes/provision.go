@@ -36,6 +36,13 @@ const writeIdentity = identityWriter + ` write || exit
 echo written
 ` + followHostname
 
+// newMachineID, put before writeIdentity on a wake, writes $3 (32 hex
+// digits) as /etc/machine-id as PutFile would (a temporary file beside it,
+// 0444 root, flushed, renamed over it) with the box's own tools.
+const newMachineID = `t=$(mktemp /etc/.cocoonbox-put.XXXXXX) || exit
+if ! { printf '%s\n' "$3" >"$t" && chmod 444 "$t" && sync "$t" && mv -f "$t" /etc/machine-id; }; then rm -f "$t"; echo "machine-id: not written" >&2; exit 1; fi
+`
+
 // followHostname is writeIdentity's wait for the hostname and the read of
 // /etc/machine-id, alone for an identity Boot's first command wrote. $2
 // is what the helper's marked /etc/hosts line holds (hostsMark). Shell
@@ -74,12 +81,15 @@ func (b *Box) Record() *identity.Identity {
 		KeyID: identity.KeyID(pub), PublicKey: identity.EncodePublicKey(pub), Name: b.Name}
 }
 
-// provision writes what a boot or a wake needs, in this order: on a wake
-// a new /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path
-// restarts journald under it) and the claim env entries again (a boot had
-// them before it), then the identity through the guest's `identity write`;
-// then it waits for the hostname to follow its name and reads back
-// /etc/machine-id (writeIdentity); then the box is running.
+// provision writes what a boot or a wake needs: on a wake a new
+// /etc/machine-id (Contract: Journal: cocoonbox-machine-id.path restarts
+// journald under it) and the claim env entries again (a boot had them
+// before it), and the identity through the guest's `identity write`; then
+// it waits for the hostname to follow its name and reads back
+// /etc/machine-id; then the box is running. On a wake the claim env goes
+// beside the one exec that writes the machine id and the identity
+// (newMachineID, writeIdentity): each exec into the box is a few
+// processes, and a wake is mostly them.
 func (r *run) provision(ctx context.Context, wake bool) error {
 	return r.provisionWith(ctx, wake, nil)
 }
@@ -104,17 +114,24 @@ func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Ide
 	case wake:
 		var id [16]byte
 		rand.Read(id[:])
-		put := steps.Begin(ctx, "machine-id")
-		if err := r.sup.PutFile(ctx, r.b.ID, sandbox.File{Path: "/etc/machine-id", Data: []byte(hex.EncodeToString(id[:]) + "\n"), Mode: 0o444}); err != nil {
-			return fmt.Errorf("machine-id: %w", supervisorError(err))
+		var claims chan error
+		// The claim env once the exec has started: the local supervisor
+		// holds the machine while it renders, so the exec's start would
+		// wait for it.
+		started := func() {
+			claims = make(chan error, 1)
+			go func() {
+				defer steps.Begin(ctx, "claims")()
+				claims <- r.s.setClaims(ctx, r.sup, r.b)
+			}()
 		}
-		put()
-		claims := steps.Begin(ctx, "claims")
-		if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
-			return fmt.Errorf("claim env: %w", err)
+		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", started,
+			[]string{"sh", "-c", newMachineID + writeIdentity, "sh", host, hostsMark(host), hex.EncodeToString(id[:])})
+		if claims != nil {
+			if cerr := <-claims; cerr != nil {
+				return fmt.Errorf("claim env: %w", cerr)
+			}
 		}
-		claims()
-		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", nil, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
 	default:
 		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", nil, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
 	}

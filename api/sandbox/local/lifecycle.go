@@ -160,8 +160,12 @@ func (s *Supervisor) PutFile(ctx context.Context, id string, f sandbox.File) err
 // putScript writes stdin to a temporary file beside the target, sets its
 // mode and owner, flushes it and renames it over the target, in the box
 // with the box's own tools (so its names and mounts apply, and nothing on
-// the host follows a link the box made).
-const putScript = `set -e; t=$(mktemp "$(dirname "$1")/.cocoonbox-put.XXXXXX"); trap 'rm -f "$t"' EXIT; cat >"$t"; chmod "$2" "$t"; chown "$3" "$t"; sync "$t"; mv -f "$t" "$1"; trap - EXIT`
+// the host follows a link the box made). As few processes as it can (each
+// costs milliseconds in a box, and the claim env is rendered at every
+// boot and wake): the directory by the shell itself, no chown for root
+// (mktemp made the file root's), no flush under /run (tmpfs: fsync does
+// nothing there).
+const putScript = `set -e; t=$(mktemp "${1%/*}/.cocoonbox-put.XXXXXX"); trap 'rm -f "$t"' EXIT; cat >"$t"; chmod "$2" "$t"; [ "$3" = root ] || chown "$3" "$t"; case $1 in /run/*) ;; *) sync "$t";; esac; mv -f "$t" "$1"; trap - EXIT`
 
 func putFile(ctx context.Context, d Door, f sandbox.File) error {
 	mode, owner := f.Mode, f.Owner

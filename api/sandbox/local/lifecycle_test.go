@@ -338,3 +338,26 @@ func mustGet(t *testing.T, id string) sandbox.Machine {
 	}
 	return m
 }
+
+// PutFile (putScript, which now starts as few processes as it can) still
+// writes each file whole with its mode and owner, on the disk and under
+// /run, and leaves no temporary file beside it.
+func TestPutFileSetsModeAndOwnerOnDiskAndUnderRun(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	for _, f := range []sandbox.File{
+		{Path: "/etc/cocoonbox-put-test", Data: []byte("on disk\n"), Mode: 0o640, Owner: "user:user"},
+		{Path: "/run/cocoonbox-put-test", Data: []byte("in run\n"), Mode: 0o600},
+		{Path: "/home/user/put-test", Data: []byte("as user\n"), Owner: "user"},
+	} {
+		if err := sup.PutFile(ctx, m.ID, f); err != nil {
+			t.Fatalf("put %s: %v", f.Path, err)
+		}
+	}
+	got := mustSh(t, m.ID, "stat -c '%n %U %G %a' /etc/cocoonbox-put-test /run/cocoonbox-put-test /home/user/put-test; cat /etc/cocoonbox-put-test /run/cocoonbox-put-test /home/user/put-test; ls -a /etc /run /home/user | grep -c '^[.]cocoonbox-put[.]' || true")
+	want := "/etc/cocoonbox-put-test user user 640\n/run/cocoonbox-put-test root root 600\n/home/user/put-test user root 644\non disk\nin run\nas user\n0\n"
+	if got != want {
+		t.Fatalf("after PutFile:\n%s\nwant:\n%s", got, want)
+	}
+}
