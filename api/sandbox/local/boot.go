@@ -273,6 +273,25 @@ func (s *Supervisor) stop(m *machine) {
 	s.teardown(m, r)
 }
 
+// kill ends a booted machine at once, frozen or not (cgroup.kill on its
+// whole tree, nspawn included), and clears its host side: for a machine
+// whose disk goes next. The caller holds m.op.
+func (s *Supervisor) kill(m *machine) {
+	m.mu.Lock()
+	r := m.run
+	if r != nil {
+		r.stopping = true
+	}
+	m.mu.Unlock()
+	if r == nil {
+		return
+	}
+	_ = syscall.Kill(-r.nspawn.Process.Pid, syscall.SIGKILL)
+	r.cg.Kill()
+	<-r.exited
+	s.teardown(m, r)
+}
+
 // teardown clears a machine's host side; each step tolerates what an
 // earlier failure left undone.
 func (s *Supervisor) teardown(m *machine, r *running) {
