@@ -205,7 +205,8 @@ func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
 	}
 	var toks struct{ Tokens []InviteToken }
 	admin.want(200, "GET", "/cb/api/invite-tokens", nil, &toks)
-	if len(toks.Tokens) != 1 || toks.Tokens[0].Invites != 2 || toks.Tokens[0].UsedAt == nil || toks.Tokens[0].Label != "the bot" {
+	if len(toks.Tokens) != 1 || toks.Tokens[0].Invites != 2 || len(toks.Tokens[0].InviteIDs) != 2 || toks.Tokens[0].InviteIDs[1] != inv.ID ||
+		toks.Tokens[0].UsedAt == nil || toks.Tokens[0].Label != "the bot" {
 		t.Fatalf("the tokens: %+v", toks)
 	}
 	// Alive while its admin is an enabled admin.

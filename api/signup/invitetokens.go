@@ -32,8 +32,9 @@ type InviteToken struct {
 	CreatedAt time.Time  `json:"created_at"`
 	UsedAt    *time.Time `json:"used_at"`
 	RevokedAt *time.Time `json:"revoked_at,omitempty"`
-	// Invites is how many invites it made.
-	Invites int `json:"invites"`
+	// Invites is how many invites it made; InviteIDs are theirs, newest first.
+	Invites   int      `json:"invites"`
+	InviteIDs []string `json:"invite_ids"`
 	// Alive: not revoked and its admin an enabled admin.
 	Alive bool `json:"alive"`
 }
@@ -80,14 +81,15 @@ func (s *Signup) InviteTokens(ctx context.Context) ([]InviteToken, error) {
 
 func (s *Signup) inviteTokens(ctx context.Context, where string, args ...any) ([]InviteToken, error) {
 	rows, err := s.pool.Query(ctx, `SELECT t.id, t.label, u.name, t.created_at, t.used_at, t.revoked_at,
-		(SELECT count(*) FROM invites i WHERE i.token_id = t.id), t.revoked_at IS NULL AND u.admin AND u.disabled_at IS NULL
+		(SELECT count(*) FROM invites i WHERE i.token_id = t.id),
+		coalesce((SELECT array_agg(i.id::text ORDER BY i.created_at DESC) FROM invites i WHERE i.token_id = t.id), '{}'), t.revoked_at IS NULL AND u.admin AND u.disabled_at IS NULL
 		FROM invite_tokens t JOIN users u ON u.id = t.admin_id `+where+` ORDER BY t.created_at DESC, t.id`, args...)
 	if err != nil {
 		return nil, fmt.Errorf("list invite-scoped tokens: %w", err)
 	}
 	list, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (InviteToken, error) {
 		var t InviteToken
-		err := r.Scan(&t.ID, &t.Label, &t.Admin, &t.CreatedAt, &t.UsedAt, &t.RevokedAt, &t.Invites, &t.Alive)
+		err := r.Scan(&t.ID, &t.Label, &t.Admin, &t.CreatedAt, &t.UsedAt, &t.RevokedAt, &t.Invites, &t.InviteIDs, &t.Alive)
 		return t, err
 	})
 	if err != nil {
