@@ -68,6 +68,11 @@ type Grants struct {
 	// keyed state), so a check allocates nothing for its digest.
 	macs sync.Pool
 
+	// reload serializes Reload from its query to its last change, so a
+	// snapshot read before a commit is never applied after one read
+	// since (a revoked grant would come back until the next reload).
+	reload sync.Mutex
+
 	mu       sync.RWMutex
 	byDigest map[[32]byte]*access
 	byGrant  map[string]*grantEntry
@@ -351,6 +356,8 @@ func (s *Grants) Reload(ctx context.Context, userID string) error {
 			return fmt.Errorf("oauth index: %q is not a user id", userID)
 		}
 	}
+	s.reload.Lock()
+	defer s.reload.Unlock()
 	rows, err := s.pool.Query(ctx, load, id, s.Now())
 	if err != nil {
 		return fmt.Errorf("oauth index: load: %w", err)
