@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -88,6 +90,13 @@ func parseMetadata(b []byte) (metadata, error) {
 	}
 	if !utf8.ValidString(m.ClientName) || utf8.RuneCountInString(m.ClientName) > maxName {
 		return metadata{}, fmt.Errorf("%w: client_name: at most %d characters of UTF-8", ErrInvalidMetadata, maxName)
+	}
+	// The consent page shows the name: a control character (a NUL, which
+	// PostgreSQL's text refuses, was a 500) or a bidirectional control
+	// (U+202E turns the text around it) is refused, not shown.
+	if i := strings.IndexFunc(m.ClientName, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }); i >= 0 {
+		r, _ := utf8.DecodeRuneInString(m.ClientName[i:])
+		return metadata{}, fmt.Errorf("%w: client_name: %U at byte %d: no control or bidirectional control characters", ErrInvalidMetadata, r, i)
 	}
 	if len(m.RedirectURIs) == 0 || len(m.RedirectURIs) > 10 {
 		return metadata{}, fmt.Errorf("%w: redirect_uris: %d given, 1 to 10 needed", ErrInvalidRedirectURI, len(m.RedirectURIs))

@@ -75,6 +75,11 @@ func TestRegistrationBadInputIsRefused(t *testing.T) {
 		{`{"redirect_uris": ["http://127.0.0.1/cb"], "client_id": "mine"}`, "invalid_client_metadata", "client_id: the server assigns it"},
 		{`[1]`, "invalid_client_metadata", "not a JSON object"},
 		{`{"redirect_uris": ["http://127.0.0.1/cb"]} {}`, "invalid_client_metadata", "more than one JSON value"},
+		// breaker: a NUL in client_name was a 500 (PostgreSQL's text holds
+		// none), a newline and U+202E reached the consent page.
+		{`{"client_name": "a\u0000b", "redirect_uris": ["http://127.0.0.1/cb"]}`, "invalid_client_metadata", "client_name: U+0000 at byte 1"},
+		{`{"client_name": "a\nb", "redirect_uris": ["http://127.0.0.1/cb"]}`, "invalid_client_metadata", "client_name: U+000A"},
+		{`{"client_name": "Claude\u202eedoC", "redirect_uris": ["http://127.0.0.1/cb"]}`, "invalid_client_metadata", "client_name: U+202E"},
 	}
 	for _, c := range cases {
 		resp, err := http.Post(endpoint, "application/json", strings.NewReader(c.body))
