@@ -94,6 +94,7 @@ func (s *Service) begin(ctx context.Context, c Call, kind string, needBox bool, 
 	boxID := ""
 	if b != nil {
 		boxID = b.ID
+		s.touch(ctx, boxID)
 	}
 	if err := checkAgent(ctx, tx, kind, boxID); err != nil {
 		return nil, nil, err

@@ -104,6 +104,7 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert box: %w", err)
 	}
+	s.touch(ctx, b.ID)
 	if agent != nil && agent.Inserted != nil {
 		if err := agent.Inserted(ctx, tx, b.ID); err != nil {
 			return nil, nil, err
@@ -299,6 +300,9 @@ func (s *Service) List(ctx context.Context, userID string) ([]*Box, error) {
 // operation under way (nil for none).
 func (s *Service) Status(ctx context.Context, userID, box string) (*Box, *Operation, error) {
 	b, err := findBox(ctx, s.pool, userID, box, false)
+	if err == nil {
+		s.touch(ctx, b.ID)
+	}
 	if err != nil || b.OperationID == "" {
 		return b, nil, err
 	}

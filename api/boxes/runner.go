@@ -209,8 +209,11 @@ func (r *run) writeBox(ctx context.Context, tx pgx.Tx, st string) error {
 	if b.SaveID != "" {
 		saveID, savedAt = b.SaveID, b.SavedAt
 	}
+	// A box going running starts idle hibernate's clock again (idle.go).
 	err := tx.QueryRow(ctx, `UPDATE boxes b SET state = $2, image = $3, incarnation = $4, wake_id = $5, machine_id = $6,
- save_id = $7, save_size = $8, saved_at = $9 FROM boxes old WHERE b.id = $1 AND old.id = b.id RETURNING old.state`,
+ save_id = $7, save_size = $8, saved_at = $9,
+ active_at = CASE WHEN $2 = 'running' AND old.state <> 'running' THEN now() ELSE old.active_at END
+ FROM boxes old WHERE b.id = $1 AND old.id = b.id RETURNING old.state`,
 		b.ID, st, b.Image, b.Incarnation, b.WakeID, b.MachineID, saveID, b.SaveSize, savedAt).Scan(&prev)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return nil // deleted

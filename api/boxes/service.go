@@ -61,7 +61,9 @@ type Config struct {
 	// DefaultMaxQueued): a call past it is ErrLimit. Adopted operations
 	// queue past it.
 	MaxOperations, MaxQueued int
-	Log                      *slog.Logger
+	// Idle is idle hibernate's (idle.go; zero: off).
+	Idle Idle
+	Log  *slog.Logger
 }
 
 // The defaults of Config's bounds (api.yaml's boxes.max_operations and
@@ -87,6 +89,11 @@ type Service struct {
 	keys          Keys
 	interceptFrom int
 	keyLocks      sync.Map
+	// idle and calls: idle.go.
+	idle  Idle
+	calls calls
+	// idleChecks counts the idle checks done (the tests wait on it).
+	idleChecks atomic.Int64
 
 	// slots holds a token per operation in flight (cap: MaxOperations);
 	// pending counts this api's operations queued or in flight, at most
@@ -126,9 +133,13 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.MaxQueued == 0 {
 		cfg.MaxQueued = DefaultMaxQueued
 	}
+	if cfg.Idle.Every == 0 {
+		cfg.Idle.Every = DefaultIdleEvery
+	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
 		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom,
-		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued)}
+		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle,
+		calls: calls{open: map[string]int{}, moved: map[string]bool{}, written: map[string]time.Time{}}}
 	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings
 	pc.MaxConns, pc.MinConns = int32(cfg.MaxOperations), 0
 	ops, err := pgxpool.NewWithConfig(ctx, pc)
@@ -156,6 +167,11 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		"max_operations", cfg.MaxOperations, "max_queued", cfg.MaxQueued)
 	s.wg.Add(1)
 	go func() { defer s.wg.Done(); s.recoverLoop() }()
+	if cfg.Idle.Agent > 0 || cfg.Idle.User > 0 {
+		s.log.Info("boxes: idle hibernate", "agent_boxes", cfg.Idle.Agent.String(), "user_boxes", cfg.Idle.User.String(), "every", cfg.Idle.Every.String())
+		s.wg.Add(1)
+		go func() { defer s.wg.Done(); s.idleLoop() }()
+	}
 	return s, nil
 }
 
@@ -203,6 +219,7 @@ func (s *Service) Locate(ctx context.Context, userID, box string) (Located, erro
 	if err != nil {
 		return Located{}, err
 	}
+	s.touch(ctx, b.ID)
 	sup, err := s.supervisor(b.Host)
 	if err != nil {
 		return Located{}, err

@@ -83,6 +83,15 @@ type OAuth struct {
 	// <PublicURL>/cocoonbox.mcp: an https origin, or http on a loopback
 	// host (tests, the api alone on a laptop). Empty turns OAuth off.
 	PublicURL string `yaml:"public_url"`
+	// IdleHibernate is how long a running agent box (one a grant created)
+	// goes without a client call before it hibernates (default 30m; 0s
+	// off); UserIdleHibernate the same for a user's own box (default 0s,
+	// off), which stays up while an offload session works and is saved
+	// first. IdleCheckEvery is how often the api looks (default 1m).
+	// Contract: OAuth for agents, Idle hibernate, Idle user boxes.
+	IdleHibernate     time.Duration `yaml:"idle_hibernate"`
+	UserIdleHibernate time.Duration `yaml:"user_idle_hibernate"`
+	IdleCheckEvery    time.Duration `yaml:"idle_check_every"`
 }
 
 // Secrets configures the key vault's sealing (api/vault; docs/key-vault.md).
@@ -253,6 +262,7 @@ func Default() Config {
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Egress: LocalEgress{Admit: []string{}}}},
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
+		OAuth:  OAuth{IdleHibernate: 30 * time.Minute, IdleCheckEvery: time.Minute},
 	}
 }
 
@@ -624,6 +634,17 @@ func (g *SignupGitHub) validate() error {
 // fragment or user), https, or http on localhost or a loopback address;
 // a trailing "/" is dropped, as the issuer is compared as a string.
 func (o *OAuth) validate() error {
+	for _, d := range []struct {
+		name string
+		v    time.Duration
+	}{{"idle_hibernate", o.IdleHibernate}, {"user_idle_hibernate", o.UserIdleHibernate}} {
+		if d.v != 0 && (d.v < time.Second || d.v > 30*24*time.Hour) {
+			return fmt.Errorf("oauth.%s: %s is neither 0s (off) nor 1s..720h", d.name, d.v)
+		}
+	}
+	if r := o.IdleCheckEvery; r < time.Second || r > time.Hour {
+		return fmt.Errorf("oauth.idle_check_every: %s is not 1s..1h", r)
+	}
 	if o.PublicURL == "" {
 		return nil
 	}

@@ -60,6 +60,10 @@ type Follow func(ctx context.Context, userID, operationID string, each func(*con
 type Deps struct {
 	Boxes  Boxes
 	Follow Follow
+	// Calls opens a client call for each tools/call, so a tool working on
+	// a box keeps it from idle hibernate while it runs
+	// (boxes.Handler.Call); nil counts none. A GET stream is no call.
+	Calls  func(context.Context) (context.Context, func())
 	Tokens *tokens.Index
 	// Grants checks an agent's access token (cba_; api/oauth's Grants);
 	// nil with OAuth off, when a cba_ token is refused as the user-token
@@ -107,7 +111,7 @@ func New(d Deps) *Handler {
 		h.tools[s.name] = t
 		srv.AddTool(&sdk.Tool{Name: s.name, Title: s.annotations.Title, Description: s.description, Annotations: s.annotations, InputSchema: t.input, OutputSchema: t.output}, t.call)
 	}
-	srv.AddReceivingMiddleware(h.bind)
+	srv.AddReceivingMiddleware(h.bind, h.count)
 	streamable := sdk.NewStreamableHTTPHandler(func(*http.Request) *sdk.Server { return srv }, &sdk.StreamableHTTPOptions{
 		MaxRequestBodyBytes: MaxBody,
 		SessionTimeout:      SessionIdle,
@@ -137,4 +141,16 @@ func (h *Handler) handlerOf(name string) (func(*call) (any, error), error) {
 		return nil, fmt.Errorf("tool %s: no handler", name)
 	}
 	return f, nil
+}
+
+// count opens a client call (Deps.Calls) around each tools/call.
+func (h *Handler) count(next sdk.MethodHandler) sdk.MethodHandler {
+	return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+		if h.deps.Calls == nil || method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		ctx, end := h.deps.Calls(ctx)
+		defer end()
+		return next(ctx, method, req)
+	}
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"connectrpc.com/connect"
+
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -44,7 +46,7 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
 	}
-	path, handler := controlv1connect.NewBoxesHandler(h, callOptions(index)...)
+	path, handler := controlv1connect.NewBoxesHandler(h, append(callOptions(index), connect.WithInterceptors(h.CallInterceptor()))...)
 	srv.Handle(path, index.Guard(handler))
 	return h, stop
 }
@@ -55,7 +57,8 @@ func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, keys bo
 		return nil, nil, err
 	}
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
-		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, Log: log})
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, Log: log,
+		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err

@@ -40,7 +40,7 @@ func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, 
 			hosts = append(hosts, u.Host)
 		}
 	}
-	d := mcp.Deps{Boxes: h, Follow: follow, Tokens: index, Hosts: hosts, Log: log}
+	d := mcp.Deps{Boxes: h, Follow: follow, Calls: h.Call, Tokens: index, Hosts: hosts, Log: log}
 	if agents != nil { // an agent's cba_ token works here, and a 401 names the resource's metadata
 		d.Grants, d.ResourceMetadata, d.Scope = agents.grants, agents.prm, agents.caps
 	}

@@ -68,7 +68,7 @@ func serve(args []string) error {
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, db, index, keys.Entries, log)
 	defer stopBoxes()
-	mountSession(srv, bh, index, log)
+	mountSession(srv, bh, index, bh.CallInterceptor(), log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
 	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
