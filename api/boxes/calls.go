@@ -104,7 +104,6 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 	if err != nil {
 		return nil, nil, fmt.Errorf("insert box: %w", err)
 	}
-	s.touch(ctx, b.ID)
 	if agent != nil && agent.Inserted != nil {
 		if err := agent.Inserted(ctx, tx, b.ID); err != nil {
 			return nil, nil, err

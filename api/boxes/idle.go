@@ -74,7 +74,7 @@ type callScope struct {
 type scopeKey struct{}
 
 // Call opens a client call under ctx: each box the call then names
-// (created, acted on, located, its status read) counts it as open until
+// (acted on, located, its status read) counts it as open until
 // end. Watch-only calls do not open one.
 func (s *Service) Call(ctx context.Context) (context.Context, func()) {
 	sc := &callScope{}

@@ -51,8 +51,8 @@ func TestAnIdleAgentBoxHibernatesAndOneWithAnOpenCallDoesNot(t *testing.T) {
 	alice := e.user("alice", 1, 1)
 	actx := WithAgent(ctx, &Agent{GrantID: "grant-1"})
 	e.create(alice, "own")
-	// The busy box's call opens as soon as it is created (Create binds it)
-	// and is held open until the end.
+	// The busy box's call is held open from its create (the Locate below
+	// binds it) until endBusy.
 	busyCtx, endBusy := e.s.Call(actx)
 	defer endBusy()
 	for _, c := range []struct {
@@ -132,8 +132,8 @@ func TestAnIdleUserBoxIsSavedThenHibernatedAndAFailedSaveStillHibernates(t *test
 	})
 	ctx := context.Background()
 	alice := e.user("alice", 2, 2)
-	// Created under an open call each, so neither is idle before the test
-	// has set the failing save up.
+	// Each held by an open call from its create, so neither is idle
+	// before the test has set the failing save up.
 	cctx, end := e.s.Call(ctx)
 	var ids []string
 	for _, name := range []string{"saved", "unsaved"} {
@@ -142,6 +142,9 @@ func TestAnIdleUserBoxIsSavedThenHibernatedAndAFailedSaveStillHibernates(t *test
 			t.Fatal(err)
 		}
 		e.wait(alice, op)
+		if _, err := e.s.Locate(cctx, alice, name); err != nil {
+			t.Fatal(err)
+		}
 		ids = append(ids, b.ID)
 	}
 	_, op, err := e.s.Create(WithAgent(ctx, &Agent{GrantID: "grant-1"}), Call{UserID: alice, RequestID: rid()}, CreateRequest{Name: "agents", Image: v1})

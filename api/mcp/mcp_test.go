@@ -35,7 +35,7 @@ type env struct {
 	bobToken   tokens.Secret
 }
 
-func newEnv(t testing.TB) *env {
+func newEnv(t testing.TB, with ...func(*Deps)) *env {
 	t.Helper()
 	ctx := context.Background()
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -53,7 +53,11 @@ func newEnv(t testing.TB) *env {
 
 	srv := server.New(log, nil)
 	srv.Handle(controlv1connect.NewBoxesHandler(e.boxes, connect.WithInterceptors(ix.Interceptor())))
-	New(Deps{Boxes: e.boxes, Follow: e.boxes.follow, Tokens: ix, Hosts: []string{"api.example.test"}, Log: log}).Mount(srv)
+	d := Deps{Boxes: e.boxes, Follow: e.boxes.follow, Tokens: ix, Hosts: []string{"api.example.test"}, Log: log}
+	for _, f := range with {
+		f(&d)
+	}
+	New(d).Mount(srv)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
