@@ -37,7 +37,12 @@ type env struct {
 }
 
 func newEnv(t testing.TB) *env {
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	return newEnvFor(t, 8*time.Minute)
+}
+
+// newEnvFor is newEnv whose calls end after d (newEnv: 8 minutes).
+func newEnvFor(t testing.TB, d time.Duration) *env {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, db: dbtest.New(t)}
 	t.Cleanup(e.deleteMachines)
