@@ -230,6 +230,11 @@ func (s *Signup) actOnEntry(w http.ResponseWriter, r *http.Request, u users.User
 	}
 	id, action := r.PathValue("id"), r.PathValue("action")
 	ctx := r.Context()
+	if !uuidRule.MatchString(id) {
+		// Not an entry's id (a NUL or bad UTF-8 in it was a 500).
+		s.fail(w, r, "the queue's "+action, fmt.Errorf("%w: queue entry %q", ErrNotFound, id))
+		return
+	}
 	var err error
 	switch action {
 	case "admit":
@@ -431,6 +436,11 @@ func (s *Signup) patchUser(w http.ResponseWriter, r *http.Request, admin users.U
 		v = &n
 	}
 	id := r.PathValue("id")
+	if !uuidRule.MatchString(id) {
+		// Not a user's id (a NUL or bad UTF-8 in it was a 500).
+		s.fail(w, r, "set max_agent_boxes", fmt.Errorf("%w: user %q", ErrNotFound, id))
+		return
+	}
 	u, err := scanAdminUser(s.pool.QueryRow(r.Context(), "UPDATE users SET max_agent_boxes = $2 WHERE id::text = $1 RETURNING "+adminUserColumns, id, v))
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("%w: user %q", ErrNotFound, id)

@@ -311,3 +311,34 @@ func TestSelfDeleteEndsTheAccountAndAdmitsTheNext(t *testing.T) {
 	}
 	admin.want(200, "GET", "/cb/api/me", nil, nil)
 }
+
+// breaker: an id PostgreSQL's text cannot hold (a NUL, bad UTF-8) in an
+// admin route's path was a 500 from the database; it is no entry's,
+// invite's, token's or user's: 404. And the console's sign-in with such a
+// name was a 500; it is a wrong name: 401.
+func TestAnIdOrNameTheDatabaseCannotHoldIsNotFoundNot500(t *testing.T) {
+	e := newQueueEnv(t)
+	admin, _ := e.signIn("boss", true)
+	for _, bad := range []string{"%00", "%c3%28", "ivt_%00"} {
+		for _, c := range []struct {
+			method, path string
+			body         any
+		}{
+			{"POST", "/cb/api/queue/" + bad + "/admit", map[string]any{}},
+			{"POST", "/cb/api/queue/" + bad + "/front", map[string]any{}},
+			{"POST", "/cb/api/queue/" + bad + "/reject", map[string]any{}},
+			{"DELETE", "/cb/api/invites/" + bad, nil},
+			{"DELETE", "/cb/api/invite-tokens/" + bad, nil},
+			{"PATCH", "/cb/api/users/" + bad, map[string]any{"max_agent_boxes": 1}},
+		} {
+			if got, out := admin.do(c.method, c.path, c.body); got != 404 {
+				t.Errorf("%s %s: %d %s; want 404", c.method, c.path, got, out)
+			}
+		}
+	}
+	for _, name := range []string{"a\x00", "\x00"} {
+		if got, out := e.client().do("POST", "/cb/api/session", map[string]string{"user": name, "password": "correct horse"}); got != 401 {
+			t.Errorf("sign-in as %q: %d %s; want 401", name, got, out)
+		}
+	}
+}

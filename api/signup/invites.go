@@ -125,6 +125,10 @@ func (s *Signup) invites(ctx context.Context, where string, args ...any) ([]Invi
 // RevokeInvite revokes an invite; ErrNotFound for an unknown id. A
 // revoked one stays revoked.
 func (s *Signup) RevokeInvite(ctx context.Context, id string) error {
+	if !uuidRule.MatchString(id) {
+		// Not an invite's id (a NUL or bad UTF-8 in it was a 500).
+		return fmt.Errorf("%w: invite %q", ErrNotFound, id)
+	}
 	tag, err := s.pool.Exec(ctx, "UPDATE invites SET revoked_at = coalesce(revoked_at, now()) WHERE id::text = $1", id)
 	if err != nil {
 		return fmt.Errorf("revoke invite %s: %w", id, err)

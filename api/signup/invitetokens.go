@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"regexp"
 	"strings"
 	"time"
 	"unicode"
@@ -20,6 +21,9 @@ import (
 // TokenPrefix starts an invite-scoped token: cbit_ and 64 hex (Contract:
 // Sign-in with GitHub and signup, "Invite-scoped tokens").
 const TokenPrefix = "cbit_"
+
+// tokenIDRule is an invite-scoped token's id: ivt_ and 16 hex (newID).
+var tokenIDRule = regexp.MustCompile(`^ivt_[0-9a-f]{16}$`)
 
 // TokenLen is an invite-scoped token's length.
 const TokenLen = len(TokenPrefix) + 64
@@ -103,6 +107,10 @@ func (s *Signup) inviteTokens(ctx context.Context, where string, args ...any) ([
 
 // RevokeInviteToken revokes a token at once; ErrNotFound for an unknown id.
 func (s *Signup) RevokeInviteToken(ctx context.Context, id string) error {
+	if !tokenIDRule.MatchString(id) {
+		// Not a token's id (a NUL or bad UTF-8 in it was a 500).
+		return fmt.Errorf("%w: invite-scoped token %q", ErrNotFound, id)
+	}
 	tag, err := s.pool.Exec(ctx, "UPDATE invite_tokens SET revoked_at = coalesce(revoked_at, now()) WHERE id = $1", id)
 	if err != nil {
 		return fmt.Errorf("revoke invite-scoped token %s: %w", id, err)

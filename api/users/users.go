@@ -12,8 +12,10 @@ import (
 	"regexp"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/jackc/pgx/v5"
@@ -198,8 +200,13 @@ func (s *Store) Authenticate(ctx context.Context, name, password string) (User, 
 	s.dummyOnce.Do(func() { s.dummy = s.KDF.Hash("no such user") })
 	var hash *string
 	var u User
-	err = s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
-		Scan(&hash, &u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt)
+	err = pgx.ErrNoRows
+	// A name PostgreSQL's text cannot hold (a NUL, bad UTF-8: a 500 of
+	// the sign-in before) is no account's: refused as an unknown one.
+	if utf8.ValidString(name) && !strings.ContainsRune(name, 0) {
+		err = s.pool.QueryRow(ctx, "SELECT password_hash, "+columns+" FROM users WHERE name = $1", name).
+			Scan(&hash, &u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt)
+	}
 	// An account made through GitHub (users 0012: idp set) has no
 	// password: refused as an unknown name is, at the same cost.
 	if errors.Is(err, pgx.ErrNoRows) || (err == nil && hash == nil) || len(password) > MaxPassword {
