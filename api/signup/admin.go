@@ -95,7 +95,7 @@ func (s *Signup) adminOf(w http.ResponseWriter, r *http.Request) (users.User, bo
 }
 
 // fail answers err at this one edge: ErrInvalid 400, ErrNotFound 404,
-// ErrAdmitted 409, anything else 500 (logged, told in general).
+// ErrAdmitted and ErrRejected 409, anything else 500 (logged, told in general).
 func (s *Signup) fail(w http.ResponseWriter, r *http.Request, what string, err error) {
 	switch {
 	case errors.Is(err, ErrInvalid):
@@ -104,6 +104,8 @@ func (s *Signup) fail(w http.ResponseWriter, r *http.Request, what string, err e
 		server.WriteJSON(w, http.StatusNotFound, callError{"not_found", err.Error()})
 	case errors.Is(err, ErrAdmitted):
 		server.WriteJSON(w, http.StatusConflict, callError{"admitted", err.Error()})
+	case errors.Is(err, ErrRejected):
+		server.WriteJSON(w, http.StatusConflict, callError{"declined", err.Error()})
 	default:
 		s.log.ErrorContext(r.Context(), what+" failed", "err", err)
 		server.WriteJSON(w, http.StatusInternalServerError, callError{"internal", what + " failed; try again"})

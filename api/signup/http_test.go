@@ -285,6 +285,26 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 	d.want(409, "DELETE", "/cb/api/queue/me", nil, nil)
 }
 
+// breaker: a rejected person deleted their entry with DELETE
+// /cb/api/queue/me, and their next sign-in was a new arrival, queued
+// again: the admin's reject undone. The entry stays (409 declined) and
+// the next sign-in is declined.
+func TestARejectedPersonCannotLeaveAndComeBack(t *testing.T) {
+	e := newQueueEnv(t)
+	e.open(0, 100)
+	q := e.arrive(person(1)).QueueID
+	admin, _ := e.signIn("boss", true)
+	admin.want(200, "POST", "/cb/api/queue/"+q+"/reject", map[string]any{}, nil)
+	c := e.client()
+	setQueueCookie(t, c, e.s, q)
+	if got, out := c.do("DELETE", "/cb/api/queue/me", nil); got != 409 || !contains(out, `"declined"`) {
+		t.Errorf("a rejected person's leave: %d %s; want 409 declined", got, out)
+	}
+	if out := e.arrive(person(1)); out.Refusal != RefuseDeclined {
+		t.Fatalf("the rejected person's next sign-in: %+v; want declined", out)
+	}
+}
+
 // Self-delete: the caller's own name, the admin delete, the session ended,
 // the next person admitted; a wrong name 400, an admin 403.
 func TestSelfDeleteEndsTheAccountAndAdmitsTheNext(t *testing.T) {

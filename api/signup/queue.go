@@ -99,11 +99,13 @@ func (s *Signup) queueMe(w http.ResponseWriter, r *http.Request) {
 	server.WriteJSON(w, http.StatusOK, st)
 }
 
-// Leave deletes a queue entry that is not admitted: ErrNotFound, ErrAdmitted.
+// Leave deletes a waiting queue entry: ErrNotFound, ErrAdmitted, and
+// ErrRejected for a rejected one, which stays (deleted, the person's next
+// sign-in would be a new arrival: the admin's reject undone).
 // Admission runs after (Contract: "a person leaving").
 func (s *Signup) Leave(ctx context.Context, id string) error {
 	var status string
-	err := s.pool.QueryRow(ctx, `WITH gone AS (DELETE FROM signup_queue WHERE id::text = $1 AND status <> 'admitted' RETURNING status)
+	err := s.pool.QueryRow(ctx, `WITH gone AS (DELETE FROM signup_queue WHERE id::text = $1 AND status = 'waiting' RETURNING status)
 		SELECT coalesce((SELECT status FROM gone), (SELECT status FROM signup_queue WHERE id::text = $1), '')`, id).Scan(&status)
 	if err != nil {
 		return fmt.Errorf("leave the queue: %w", err)
@@ -113,6 +115,8 @@ func (s *Signup) Leave(ctx context.Context, id string) error {
 		return fmt.Errorf("%w: queue entry %s", ErrNotFound, id)
 	case "admitted":
 		return fmt.Errorf("%w: sign in with GitHub", ErrAdmitted)
+	case "rejected":
+		return fmt.Errorf("%w: the entry stays", ErrRejected)
 	}
 	s.log.InfoContext(ctx, "signup: left the queue", "queue_id", id)
 	s.admitLogged(ctx, "a person left")

@@ -16,6 +16,7 @@ import (
 var (
 	ErrNotFound = errors.New("not found")
 	ErrAdmitted = errors.New("already admitted")
+	ErrRejected = errors.New("rejected by an admin")
 )
 
 // Deps are what signup's queue, admission and admin pages are built from.
