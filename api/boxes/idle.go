@@ -257,9 +257,9 @@ func (s *Service) idleCheck(ctx context.Context) {
 func (s *Service) idleBoxes(ctx context.Context, id string) []idleBox {
 	secs := func(d time.Duration) float64 { return d.Seconds() }
 	rows, err := s.pool.Query(ctx, `SELECT id, user_id::text, name, agent FROM boxes
- WHERE state = 'running' AND operation_id IS NULL AND ($3 = '' OR id = $3)
- AND CASE WHEN agent THEN $1 > 0 AND active_at < now() - make_interval(secs => $1)
- ELSE $2 > 0 AND active_at < now() - make_interval(secs => $2) END
+ WHERE state = 'running' AND operation_id IS NULL AND ($3::text = '' OR id = $3::text)
+ AND CASE WHEN agent THEN $1::float8 > 0 AND active_at < now() - make_interval(secs => $1::float8)
+ ELSE $2::float8 > 0 AND active_at < now() - make_interval(secs => $2::float8) END
  ORDER BY active_at`, secs(s.idle.Agent), secs(s.idle.User), id)
 	if err != nil {
 		if ctx.Err() == nil {
