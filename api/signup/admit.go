@@ -96,12 +96,15 @@ func (s *Signup) admitLogged(ctx context.Context, why string) {
 
 // waiting answers at most n waiting people, oldest first with those put at
 // the front (an invite, an admin) before the rest, skipping the ids in skip.
+// Their rows stay locked until admission commits: an admin's reject or a
+// leave between this read and the account waits, and then finds the entry
+// admitted (before, admission marked admitted over a reject it had answered).
 func waiting(ctx context.Context, tx pgx.Tx, n int, skip []string) ([]entry, error) {
 	if skip == nil {
 		skip = []string{}
 	}
 	rows, err := tx.Query(ctx, `SELECT id, idp, subject, login, email, email_verified FROM signup_queue
-		WHERE status = 'waiting' AND NOT (id::text = ANY($2)) ORDER BY front DESC, created_at, id LIMIT $1`, n, skip)
+		WHERE status = 'waiting' AND NOT (id::text = ANY($2)) ORDER BY front DESC, created_at, id LIMIT $1 FOR UPDATE`, n, skip)
 	if err != nil {
 		return nil, fmt.Errorf("read the queue: %w", err)
 	}

@@ -362,3 +362,51 @@ func TestAUserDisabledOrDeletedElsewhereAdmitsTheNext(t *testing.T) {
 	}
 	wait.Eventually(t, 30*time.Second, "the second admitted after the first's delete", admitted(second))
 }
+
+// breaker: admission read the waiting people without locking them, so an
+// admin's reject (or a leave) committed between that read and the
+// account answered 200 "rejected" while admission went on to make the
+// account and mark the entry admitted over it. Admission now holds the
+// rows it admits: the reject waits for its commit and is told the entry
+// is admitted (409), so what the admin is told is what happened.
+func TestARejectDuringAdmissionIsNotOverwritten(t *testing.T) {
+	e := newQueueEnv(t)
+	e.open(0, 100)
+	q := e.arrive(person(1)).QueueID
+	e.exec("UPDATE signup_settings SET seats = 1")
+	rejected := make(chan error, 1)
+	e.s.beforeAccount = func(id string) error {
+		if id != q {
+			return nil
+		}
+		go func() {
+			rejected <- e.s.setEntry(context.Background(), q, "UPDATE signup_queue SET status = 'rejected', front = false WHERE id::text = $1 AND status <> 'admitted'")
+		}()
+		// The reject is done, or waits on admission's lock.
+		wait.Eventually(t, 30*time.Second, "the reject to run or wait on a lock", func() (bool, string) {
+			if len(rejected) == 1 {
+				return true, "done"
+			}
+			n := e.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'UPDATE signup_queue SET status = ''rejected''%'`)
+			return n == 1, fmt.Sprintf("%d waiting", n)
+		})
+		return nil
+	}
+	if _, err := e.s.Admit(e.ctx); err != nil {
+		t.Fatal(err)
+	}
+	err := <-rejected
+	var status string
+	if err := e.db.Pool.QueryRow(e.ctx, "SELECT status FROM signup_queue WHERE id = $1", q).Scan(&status); err != nil {
+		t.Fatal(err)
+	}
+	accounts := e.count("SELECT count(*) FROM users WHERE id = $1", q)
+	switch {
+	case err == nil && (status != "rejected" || accounts != 0):
+		t.Fatalf("the reject answered success, yet the entry is %s with %d account", status, accounts)
+	case err != nil && !errors.Is(err, ErrAdmitted):
+		t.Fatalf("the reject: %v", err)
+	case err != nil && (status != "admitted" || accounts != 1):
+		t.Fatalf("the reject told admitted, yet the entry is %s with %d account", status, accounts)
+	}
+}
