@@ -74,6 +74,16 @@ type Index struct {
 	// tokens only, not a scan of the index under its write lock.
 	byUser map[string]map[[32]byte]*entry
 
+	// reload serializes Reload from its query to its last change, so a
+	// snapshot read before a commit is never applied after one read since
+	// (a revoked token would work again until the user's next reload).
+	// Check never takes it.
+	reload sync.Mutex
+	// Test hooks, nil outside tests: waiting runs when a Reload finds
+	// another one under way and waits for it, loaded between a Reload's
+	// query and its first change.
+	waiting, loaded func(userID string)
+
 	onChange []func(userID string)
 	used     chan *entry
 	stop     context.CancelFunc
@@ -223,18 +233,26 @@ SELECT u.id::text, u.name, u.admin, t.sha256, t.id, t.client FROM user_tokens t 
 // Reload makes the index agree with the database for userID ("" for every
 // user): new tokens are added, gone ones dropped and the calls open on them
 // ended. Stores call it after their own commits, so this api needs no
-// round trip through NOTIFY.
+// round trip through NOTIFY. Reloads run one at a time, each from its
+// query to its last change, so the last snapshot applied is the newest.
 func (ix *Index) Reload(ctx context.Context, userID string) error {
+	var id pgtype.UUID
+	if userID != "" && id.Scan(userID) != nil {
+		return fmt.Errorf("token index: %q is not a user id", userID)
+	}
+	if !ix.reload.TryLock() {
+		if ix.waiting != nil {
+			ix.waiting(userID)
+		}
+		ix.reload.Lock()
+	}
+	defer ix.reload.Unlock()
 	var rows pgx.Rows
 	var err error
-	var id pgtype.UUID
-	switch {
-	case userID == "":
+	if userID == "" {
 		rows, err = ix.pool.Query(ctx, loadAll)
-	case id.Scan(userID) == nil:
+	} else {
 		rows, err = ix.pool.Query(ctx, loadUser, id)
-	default:
-		return fmt.Errorf("token index: %q is not a user id", userID)
 	}
 	if err != nil {
 		return fmt.Errorf("token index: load: %w", err)
@@ -251,6 +269,9 @@ func (ix *Index) Reload(ctx context.Context, userID string) error {
 	})
 	if err != nil {
 		return fmt.Errorf("token index: load: %w", err)
+	}
+	if ix.loaded != nil {
+		ix.loaded(userID)
 	}
 	ix.mu.Lock()
 	defer ix.mu.Unlock()

@@ -296,6 +296,80 @@ func TestRevokeReachesEveryReplicaAndEndsItsCalls(t *testing.T) {
 	}
 }
 
+// Two reloads of one user at once, one from a notification (a), one from
+// this api's own revoke (b): a reads before the revoke's commit, b after.
+// a's snapshot must never be applied after b's, or the revoked token
+// works again until the user's next reload. The test holds a between its
+// query and its first change, then lets b go as far as it can: with
+// reloads serialized b waits for a; without, b reads and applies first,
+// and a's older snapshot lands last.
+func TestReloadReadBeforeARevokeIsNeverAppliedAfterIt(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t)
+	alice := f.user(t, "alice")
+	dev := f.device(t, alice, "dev_0123456789abcdef")
+	// Not started: no LISTEN, so the test's reloads are the only ones.
+	ix := NewIndex(f.db.Pool, f.db.URL, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	t.Cleanup(ix.Stop)
+	ctx := context.Background()
+	if err := ix.Reload(ctx, ""); err != nil {
+		t.Fatal(err)
+	}
+	s := NewStore(f.db.Pool, ix)
+	personal, err := s.Regenerate(ctx, alice.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := ix.Check(string(personal))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	aRead, release, bRead, bWaits := make(chan struct{}), make(chan struct{}), make(chan struct{}), make(chan struct{})
+	var loads atomic.Int32
+	ix.loaded = func(string) {
+		if loads.Add(1) == 1 {
+			close(aRead)
+			<-release
+			return
+		}
+		close(bRead)
+	}
+	ix.waiting = func(string) { close(bWaits) }
+
+	a := make(chan error, 1)
+	go func() { a <- ix.Reload(ctx, alice.ID) }()
+	<-aRead // a's snapshot has the personal token
+	b := make(chan error, 1)
+	go func() { b <- s.Revoke(ctx, alice.ID) }() // commits, then reloads this api
+	select {
+	case <-bWaits: // serialized: b queries once a's changes are made
+	case <-bRead: // not serialized: b read after the commit; let it apply first
+		if err := <-b; err != nil {
+			t.Fatal(err)
+		}
+		b <- nil
+	}
+	close(release)
+	if err := <-a; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-b; err != nil {
+		t.Fatal(err)
+	}
+	if ok, why := refused(ix, personal)(); !ok {
+		t.Fatalf("the revoked personal token works again (a snapshot read before the revoke was applied after it): %s", why)
+	}
+	select {
+	case <-open.Done():
+	default:
+		t.Fatal("the revoked token's calls were not ended")
+	}
+	if _, err := ix.Check(string(dev)); err != nil {
+		t.Fatalf("alice's device token after the personal token's revoke: %v", err)
+	}
+}
+
 func TestDisableDropsTokensAndEnableBringsThemBack(t *testing.T) {
 	t.Parallel()
 	f, _, dev, ix := setup(t)
