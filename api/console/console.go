@@ -1,7 +1,8 @@
 // Package console is the api's web console at /cb/: the password sign-in
 // (POST /cb/api/session, the cb_session cookie, sessions in the database),
-// the personal token page, and the frame other packages' sections (the
-// Devices page, the sign-in's consent page) link into.
+// the personal token page, the frame other packages' sections (the
+// Devices page, the sign-in's consent page) link into, and the consent page
+// of /cb/oauth/authorize that api/signin and api/oauth fill in (ConsentPage).
 //
 // Contract: Browser sign-in and device tokens (the console, the personal
 // token); the sections whose tables were lost are built as docs/api.md says.

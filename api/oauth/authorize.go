@@ -7,13 +7,13 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
@@ -265,15 +265,12 @@ func (a *Agents) errorCallback(redirectURI string, q url.Values, e *authError) s
 //go:embed authorize.html
 var authorizeHTML string
 
-var authorizeTmpl = template.Must(template.New("authorize").Parse(authorizeHTML))
+// authorizeTmpl is the console's consent page with this page's slots.
+var authorizeTmpl = console.NewConsentPage(authorizeHTML)
 
 // authorizePage is GET /cb/oauth/authorize for an agent.
 func (a *Agents) authorizePage(w http.ResponseWriter, r *http.Request) {
-	// The consent must not be framed by another site (clickjacking on Allow).
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	console.SetConsentHeaders(w.Header())
 	q := r.URL.Query()
 	ar, perr := a.parseRequest(r.Context(), q)
 	if perr != nil && perr.Redirect {
@@ -290,9 +287,7 @@ func (a *Agents) authorizePage(w http.ResponseWriter, r *http.Request) {
 		page.Error = perr.Description
 		status = http.StatusBadRequest
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	authorizeTmpl.Execute(w, page)
+	authorizeTmpl.Write(w, status, page)
 }
 
 // redirectOf is where a redirectable error goes: the checked redirect URI

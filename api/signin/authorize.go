@@ -2,10 +2,10 @@ package signin
 
 import (
 	_ "embed"
-	"html/template"
 	"net/http"
 	"net/url"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
@@ -21,18 +21,15 @@ import (
 //go:embed authorize.html
 var authorizeHTML string
 
-var authorizeTmpl = template.Must(template.New("authorize").Parse(authorizeHTML))
+// authorizeTmpl is the console's consent page with this page's slots.
+var authorizeTmpl = console.NewConsentPage(authorizeHTML)
 
 // authorizePage is GET /cb/oauth/authorize. A request whose client or
 // redirect URI is wrong is an error page (400) and goes nowhere; another bad
 // request goes back to the client's callback with its error (§4.1.2.1); a
 // good one is the consent page, whose script asks POST /cb/api/oauth/check.
 func (h *Handler) authorizePage(w http.ResponseWriter, r *http.Request) {
-	// The consent must not be framed by another site (clickjacking on Allow).
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("Referrer-Policy", "no-referrer")
+	console.SetConsentHeaders(w.Header())
 	q := r.URL.Query()
 	if h.agents != nil && agentClient(q["client_id"]) {
 		h.agents.ServeHTTP(w, r)
@@ -52,9 +49,7 @@ func (h *Handler) authorizePage(w http.ResponseWriter, r *http.Request) {
 		page.Error = perr.Description
 		status = http.StatusBadRequest
 	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	authorizeTmpl.Execute(w, page)
+	authorizeTmpl.Write(w, status, page)
 }
 
 // checkAnswer is POST /cb/api/oauth/check's answer for a good request.
