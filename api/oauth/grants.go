@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cocoonbox/cocoonbox/api/pgnotify"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -187,19 +188,22 @@ func (s *Grants) Check(token string) (*Grant, error) {
 
 // Start reads the key, loads the whole index, then keeps it current: a
 // LISTEN on Channel and users.Channel, reconnecting with a full reload
-// after each reconnect, and a sweep of expired entries (and prune) each
-// minute.
+// after each reconnect (api/pgnotify), and a sweep of expired entries
+// (and prune) each minute.
 func (s *Grants) Start(ctx context.Context) error {
 	if err := s.loadKey(ctx); err != nil {
 		return err
 	}
-	conn, err := s.listen(ctx)
+	l, err := pgnotify.Listen(ctx, pgnotify.Config{
+		URL: s.url, Channels: []string{Channel, users.Channel}, Name: "oauth index", Everything: "every grant", Log: s.log,
+		Reload: s.Reload,
+	})
 	if err != nil {
 		return err
 	}
 	ctx, s.stop = context.WithCancel(context.WithoutCancel(ctx))
 	s.done.Add(3)
-	go func() { defer s.done.Done(); s.follow(ctx, conn) }()
+	go func() { defer s.done.Done(); l.Follow(ctx) }()
 	go func() { defer s.done.Done(); s.writeUses(ctx) }()
 	go func() {
 		defer s.done.Done()
@@ -230,58 +234,6 @@ func (s *Grants) Stop() {
 	defer s.mu.Unlock()
 	for id, e := range s.byGrant {
 		s.dropGrant(id, e)
-	}
-}
-
-func (s *Grants) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, s.url)
-	if err != nil {
-		return nil, fmt.Errorf("oauth index: connect: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+Channel+"; LISTEN "+users.Channel); err != nil {
-		conn.Close(ctx)
-		return nil, fmt.Errorf("oauth index: listen: %w", err)
-	}
-	if err := s.Reload(ctx, ""); err != nil {
-		conn.Close(ctx)
-		return nil, err
-	}
-	return conn, nil
-}
-
-// follow reloads a user's grants on each notification; a lost connection
-// is made again (backing off up to 5 s) and followed by a full reload.
-func (s *Grants) follow(ctx context.Context, conn *pgx.Conn) {
-	backoff := 100 * time.Millisecond
-	for {
-		for conn != nil {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("oauth index: lost the LISTEN connection; reconnecting, then reloading every grant", "err", err)
-				}
-				conn.Close(context.Background())
-				conn = nil
-				break
-			}
-			backoff = 100 * time.Millisecond
-			if err := s.Reload(ctx, n.Payload); err != nil && ctx.Err() == nil {
-				s.log.Warn("oauth index: reload after a notification failed; reloading every grant", "user", n.Payload, "err", err)
-				conn.Close(context.Background())
-				conn = nil
-				break
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-		var err error
-		if conn, err = s.listen(ctx); err != nil && ctx.Err() == nil {
-			s.log.Warn("oauth index: reconnect failed", "err", err, "retry_in", backoff)
-		}
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/pgnotify"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
@@ -126,16 +127,25 @@ func (ix *Index) Check(bearer string) (*Principal, error) {
 }
 
 // Start loads the whole index, then keeps it current: a LISTEN on
-// users.Channel (reconnecting, with a full reload after each reconnect) and
-// the writer of last uses. It returns once the first load is done.
+// users.Channel (reconnecting, with a full reload after each reconnect;
+// api/pgnotify) and the writer of last uses. It returns once the first
+// load is done.
 func (ix *Index) Start(ctx context.Context) error {
-	conn, err := ix.listen(ctx)
+	l, err := pgnotify.Listen(ctx, pgnotify.Config{
+		URL: ix.url, Channels: []string{users.Channel}, Name: "token index", Everything: "every token", Log: ix.log,
+		Reload: ix.Reload,
+		Notified: func(userID string) {
+			for _, fn := range ix.onChange {
+				fn(userID)
+			}
+		},
+	})
 	if err != nil {
 		return err
 	}
 	ctx, ix.stop = context.WithCancel(context.WithoutCancel(ctx))
 	ix.done.Add(2)
-	go func() { defer ix.done.Done(); ix.follow(ctx, conn) }()
+	go func() { defer ix.done.Done(); l.Follow(ctx) }()
 	go func() { defer ix.done.Done(); ix.writeUses(ctx) }()
 	return nil
 }
@@ -153,64 +163,6 @@ func (ix *Index) Stop() {
 	clear(ix.byHash)
 	clear(ix.byUser)
 	ix.mu.Unlock()
-}
-
-// listen connects, LISTENs and then loads everything, in that order, so no
-// change between the load and the LISTEN is missed.
-func (ix *Index) listen(ctx context.Context) (*pgx.Conn, error) {
-	conn, err := pgx.Connect(ctx, ix.url)
-	if err != nil {
-		return nil, fmt.Errorf("token index: connect: %w", err)
-	}
-	if _, err := conn.Exec(ctx, "LISTEN "+users.Channel); err != nil {
-		conn.Close(ctx)
-		return nil, fmt.Errorf("token index: listen: %w", err)
-	}
-	if err := ix.Reload(ctx, ""); err != nil {
-		conn.Close(ctx)
-		return nil, err
-	}
-	return conn, nil
-}
-
-// follow reloads a user's tokens on each notification; a lost connection is
-// made again (backing off up to 5 s) and followed by a full reload.
-func (ix *Index) follow(ctx context.Context, conn *pgx.Conn) {
-	backoff := 100 * time.Millisecond
-	for {
-		for conn != nil {
-			n, err := conn.WaitForNotification(ctx)
-			if err != nil {
-				if ctx.Err() == nil {
-					ix.log.Warn("token index: lost the LISTEN connection; reconnecting, then reloading every token", "err", err)
-				}
-				conn.Close(context.Background())
-				conn = nil
-				break
-			}
-			backoff = 100 * time.Millisecond
-			if err := ix.Reload(ctx, n.Payload); err != nil && ctx.Err() == nil {
-				// A user's reload failed: the index may be stale, so reload it all.
-				ix.log.Warn("token index: reload after a notification failed; reloading every token", "user", n.Payload, "err", err)
-				conn.Close(context.Background())
-				conn = nil
-				break
-			}
-			for _, fn := range ix.onChange {
-				fn(n.Payload)
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(backoff):
-		}
-		backoff = min(2*backoff, 5*time.Second)
-		var err error
-		if conn, err = ix.listen(ctx); err != nil && ctx.Err() == nil {
-			ix.log.Warn("token index: reconnect failed", "err", err, "retry_in", backoff)
-		}
-	}
 }
 
 // loadAll and loadUser read the live tokens: every user's, or one user's
