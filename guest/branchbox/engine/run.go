@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/containerd/errdefs"
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
@@ -24,12 +25,24 @@ const RunLabel = "io.branchbox.run"
 const composeProject = "com.docker.compose.project"
 
 // CreateVolume creates the local named volume name for run runID and
-// returns its directory on the host (Mountpoint). A volume of that name
-// that is not this run's, or is not local, is refused (rule request-spool):
-// it is not the run-and-lease-derived volume the contract names.
+// returns its directory on the host (Mountpoint). The volume must be new
+// (Contract: request-spool leases: the spool is a run-and-lease-derived
+// volume BranchBox initializes; the workspace copy starts empty), but the
+// engine's VolumeCreate answers with an existing local volume of that name
+// as if it had made it. So a volume that exists already is refused (rule
+// request-spool), whoever's it is: another run's, or one nobody labelled,
+// is never reused (nor removed); this run's is what an unfinished launch
+// left, which the launch clears before it creates any (launch.Up), so one
+// found here appeared meanwhile.
 func CreateVolume(ctx context.Context, c *client.Client, name, runID string) (string, error) {
-	_, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local", Labels: map[string]string{RunLabel: runID}})
-	if err != nil {
+	res, err := c.VolumeInspect(ctx, name, client.VolumeInspectOptions{})
+	if err == nil {
+		return "", branchbox.Refuse(branchbox.RuleRequestSpool, "volume "+name, "exists already (driver %q, label %s=%q); a launch of run %s uses only a volume it created", res.Volume.Driver, RunLabel, res.Volume.Labels[RunLabel], runID)
+	}
+	if !errdefs.IsNotFound(err) {
+		return "", fmt.Errorf("inspecting volume %s: %w", name, err)
+	}
+	if _, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: name, Driver: "local", Labels: map[string]string{RunLabel: runID}}); err != nil {
 		return "", fmt.Errorf("creating volume %s: %w", name, err)
 	}
 	return VolumeDir(ctx, c, name, runID)

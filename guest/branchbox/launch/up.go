@@ -32,8 +32,10 @@ type Options struct {
 	// Facade is BranchBox's own directory for the generated files.
 	Facade string
 	// Step, when set, is told each step as Up passes it ("prepared",
-	// "volumes", "copied", "verified": the sources checked again just
-	// before the CLI runs, "up"): where a test races a swapped source.
+	// "cleared", "volumes", "copied", "verified": the sources checked
+	// again just before the CLI runs, "up", "started": all of it up,
+	// before Up returns): where a test races a swapped source or kills
+	// the launch.
 	Step func(step string)
 }
 
@@ -54,12 +56,17 @@ type Result struct {
 	Volumes map[string]string `json:"volumes"`
 	// Proxy is the port proxy's container id ("" without published ports).
 	Proxy string `json:"port_proxy,omitempty"`
+	// Cleared is what an unfinished launch of the run had left in the
+	// engine and this launch removed first ("volume NAME", ...).
+	Cleared []string `json:"cleared,omitempty"`
 }
 
 // Up launches run r's managed Dev Container from its checked-out
 // workspace ws, in this order, each step failing closed: Prepare (the
 // gate, the repository's files, the service binding, the local image
-// inspection, the facade); the run's volumes created (the workspace and
+// inspection, the facade); what an unfinished launch of the run left in
+// the engine removed (clearUnfinished: a launch starts clean; the caller
+// holds the run's lock and the run has no launch record); the run's volumes created (the workspace and
 // one per tool-request lease) and the workspace copied into its volume,
 // owned by the signed container consumer; `devcontainer up` of the
 // facade; the final inspection (engine.CheckContainer against
@@ -85,6 +92,10 @@ func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Optio
 	}
 	rec := &Record{Result: Result{Project: facade.ProjectName(a.RunID), Volumes: map[string]string{}},
 		Service: in.Config.Service, RemoteUser: in.Config.RemoteUser, ContainerUser: in.Config.ContainerUser}
+	if rec.Cleared, err = clearUnfinished(ctx, c, a.RunID, rec.Project); err != nil {
+		return nil, err
+	}
+	o.step("cleared")
 	if err := rec.up(ctx, c, r, in, f, ws, uid, o); err != nil {
 		if _, rerr := engine.RemoveRun(context.WithoutCancel(ctx), c, a.RunID, rec.Project); rerr != nil {
 			err = fmt.Errorf("%w (and tearing the launch down: %v)", err, rerr)
@@ -169,6 +180,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 			return err
 		}
 	}
+	o.step("started")
 	return nil
 }
 

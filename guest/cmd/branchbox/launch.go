@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
@@ -71,13 +72,20 @@ func (e *env) launch() int {
 	if err := launch.WriteRecord(e.o.root, r.Assignment.RunID, rec); err != nil {
 		return e.fail(err)
 	}
-	e.log.Send(journal.Info, msgDone, fmt.Sprintf("launch %s: project %s, container %s as %s (uid %d), %d volumes", e.o.name, rec.Project, rec.Container, rec.User, rec.UID, len(rec.Volumes)),
+	cleared := ""
+	if len(rec.Cleared) > 0 {
+		cleared = "; removed first what an unfinished launch of the run left: " + strings.Join(rec.Cleared, ", ")
+	}
+	e.log.Send(journal.Info, msgDone, fmt.Sprintf("launch %s: project %s, container %s as %s (uid %d), %d volumes%s", e.o.name, rec.Project, rec.Container, rec.User, rec.UID, len(rec.Volumes), cleared),
 		"BRANCHBOX_CONTAINER", rec.Container)
 	if e.o.json {
 		e.printJSON(map[string]any{"status": "launched", "run_id": r.Assignment.RunID, "feature": e.o.name, "launch": rec})
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "launched %s: project %s, primary container %s (service %s) as %s, uid %d\n", e.o.name, rec.Project, rec.Container, rec.Service, rec.User, rec.UID)
+	for _, o := range rec.Cleared {
+		fmt.Fprintf(e.stdout, "removed first (an unfinished launch's) %s\n", o)
+	}
 	for name, dir := range rec.Volumes {
 		fmt.Fprintf(e.stdout, "volume %s (%s)\n", name, dir)
 	}

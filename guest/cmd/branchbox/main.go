@@ -68,8 +68,9 @@ launch       (version 3, materialized) start the managed Dev Container:
              seccomp profile, its provider user's UID (the kernel's, of a
              process started as that user) against the workspace copy's
              owner and consumer_uid, each request spool initialized, the port proxy
-             started. Any failure removes what was started. Without --run,
-             the one materialized run of NAME.
+             started. Any failure removes what was started; what a killed
+             launch of the run left (labelled with the run) is removed
+             first. Without --run, the one materialized run of NAME.
 dispatch-tool  handle one request of tool-request lease L: the provider
              user checked again, then requests/ID.json claimed, recorded,
              relayed to the linked endpoint and answered in responses/ID.json

@@ -7,15 +7,25 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 )
 
 // TestMain runs the test binary as branchbox itself when asked, so exec's
-// replacement of the process is tested for real.
+// replacement of the process is tested for real; with
+// BRANCHBOX_TEST_KILL_AT=STEP a launch SIGKILLs itself at that step
+// (launch.Options.Step), as a crash: no deferred cleanup runs.
 func TestMain(m *testing.M) {
 	if os.Getenv("BRANCHBOX_TEST_AS_MAIN") == "1" {
+		if at := os.Getenv("BRANCHBOX_TEST_KILL_AT"); at != "" {
+			launchStep = func(step string) {
+				if step == at {
+					syscall.Kill(os.Getpid(), syscall.SIGKILL)
+				}
+			}
+		}
 		main()
 	}
 	os.Exit(m.Run())
