@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
@@ -25,23 +26,26 @@ import (
 //
 // Contract: OAuth for agents, "The user".
 type Console struct {
-	store *Store
-	// session answers the user id of the request's console session.
-	session func(*http.Request) (userID string, ok bool)
+	store   *Store
+	session console.SessionUser
 	log     *slog.Logger
 }
 
-// NewConsole is the console side of store.
-func NewConsole(store *Store, session func(*http.Request) (string, bool), log *slog.Logger) *Console {
+// NewConsole is the console side of store; session is the console's
+// (console.Console.UserID).
+func NewConsole(store *Store, session console.SessionUser, log *slog.Logger) *Console {
 	return &Console{store: store, session: session, log: log}
 }
 
 // Mount puts the routes on mux.
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
-	mux.Handle("GET /cb/api/agents", c.user(c.list))
-	mux.Handle("DELETE /cb/api/agents/{id}", c.user(c.revoke))
-	mux.Handle("POST /cb/api/agents/seen", c.user(c.seen))
-	mux.Handle("GET /cb/agents", http.HandlerFunc(c.page))
+	mux.Handle("GET /cb/api/agents", c.session.Calls(c.list))
+	mux.Handle("DELETE /cb/api/agents/{id}", c.session.Calls(c.revoke))
+	mux.Handle("POST /cb/api/agents/seen", c.session.Calls(c.seen))
+	// The page, without a session the console's sign-in, which comes back
+	// here; never stored, never framed by another site.
+	mux.Handle("GET /cb/agents", c.session.Page("/cb/agents", agentsPage,
+		http.Header{"Cache-Control": {"no-store"}, "Content-Security-Policy": {"frame-ancestors 'none'"}}))
 }
 
 // Notice is the home page's notice for userID: the grants not yet seen
@@ -53,18 +57,6 @@ func (c *Console) Notice(ctx context.Context, userID string) string {
 		return ""
 	}
 	return notice(names)
-}
-
-// user runs h for the session's user, or answers 401.
-func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		userID, ok := c.session(r)
-		if !ok {
-			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
-			return
-		}
-		h(w, r, userID)
-	})
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
@@ -93,15 +85,9 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) 
 }
 
 func (c *Console) seen(w http.ResponseWriter, r *http.Request, userID string) {
-	// JSON only, like the console's other calls: a form of another page on
-	// the same site (any port of this host: the Strict cookie goes along)
-	// cannot send it.
+	// JSON only, like the console's other calls.
 	var none struct{}
-	if err := server.ReadJSON(r, 1<<10, &none); errors.Is(err, server.ErrNotJSON) {
-		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
-		return
-	} else if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if !console.ReadCall(w, r, 1<<10, &none) {
 		return
 	}
 	if err := c.store.Seen(r.Context(), userID); err != nil {
@@ -113,20 +99,6 @@ func (c *Console) seen(w http.ResponseWriter, r *http.Request, userID string) {
 
 //go:embed agents.html
 var agentsPage []byte
-
-// page is the Agents page; without a session it is the console's
-// sign-in, which comes back here.
-func (c *Console) page(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.session(r); !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/agents", http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	w.Write(agentsPage)
-}
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "agents call failed", "path", r.URL.Path, "err", err)

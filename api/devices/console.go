@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
@@ -19,37 +20,27 @@ import (
 //
 // Without a session each call answers 401.
 type Console struct {
-	store *Store
-	// session answers the user id of the request's console session.
-	session func(*http.Request) (userID string, ok bool)
+	store   *Store
+	session console.SessionUser
 	// clearSession expires the session cookie in the answer.
 	clearSession func(http.ResponseWriter)
 	log          *slog.Logger
 }
 
-// NewConsole is the console side of store.
-func NewConsole(store *Store, session func(*http.Request) (string, bool), clearSession func(http.ResponseWriter), log *slog.Logger) *Console {
+// NewConsole is the console side of store; session and clearSession are
+// the console's (console.Console.UserID and ClearCookie).
+func NewConsole(store *Store, session console.SessionUser, clearSession func(http.ResponseWriter), log *slog.Logger) *Console {
 	return &Console{store: store, session: session, clearSession: clearSession, log: log}
 }
 
 // Mount puts the routes on mux.
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
-	mux.Handle("GET /cb/api/devices", c.user(c.list))
-	mux.Handle("DELETE /cb/api/devices/{id}", c.user(c.revoke))
-	mux.Handle("POST /cb/api/me/sign-out-everywhere", c.user(c.signOutEverywhere))
-	mux.Handle("GET /cb/devices", http.HandlerFunc(c.page))
-}
-
-// user runs h for the session's user, or answers 401.
-func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		userID, ok := c.session(r)
-		if !ok {
-			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
-			return
-		}
-		h(w, r, userID)
-	})
+	mux.Handle("GET /cb/api/devices", c.session.Calls(c.list))
+	mux.Handle("DELETE /cb/api/devices/{id}", c.session.Calls(c.revoke))
+	mux.Handle("POST /cb/api/me/sign-out-everywhere", c.session.Calls(c.signOutEverywhere))
+	// The page, without a session the console's sign-in, which comes back
+	// here.
+	mux.Handle("GET /cb/devices", c.session.Page("/cb/devices", devicesPage, nil))
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
@@ -78,15 +69,10 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) 
 }
 
 func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, userID string) {
-	// JSON only, like the console's other calls: a form of another page on
-	// the same site (any port of this host: the Strict cookie goes along)
-	// cannot send it, so it cannot sign the user out.
+	// JSON only, like the console's other calls: another site's form
+	// cannot sign the user out.
 	var none struct{}
-	if err := server.ReadJSON(r, 1<<10, &none); errors.Is(err, server.ErrNotJSON) {
-		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
-		return
-	} else if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	if !console.ReadCall(w, r, 1<<10, &none) {
 		return
 	}
 	if err := c.store.SignOutEverywhere(r.Context(), userID); err != nil {
@@ -99,18 +85,6 @@ func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, user
 
 //go:embed devices.html
 var devicesPage []byte
-
-// page is the Devices page; without a session it is the console's sign-in,
-// which comes back here.
-func (c *Console) page(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.session(r); !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/devices", http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Write(devicesPage)
-}
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "devices call failed", "path", r.URL.Path, "err", err)

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net/http"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
@@ -23,34 +24,25 @@ import (
 // a session each call answers 401. No answer carries a value.
 type Console struct {
 	svc     *Service
-	session func(*http.Request) (userID string, ok bool)
+	session console.SessionUser
 	log     *slog.Logger
 }
 
-// NewConsole is the console side of svc; session answers the user id of
-// the request's console session.
-func NewConsole(svc *Service, session func(*http.Request) (string, bool), log *slog.Logger) *Console {
+// NewConsole is the console side of svc; session is the console's
+// (console.Console.UserID).
+func NewConsole(svc *Service, session console.SessionUser, log *slog.Logger) *Console {
 	return &Console{svc: svc, session: session, log: log}
 }
 
 // Mount puts the routes on mux.
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
-	mux.Handle("GET /cb/api/keys", c.user(c.list))
-	mux.Handle("POST /cb/api/keys", c.user(c.add))
-	mux.Handle("PUT /cb/api/keys/{name}", c.user(c.rotate))
-	mux.Handle("DELETE /cb/api/keys/{name}", c.user(c.remove))
-	mux.Handle("GET /cb/keys", http.HandlerFunc(c.page))
-}
-
-func (c *Console) user(h func(http.ResponseWriter, *http.Request, string)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		userID, ok := c.session(r)
-		if !ok {
-			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
-			return
-		}
-		h(w, r, userID)
-	})
+	mux.Handle("GET /cb/api/keys", c.session.Calls(c.list))
+	mux.Handle("POST /cb/api/keys", c.session.Calls(c.add))
+	mux.Handle("PUT /cb/api/keys/{name}", c.session.Calls(c.rotate))
+	mux.Handle("DELETE /cb/api/keys/{name}", c.session.Calls(c.remove))
+	// The page, without a session the console's sign-in, which comes back
+	// here.
+	mux.Handle("GET /cb/keys", c.session.Page("/cb/keys", keysPage, nil))
 }
 
 // fail answers err of the store, at this one edge.
@@ -75,14 +67,7 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 
 // readJSON reads a JSON body (JSON only: a form of another page cannot send it).
 func readJSON(w http.ResponseWriter, r *http.Request, v any) bool {
-	err := server.ReadJSON(r, 2*MaxValueLen, v)
-	switch {
-	case errors.Is(err, server.ErrNotJSON):
-		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
-	case err != nil:
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
-	}
-	return err == nil
+	return console.ReadCall(w, r, 2*MaxValueLen, v)
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
@@ -140,15 +125,3 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, userID string) 
 
 //go:embed keys.html
 var keysPage []byte
-
-// page is the Keys page; without a session it is the console's sign-in,
-// which comes back here.
-func (c *Console) page(w http.ResponseWriter, r *http.Request) {
-	if _, ok := c.session(r); !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/keys", http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Write(keysPage)
-}

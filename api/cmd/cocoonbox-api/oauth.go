@@ -68,10 +68,7 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	}
 	// The Agents page: the user's grants, seen, revoked; its notice on
 	// the console's home page while a grant is unseen.
-	pages := useragents.NewConsole(useragents.NewStore(db.Pool, grants), func(r *http.Request) (string, bool) {
-		u, ok := con.Session(r)
-		return u.ID, ok
-	}, log)
+	pages := useragents.NewConsole(useragents.NewStore(db.Pool, grants), con.UserID, log)
 	pages.Mount(srv)
 	con.AddSection(console.Section{Title: "Agents", Path: "/cb/agents", Notice: pages.Notice,
 		Blurb: "The agents (claude, codex, any MCP client) you allowed to create and run boxes; revoke one."})

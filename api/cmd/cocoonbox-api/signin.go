@@ -38,11 +38,7 @@ func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *t
 	}
 	si.Mount(srv)
 
-	sessionUser := func(r *http.Request) (string, bool) {
-		u, ok := con.Session(r)
-		return u.ID, ok
-	}
-	devices.NewConsole(dev, sessionUser, con.ClearCookie, log).Mount(srv)
+	devices.NewConsole(dev, con.UserID, con.ClearCookie, log).Mount(srv)
 	con.AddSection(console.Section{Title: "Devices", Path: "/cb/devices", Blurb: "Where the cocoonbox CLI and app are signed in; revoke one, or sign out everywhere."})
 
 	caller := func(ctx context.Context) (devices.Caller, bool) {

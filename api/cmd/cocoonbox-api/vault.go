@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"log/slog"
-	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -72,9 +71,6 @@ func mountKeys(srv *server.Server, store *vault.Store, withoutKeys func(context.
 	svc := vault.NewService(store, tokens.UserID, withoutKeys, log)
 	path, h := controlv1connect.NewKeysHandler(svc, callOptions(index)...)
 	srv.Handle(path, index.Guard(h))
-	vault.NewConsole(svc, func(r *http.Request) (string, bool) {
-		u, ok := con.Session(r)
-		return u.ID, ok
-	}, log).Mount(srv)
+	vault.NewConsole(svc, con.UserID, log).Mount(srv)
 	con.AddSection(console.Section{Title: "Keys", Path: "/cb/keys", Blurb: "Your API keys, sealed: your boxes hold placeholders, and the value goes out on the key's own hosts only."})
 }

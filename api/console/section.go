@@ -1,0 +1,72 @@
+package console
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/cocoonbox/cocoonbox/api/server"
+)
+
+// What a section of the console another package serves (Devices, Keys,
+// Agents: a page under /cb/ and its JSON calls under /cb/api/) shares:
+// the session check of its calls and of its page, and how its calls read
+// a body. Their answers differ from the console's own calls' ({"error":
+// text}, not {error, message}).
+
+// SessionUser answers the user id of the request's console session:
+// Console.UserID, which a section is built with.
+type SessionUser func(r *http.Request) (userID string, ok bool)
+
+// UserID is the user id of r's console session (a SessionUser).
+func (c *Console) UserID(r *http.Request) (string, bool) {
+	u, ok := c.Session(r)
+	return u.ID, ok
+}
+
+// Calls runs h for the session's user, or answers 401 {"error"}.
+func (s SessionUser) Calls(h func(w http.ResponseWriter, r *http.Request, userID string)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		userID, ok := s(r)
+		if !ok {
+			server.WriteJSON(w, http.StatusUnauthorized, map[string]string{"error": "sign in to the console first"})
+			return
+		}
+		h(w, r, userID)
+	})
+}
+
+// Page serves html, the section's page at path, to a signed-in user; it
+// is never framed (X-Frame-Options), and header adds the section's own
+// headers to it. Without a session it sends the browser to the console's
+// sign-in, which comes back to path.
+func (s SessionUser) Page(path string, html []byte, header http.Header) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := s(r); !ok {
+			http.Redirect(w, r, "/cb/?return_to="+path, http.StatusSeeOther)
+			return
+		}
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("X-Frame-Options", "DENY")
+		for k, vs := range header {
+			for _, v := range vs {
+				w.Header().Add(k, v)
+			}
+		}
+		w.Write(html)
+	})
+}
+
+// ReadCall reads a section's call's JSON body of at most max bytes into
+// v, JSON only: a form of another page on the same site (any port of this
+// host: the Strict cookie goes along) cannot send it. When that fails it
+// answers 415 or 400 {"error"} and false.
+func ReadCall(w http.ResponseWriter, r *http.Request, max int64, v any) bool {
+	err := server.ReadJSON(r, max, v)
+	switch {
+	case errors.Is(err, server.ErrNotJSON):
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": err.Error()})
+	case err != nil:
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+	}
+	return err == nil
+}
