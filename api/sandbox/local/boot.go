@@ -96,7 +96,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 		undo()
 		return err
 	}
-	args := []string{"--quiet", "--register=no", "--keep-unit", "--boot",
+	args := []string{"--quiet", "--register=no", "--keep-unit", "--boot", "--notify-ready=yes",
 		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
 		"--console=read-only", "--link-journal=no",
 		"--network-namespace-path=" + netnsPath(r.link.NetNS)}
@@ -118,9 +118,16 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 		undo()
 		return err
 	}
+	ready, err := listenReady(m.ID)
+	if err != nil {
+		console.Close()
+		undo()
+		return err
+	}
+	defer ready.Close()
 	prepared()
 	started := steps.Begin(ctx, "boot.nspawn")
-	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "systemd-nspawn", args...)
+	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET=" + ready.name}, "systemd-nspawn", args...)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own process group: a signal to the supervisor's group does not
 	// reach the box before Delete or Close does.
@@ -131,6 +138,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 		return fmt.Errorf("start systemd-nspawn: %w", err)
 	}
 	r.nspawn = cmd
+	go ready.serve(cmd.Process.Pid)
 	r.exited = make(chan struct{})
 	go func() {
 		r.exitErr = cmd.Wait()
@@ -144,7 +152,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	started()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
 	defer cancel()
-	if err := s.waitRunning(ctx, r, func(ctx context.Context, d Door) error { return s.early(ctx, m, d, first) }); err != nil {
+	if err := s.waitRunning(ctx, r, ready.ready, func(ctx context.Context, d Door) error { return s.early(ctx, m, r, first) }); err != nil {
 		tail := nspawn.ConsoleTail(filepath.Join(m.dir, "console.log"), 30)
 		undo()
 		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
@@ -160,9 +168,10 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 // early is what boot does through the box's door as soon as its init
 // runs: the claim env into /run/silkd.env (so the vault's first render
 // has it), then each of first's commands.
-func (s *Supervisor) early(ctx context.Context, m *machine, d Door, first []sandbox.Command) error {
+func (s *Supervisor) early(ctx context.Context, m *machine, r *running, first []sandbox.Command) error {
+	d := r.door
 	rendered := steps.Begin(ctx, "boot.claimenv")
-	if err := s.renderClaimEnv(ctx, m, d); err != nil {
+	if err := s.renderClaimEnv(ctx, m, r); err != nil {
 		return err
 	}
 	rendered()
@@ -176,9 +185,10 @@ func (s *Supervisor) early(ctx context.Context, m *machine, d Door, first []sand
 }
 
 // waitRunning finds the box's PID 1, then runs early through its door
-// while it waits for systemd's verdict; it answers once both are done, or
-// at once with early's error.
-func (s *Supervisor) waitRunning(ctx context.Context, r *running, early func(context.Context, Door) error) error {
+// while it waits for systemd's verdict (ready closed: the box's systemd
+// finished its boot, running or degraded); it answers once both are done,
+// or at once with early's error.
+func (s *Supervisor) waitRunning(ctx context.Context, r *running, ready <-chan struct{}, early func(context.Context, Door) error) error {
 	leader := steps.Begin(ctx, "boot.leader")
 	for r.leader == 0 {
 		select {
@@ -194,33 +204,28 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running, early func(con
 	}
 	leader()
 	systemd := steps.Begin(ctx, "boot.systemd")
-	// The verdict's wait ends when early fails: the boot has failed.
-	vctx, cancel := context.WithCancel(ctx)
+	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	earlyDone := make(chan error, 1)
-	go func() {
-		err := early(vctx, r.door)
-		if err != nil {
-			cancel()
-		}
-		earlyDone <- err
-	}()
+	go func() { earlyDone <- early(ectx, r.door) }()
+	booted := false
 	for {
-		out, _, _ := runIn(vctx, r.door, sandbox.ExecRequest{Args: []string{"systemctl", "is-system-running", "--wait"}}, nil)
-		switch strings.TrimSpace(out) {
-		case "running", "degraded":
-			systemd()
-			return <-earlyDone
-		}
 		select {
+		case <-ready:
+			systemd()
+			booted, ready = true, nil
+		case err := <-earlyDone:
+			if err != nil {
+				return err
+			}
+			earlyDone = nil
 		case <-r.exited:
 			return fmt.Errorf("systemd-nspawn exited: %v", r.exitErr)
-		case <-vctx.Done():
-			if ctx.Err() == nil {
-				return <-earlyDone
-			}
+		case <-ctx.Done():
 			return fmt.Errorf("waiting for running: %w", ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		}
+		if booted && earlyDone == nil {
+			return nil
 		}
 	}
 }

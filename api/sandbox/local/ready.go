@@ -1,0 +1,98 @@
+package local
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// readiness hears a box's systemd finish its boot: systemd-nspawn
+// --notify-ready=yes forwards the READY=1 the box's systemd sends once its
+// boot's jobs are done ("Startup finished": running or degraded, what
+// `systemctl is-system-running --wait` answers on) to nspawn's own
+// NOTIFY_SOCKET, which is this socket. It replaced asking systemctl
+// through the box's door every 10 ms from the box's first moment: each
+// try was four processes, and a boot on two cores is short of CPU, not of
+// waiting (issue 24, Deliver 9).
+//
+// The socket is in the abstract namespace of the supervisor's network
+// namespace, which no box shares (a path under the state directory could
+// pass the 108 bytes a socket's path may have), with a random name; a
+// datagram counts only when the kernel says nspawn itself sent it
+// (SCM_CREDENTIALS), so no other process can answer for a box.
+type readiness struct {
+	conn  *net.UnixConn
+	name  string // NOTIFY_SOCKET's value: @ and the abstract name
+	ready chan struct{}
+	once  sync.Once
+}
+
+// listenReady opens a machine's readiness socket; the caller starts
+// nspawn with NOTIFY_SOCKET=r.name, then calls serve with its pid.
+func listenReady(id string) (*readiness, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	name := "@cocoonbox-sandboxd/ready/" + id + "/" + hex.EncodeToString(b[:])
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
+	if err != nil {
+		return nil, fmt.Errorf("readiness socket: %w", err)
+	}
+	raw, err := conn.SyscallConn()
+	if err == nil {
+		cerr := raw.Control(func(fd uintptr) { err = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PASSCRED, 1) })
+		if cerr != nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("readiness socket: SO_PASSCRED: %w", err)
+	}
+	return &readiness{conn: conn, name: name, ready: make(chan struct{})}, nil
+}
+
+// serve reads notifications until the socket is closed, and closes ready
+// at the first READY=1 whose sender is pid (nspawn).
+func (r *readiness) serve(pid int) {
+	buf := make([]byte, 4096)
+	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	for {
+		n, oobn, _, _, err := r.conn.ReadMsgUnix(buf, oob)
+		if err != nil {
+			return
+		}
+		if !sentBy(oob[:oobn], pid) {
+			continue
+		}
+		for _, line := range bytes.Split(buf[:n], []byte("\n")) {
+			if string(line) == "READY=1" {
+				r.once.Do(func() { close(r.ready) })
+			}
+		}
+	}
+}
+
+// sentBy reports whether a datagram's control data carries pid's
+// credentials.
+func sentBy(oob []byte, pid int) bool {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if cred, err := unix.ParseUnixCredentials(&m); err == nil {
+			return int(cred.Pid) == pid
+		}
+	}
+	return false
+}
+
+// Close ends serve.
+func (r *readiness) Close() { r.conn.Close() }
