@@ -208,17 +208,29 @@ func (s *Supervisor) SetClaimEnv(ctx context.Context, id string, entries []sandb
 	if r == nil {
 		return fmt.Errorf("machine %s is not booted: %w", m.ID, sandbox.ErrState)
 	}
-	return s.renderClaimEnv(ctx, m, r.door)
+	return s.renderClaimEnv(ctx, m, r)
 }
 
 // renderClaimEnv writes the guest entries to /run/silkd.env (0600 root:
-// the vault runs as root and renders what login shells read) through d.
-// The caller holds m.op, so the entries cannot change meanwhile.
-func (s *Supervisor) renderClaimEnv(ctx context.Context, m *machine, d Door) error {
+// the vault runs as root and renders what login shells read) through r's
+// door, unless this boot of the box has them there already: a wake sets
+// the claim env again (a key may have changed while the box slept), and
+// most wakes change nothing, while each write is processes in the box and
+// a vault render on a box just thawed (issue 24, Deliver 9). The caller
+// holds m.op, so the entries cannot change meanwhile.
+func (s *Supervisor) renderClaimEnv(ctx context.Context, m *machine, r *running) error {
 	m.mu.Lock()
-	entries := m.claims
+	data := sandbox.RenderClaimEnv(m.claims)
 	m.mu.Unlock()
-	return putFile(ctx, d, sandbox.File{Path: sandbox.ClaimEnvPath, Data: sandbox.RenderClaimEnv(entries), Mode: 0o600})
+	if r.claimEnv != nil && bytes.Equal(r.claimEnv, data) {
+		return nil
+	}
+	if err := putFile(ctx, r.door, sandbox.File{Path: sandbox.ClaimEnvPath, Data: data, Mode: 0o600}); err != nil {
+		r.claimEnv = nil
+		return err
+	}
+	r.claimEnv = append([]byte{}, data...) // never nil once written, even empty
+	return nil
 }
 
 // HostClaims returns a machine's host-only claim env entries (Guest

@@ -245,6 +245,50 @@ func TestClaimEnvGuestEntriesLandInSilkdEnvHostEntriesStayOut(t *testing.T) {
 	}
 }
 
+// Issue 24, Deliver 9: a wake sets the claim env again, and a set that
+// changes nothing writes nothing (each write is processes in a box just
+// thawed, and a vault render); a changed set is written, over a hibernate
+// and a wake too, and a new boot writes it whatever the last one had.
+func TestSettingTheSameClaimEnvAgainWritesNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := boot(t, v1)
+	set := func(value string) {
+		t.Helper()
+		record := "OPENAI_API_KEY=sk-proj-cbv_" + value + ";api.openai.com;Authorization:%20Bearer%20{}"
+		if err := sup.SetClaimEnv(ctx, m.ID, []sandbox.ClaimEntry{{Name: "COCOONBOX_VAULT", Value: record, Guest: true}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inode := func() string {
+		return strings.TrimSpace(mustSh(t, m.ID, "stat -c %i /run/silkd.env; grep -c COCOONBOX_VAULT /run/silkd.env"))
+	}
+	set("0123456789abcdef0123456789abcdef")
+	first := inode()
+	set("0123456789abcdef0123456789abcdef")
+	if again := inode(); again != first {
+		t.Fatalf("the same claim env was written again: /run/silkd.env inode and entry %q, then %q", first, again)
+	}
+	if _, err := sup.Hibernate(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	set("fedcba9876543210fedcba9876543210") // kept for the wake
+	if _, err := sup.Wake(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	set("fedcba9876543210fedcba9876543210") // the wake's set
+	if got := mustSh(t, m.ID, "cat /run/silkd.env"); !strings.Contains(got, "fedcba98") {
+		t.Fatalf("a claim env changed while the box slept was not written at its wake: %q", got)
+	}
+	// A rebase boots the box anew: its /run is empty again.
+	if _, err := sup.Rebase(ctx, m.ID, v2); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustSh(t, m.ID, "cat /run/silkd.env"); !strings.Contains(got, "fedcba98") {
+		t.Fatalf("a new boot did not write the claim env: %q", got)
+	}
+}
+
 // The tenant cap (max_claims) is the supervisor's, and bad specs are
 // refused naming the rule.
 func TestTenantCapAndBadSpecs(t *testing.T) {

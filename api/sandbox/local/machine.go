@@ -51,6 +51,9 @@ type running struct {
 	addrOff int
 	cg      nspawn.Cgroups
 	door    Door
+	// claimEnv is what this boot last wrote to /run/silkd.env (nil:
+	// nothing yet, or a write failed); m.op guards it.
+	claimEnv []byte
 	// stopping is set before the supervisor stops the machine, so its exit
 	// is not taken for a crash.
 	stopping bool
