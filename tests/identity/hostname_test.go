@@ -38,6 +38,24 @@ func TestNoPendingMarkerAndAStoppedWatchIsStartedByTheWrite(t *testing.T) {
 	checkHostname(t, b, "unmarked")
 }
 
+// The helper sets the hostname itself, not through systemd-hostnamed
+// (issue 24, Deliver 9: the boot no longer waits for dbus.service and
+// hostnamed's activation before the hostname follows): with the system
+// bus down the hostname still follows a write, the static one too.
+func TestHostnameFollowsWithTheSystemBusDown(t *testing.T) {
+	t.Parallel()
+	b := box.Boot(t, box.Options{})
+	b.Must(t, "systemctl", "stop", "dbus.socket", "dbus.service", "systemd-hostnamed.service")
+	mustWrite(t, b, record(t, boxID(1), "nobus"))
+	waitHostname(t, b, "nobus")
+	if got := strings.TrimSpace(b.Must(t, "cat", "/etc/hostname")); got != "nobus" {
+		t.Errorf("/etc/hostname = %q, want nobus", got)
+	}
+	if after := b.Must(t, "systemctl", "show", "-P", "After", "cocoonbox-hostname.service"); strings.Contains(after, "dbus") {
+		t.Errorf("cocoonbox-hostname.service still waits for the system bus: After=%s", after)
+	}
+}
+
 // A second write renames.
 func TestSecondWriteRenames(t *testing.T) {
 	t.Parallel()

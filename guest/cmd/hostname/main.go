@@ -51,17 +51,16 @@ const (
 	msgFailed     = "824369f3d4284f9bb7b6905e3bda0def" // the hostname or /etc/hosts could not be set
 	msgUnchanged  = "927343fbd2fa4621862eb78c0957435f" // the hostname already is the identity's
 	msgNoIdentity = "7c95fe5fbc0c4d078d0cd9a9399fca1f" // no identity yet: nothing to apply
-	msgFallback   = "bf0d9556ca5c444ba51d185c999eaff8" // hostnamed unreachable: set directly
 	msgWatchEnded = "994ff884cbe14d3bb09a951a6b83f8da" // the watch failed: exit 75, systemd restarts us
 )
 
 const usage = `usage: hostname [--watch | --help | --version]
 
 Sets the box's hostname from /run/cocoonbox-identity/identity: the name with
-'_' as '-', or the box id when the name is empty. Sets the kernel and the
-static hostname (through systemd-hostnamed, else /etc/hostname and
-sethostname) and the marked 127.0.1.1 line of /etc/hosts. A refused file or
-name is logged to the journal and the hostname stays.
+'_' as '-', or the box id when the name is empty. Sets the static hostname
+(/etc/hostname, written atomically) and the kernel one (sethostname), and
+the marked 127.0.1.1 line of /etc/hosts. A refused file or name is logged
+to the journal and the hostname stays.
 
 --watch  keep running: apply now, tell systemd it is ready, apply again on
          every change of the identity file or its directory (what
@@ -148,15 +147,10 @@ func refuse(log *journal.Logger, err error) int {
 
 // apply sets the hostnames and /etc/hosts to name and logs what changed.
 func apply(log *journal.Logger, name string) int {
-	h, err := newHostnamer()
-	if err != nil {
-		log.Send(journal.Warning, msgFallback, "systemd-hostnamed unreachable, setting the hostname directly: "+err.Error())
-	}
-	defer h.Close()
-	oldKernel, oldStatic := h.Current()
+	oldKernel, oldStatic := current()
 	changed := oldKernel != name || oldStatic != name
 	if changed {
-		if err := h.Set(name); err != nil {
+		if err := set(name); err != nil {
 			log.Send(journal.Err, msgFailed, fmt.Sprintf("cannot set the hostname to %s: %v", name, err),
 				"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_NEW_HOSTNAME", name)
 			return cli.IO
@@ -174,6 +168,6 @@ func apply(log *journal.Logger, name string) int {
 	}
 	log.Send(journal.Notice, msgSet, fmt.Sprintf("hostname %s → %s", oldKernel, name),
 		"COCOONBOX_OLD_HOSTNAME", oldKernel, "COCOONBOX_OLD_STATIC_HOSTNAME", oldStatic,
-		"COCOONBOX_NEW_HOSTNAME", name, "COCOONBOX_PATH", identity.Path, "COCOONBOX_VIA", h.Via())
+		"COCOONBOX_NEW_HOSTNAME", name, "COCOONBOX_PATH", identity.Path)
 	return cli.OK
 }
