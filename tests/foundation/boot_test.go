@@ -50,6 +50,31 @@ func TestBaseImageBootsToRunningWithNoFailedUnit(t *testing.T) {
 	}
 }
 
+// image/boot-trim (issue 24, Deliver 9): a box's boot runs no generator
+// (each is masked by name, so one a later package brings fails here until
+// someone decides) and no first-boot update (/etc and /var carry /usr's
+// stamp, so systemd-sysusers and the like are skipped), and mounts no
+// hugetlbfs.
+func TestABoxBootRunsNoGeneratorAndNoFirstBootUpdate(t *testing.T) {
+	b := box.Boot(t, box.Options{})
+	for _, g := range strings.Fields(b.MustSh(t, "ls /usr/lib/systemd/system-generators")) {
+		if target := strings.TrimSpace(b.MustSh(t, "readlink /etc/systemd/system-generators/"+g+" || true")); target != "/dev/null" {
+			t.Errorf("generator %s is not masked in /etc/systemd/system-generators (image/boot-trim names each)", g)
+		}
+	}
+	if out := b.MustSh(t, "ls -A /run/systemd/generator /run/systemd/generator.early /run/systemd/generator.late 2>/dev/null || true"); strings.TrimSpace(out) != "" {
+		t.Errorf("generators wrote units at boot:\n%s", out)
+	}
+	for _, u := range []string{"systemd-sysusers.service", "ldconfig.service", "systemd-journal-catalog-update.service"} {
+		if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "ConditionResult", u)); got != "no" {
+			t.Errorf("%s: ConditionResult=%s at boot, want no (ConditionNeedsUpdate= false: /etc and /var are stamped)", u, got)
+		}
+	}
+	if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "LoadState", "dev-hugepages.mount")); got != "masked" {
+		t.Errorf("dev-hugepages.mount: LoadState=%s, want masked", got)
+	}
+}
+
 func TestEveryCocoonboxUnitIsLoadedAndEnabledAsThePresetSays(t *testing.T) {
 	b := box.Boot(t, box.Options{})
 	units := ourUnits(t, b)
