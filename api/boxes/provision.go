@@ -38,9 +38,15 @@ echo written
 
 // newMachineID, put before writeIdentity on a wake, writes $3 (32 hex
 // digits) as /etc/machine-id as PutFile would (a temporary file beside it,
-// 0444 root, flushed, renamed over it) with the box's own tools.
-const newMachineID = `t=$(mktemp /etc/.cocoonbox-put.XXXXXX) || exit
-if ! { printf '%s\n' "$3" >"$t" && chmod 444 "$t" && sync "$t" && mv -f "$t" /etc/machine-id; }; then rm -f "$t"; echo "machine-id: not written" >&2; exit 1; fi
+// 0444 root, flushed, renamed over it) with the box's own tools, and as
+// few of them as it can: the shell itself makes the file (umask 0333,
+// noclobber for O_EXCL; no subshell, which would be a fork), so a wake
+// starts two processes here where it started four.
+const newMachineID = `t=/etc/.cocoonbox-machine-id.$$
+[ ! -e "$t" ] && [ ! -L "$t" ] || rm -f "$t"
+umask 333; set -C
+if ! { printf '%s\n' "$3" >"$t" && sync "$t" && mv -f "$t" /etc/machine-id; }; then rm -f "$t"; echo "machine-id: not written" >&2; exit 1; fi
+umask 022; set +C
 `
 
 // followHostname is writeIdentity's wait for the hostname and the read of
