@@ -53,8 +53,9 @@ func TestBaseImageBootsToRunningWithNoFailedUnit(t *testing.T) {
 // image/boot-trim (issue 24, Deliver 9): a box's boot runs no generator
 // (each is masked by name, so one a later package brings fails here until
 // someone decides) and no first-boot update (/etc and /var carry /usr's
-// stamp, so systemd-sysusers and the like are skipped), and mounts no
-// hugetlbfs.
+// stamp, so systemd-sysusers and the like are skipped), mounts no
+// hugetlbfs, writes no utmp record, and its user manager runs no
+// xdg-autostart generator.
 func TestABoxBootRunsNoGeneratorAndNoFirstBootUpdate(t *testing.T) {
 	b := box.Boot(t, box.Options{})
 	for _, g := range strings.Fields(b.MustSh(t, "ls /usr/lib/systemd/system-generators")) {
@@ -70,8 +71,13 @@ func TestABoxBootRunsNoGeneratorAndNoFirstBootUpdate(t *testing.T) {
 			t.Errorf("%s: ConditionResult=%s at boot, want no (ConditionNeedsUpdate= false: /etc and /var are stamped)", u, got)
 		}
 	}
-	if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "LoadState", "dev-hugepages.mount")); got != "masked" {
-		t.Errorf("dev-hugepages.mount: LoadState=%s, want masked", got)
+	for _, u := range []string{"dev-hugepages.mount", "systemd-update-utmp.service", "systemd-update-utmp-runlevel.service"} {
+		if got := strings.TrimSpace(b.Must(t, "systemctl", "show", "-P", "LoadState", u)); got != "masked" {
+			t.Errorf("%s: LoadState=%s, want masked", u, got)
+		}
+	}
+	if target := strings.TrimSpace(b.MustSh(t, "readlink /etc/systemd/user-generators/systemd-xdg-autostart-generator || true")); target != "/dev/null" {
+		t.Errorf("the user manager's xdg-autostart generator is not masked")
 	}
 }
 
