@@ -1,6 +1,8 @@
 package boxese2e
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
 	"testing"
 
 	"connectrpc.com/connect"
@@ -49,6 +51,13 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 			}
 			e.done(c, r.Msg)
 		}
+		// A hibernate and a wake end within tens of milliseconds now, before
+		// a kill sent on seeing their phase lands: the test holds the box's
+		// advisory lock, so the runner waits in its phase until the kill.
+		release := func() {}
+		if cs.kind == "hibernate" || cs.kind == "ensure" {
+			release = holdBox(e, boxID)
+		}
 		r, err := begin(e, c, cs.kind, name, boxID)
 		if err != nil {
 			t.Fatalf("%s: %v", cs.kind, err)
@@ -58,6 +67,7 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 			e.until(c, boxID, opID, func(op *controlv1.Operation) bool { return op.Phase.String() == cs.phase || ended(op) })
 		}
 		api.Kill()
+		release()
 		// The kill must have landed mid-operation, or this case shows nothing.
 		var under bool
 		if err := e.db.Pool.QueryRow(e.ctx, "SELECT ended_at IS NULL FROM box_operations WHERE id = $1", opID).Scan(&under); err != nil || !under {
@@ -83,6 +93,30 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 			t.Fatalf("%s: after the restart and an ensure: %v %v", cs.kind, st, err)
 		}
 		e.agree()
+	}
+}
+
+// holdBox takes box boxID's advisory lock (api/boxes' lockKey: the first 8
+// bytes of the SHA-256 of "cocoonbox boxes box ID") on a connection of its
+// own; the runner of the box's next operation waits for it. The returned
+// func releases it.
+func holdBox(e *env, boxID string) func() {
+	e.t.Helper()
+	sum := sha256.Sum256([]byte("cocoonbox boxes box " + boxID))
+	key := int64(binary.BigEndian.Uint64(sum[:8]))
+	conn, err := e.db.Pool.Acquire(e.ctx)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if _, err := conn.Exec(e.ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
+		conn.Release()
+		e.t.Fatal(err)
+	}
+	return func() {
+		if _, err := conn.Exec(e.ctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
+			e.t.Error(err)
+		}
+		conn.Release()
 	}
 }
 

@@ -162,11 +162,14 @@ func (e *env) done(c controlv1connect.BoxesClient, r *controlv1.OperationRespons
 // machine in the state the row says, and no machine is without a row.
 func (e *env) agree() {
 	e.t.Helper()
-	var under int
-	e.db.Pool.QueryRow(e.ctx, "SELECT count(*) FROM box_operations WHERE ended_at IS NULL").Scan(&under)
-	if under != 0 {
-		e.t.Fatalf("%d operations still under way", under)
-	}
+	// A delete's row goes before its operation ends: a drain that saw the
+	// last row go can come a moment before the last operation's end. Stuck
+	// is still under way a minute later.
+	wait.Eventually(e.t, time.Minute, "no operation under way", func() (bool, string) {
+		var under int
+		e.db.Pool.QueryRow(e.ctx, "SELECT count(*) FROM box_operations WHERE ended_at IS NULL").Scan(&under)
+		return under == 0, fmt.Sprintf("%d operations still under way", under)
+	})
 	rows, err := e.db.Pool.Query(e.ctx, "SELECT b.id, b.state FROM boxes b")
 	if err != nil {
 		e.t.Fatal(err)
