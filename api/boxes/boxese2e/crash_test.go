@@ -51,11 +51,12 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 			}
 			e.done(c, r.Msg)
 		}
-		// A hibernate and a wake end within tens of milliseconds now, before
+		// A hibernate, a wake and a delete (a kill, no halt) end within tens
+		// to hundreds of milliseconds now, before
 		// a kill sent on seeing their phase lands: the test holds the box's
 		// advisory lock, so the runner waits in its phase until the kill.
 		release := func() {}
-		if cs.kind == "hibernate" || cs.kind == "ensure" {
+		if cs.kind == "hibernate" || cs.kind == "ensure" || cs.kind == "delete" {
 			release = holdBox(e, boxID)
 		}
 		r, err := begin(e, c, cs.kind, name, boxID)
