@@ -152,7 +152,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	started()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
 	defer cancel()
-	if err := s.waitRunning(ctx, r, ready.ready, func(ctx context.Context, d Door) error { return s.early(ctx, m, r, first) }); err != nil {
+	if err := s.waitRunning(ctx, r, ready.ready, func(ctx context.Context) error { return s.early(ctx, m, r, first) }); err != nil {
 		tail := nspawn.ConsoleTail(filepath.Join(m.dir, "console.log"), 30)
 		undo()
 		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
@@ -184,11 +184,11 @@ func (s *Supervisor) early(ctx context.Context, m *machine, r *running, first []
 	return nil
 }
 
-// waitRunning finds the box's PID 1, then runs early through its door
+// waitRunning finds the box's PID 1 (and with it r's door), then runs early
 // while it waits for systemd's verdict (ready closed: the box's systemd
 // finished its boot, running or degraded); it answers once both are done,
 // or at once with early's error.
-func (s *Supervisor) waitRunning(ctx context.Context, r *running, ready <-chan struct{}, early func(context.Context, Door) error) error {
+func (s *Supervisor) waitRunning(ctx context.Context, r *running, ready <-chan struct{}, early func(context.Context) error) error {
 	leader := steps.Begin(ctx, "boot.leader")
 	for r.leader == 0 {
 		select {
@@ -207,7 +207,7 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running, ready <-chan s
 	ectx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	earlyDone := make(chan error, 1)
-	go func() { earlyDone <- early(ectx, r.door) }()
+	go func() { earlyDone <- early(ectx) }()
 	booted := false
 	for {
 		select {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
-	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -29,7 +28,6 @@ type readiness struct {
 	conn  *net.UnixConn
 	name  string // NOTIFY_SOCKET's value: @ and the abstract name
 	ready chan struct{}
-	once  sync.Once
 }
 
 // listenReady opens a machine's readiness socket; the caller starts
@@ -63,6 +61,7 @@ func listenReady(id string) (*readiness, error) {
 func (r *readiness) serve(pid int) {
 	buf := make([]byte, 4096)
 	oob := make([]byte, unix.CmsgSpace(unix.SizeofUcred))
+	heard := false
 	for {
 		n, oobn, _, _, err := r.conn.ReadMsgUnix(buf, oob)
 		if err != nil {
@@ -72,8 +71,9 @@ func (r *readiness) serve(pid int) {
 			continue
 		}
 		for _, line := range bytes.Split(buf[:n], []byte("\n")) {
-			if string(line) == "READY=1" {
-				r.once.Do(func() { close(r.ready) })
+			if string(line) == "READY=1" && !heard {
+				heard = true
+				close(r.ready)
 			}
 		}
 	}
