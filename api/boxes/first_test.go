@@ -2,9 +2,11 @@ package boxes
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
@@ -41,8 +43,9 @@ func TestCreateWritesTheIdentityAsBootsFirstCommand(t *testing.T) {
 	fs.mu.Lock()
 	boots := slices.Clone(fs.boots)
 	fs.mu.Unlock()
-	if len(boots) != 1 || len(boots[0]) != 1 || !slices.Equal(boots[0][0].Args, []string{identityWriter, "write"}) {
-		t.Fatalf("Boot's first commands %+v; want one boot with the identity writer", boots)
+	if len(boots) != 1 || len(boots[0]) != 2 || !slices.Equal(boots[0][0].Args, []string{identityWriter, "write"}) ||
+		!slices.Equal(boots[0][1].Args, []string{"sh", "-c", waitHostname, "sh", "first-box", hostsMark("first-box")}) {
+		t.Fatalf("Boot's first commands %+v; want one boot with the identity writer, then the wait for the hostname", boots)
 	}
 	sent, err := identity.Parse(boots[0][0].Stdin)
 	if err != nil {
@@ -57,6 +60,53 @@ func TestCreateWritesTheIdentityAsBootsFirstCommand(t *testing.T) {
 	got := strings.Fields(sh(t, b.ID, "cat /proc/sys/kernel/hostname /etc/hostname"))
 	if strings.Join(got, " ") != "first-box first-box" {
 		t.Fatalf("at running the hostnames read %q", got)
+	}
+}
+
+// execCounted is the package's supervisor counting Execs, and, with
+// blind, answering Boot without the machine id, as a sandboxd older than
+// Machine.MachineID does.
+type execCounted struct {
+	sandbox.Supervisor
+	execs atomic.Int32
+	blind bool
+}
+
+func (c *execCounted) Exec(ctx context.Context, id string, req sandbox.ExecRequest) (sandbox.Process, error) {
+	c.execs.Add(1)
+	return c.Supervisor.Exec(ctx, id, req)
+}
+
+func (c *execCounted) Boot(ctx context.Context, id string, first ...sandbox.Command) (sandbox.Machine, error) {
+	m, err := c.Supervisor.Boot(ctx, id, first...)
+	if c.blind {
+		m.MachineID = ""
+	}
+	return m, err
+}
+
+// Issue 24, Deliver 9: a create runs nothing in the box after Boot (it ran
+// one exec that waited for the hostname and read /etc/machine-id back,
+// about 40 ms): Boot's first commands wait for the hostname, and Boot
+// answers the machine id, which is the one the box's journal is under. A
+// supervisor that answers no machine id (an older sandboxd) still gets it
+// read in the box.
+func TestACreateRunsNoExecAfterBootAndKeepsTheBoxsMachineID(t *testing.T) {
+	t.Parallel()
+	for _, blind := range []bool{false, true} {
+		c := &execCounted{Supervisor: sup, blind: blind}
+		e := newEnvWith(t, func(cf *Config) { cf.Hosts = map[string]sandbox.Supervisor{"local": c} })
+		u := e.user(fmt.Sprintf("noexec-%v", blind), 1, 1)
+		name := fmt.Sprintf("noexec-%v", blind)
+		b := e.create(u, name)
+		execs := c.execs.Load()
+		if want := map[bool]int32{false: 0, true: 1}[blind]; execs != want {
+			t.Errorf("blind %v: a create ran %d execs in the box; want %d", blind, execs, want)
+		}
+		got := strings.Fields(sh(t, b.ID, "cat /etc/machine-id /proc/sys/kernel/hostname; test -d /var/log/journal/"+b.MachineID+" && echo journal"))
+		if strings.Join(got, " ") != b.MachineID+" "+name+" journal" {
+			t.Errorf("blind %v: the box holds machine id, hostname and journal %q; the api recorded %s", blind, got, b.MachineID)
+		}
 	}
 }
 

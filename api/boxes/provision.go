@@ -50,30 +50,44 @@ umask 022; set +C
 `
 
 // followHostname is writeIdentity's wait for the hostname and the read of
-// /etc/machine-id, alone for an identity Boot's first command wrote. $2
-// is what the helper's marked /etc/hosts line holds (hostsMark). Shell
-// builtins only, but for the sleep between two looks: the hostname has
-// usually followed before the first look (Boot's first command wrote the
-// identity early in the boot; a wake keeps the name), and each process
-// started in a box costs a few milliseconds, many more on a loaded host.
-const followHostname = `marked() { while IFS= read -r l; do case $l in *"$2"*) return 0;; esac; done </etc/hosts; return 1; }
+// /etc/machine-id. $1 is the name, $2 what the helper's marked /etc/hosts
+// line holds (hostsMark).
+const followHostname = waitHostname + `
+IFS= read -r mid </etc/machine-id || [ -n "$mid" ] || exit
+echo "$mid"`
+
+// waitHostname waits up to 10 s for the guest's hostname helper to have
+// followed the identity: the kernel hostname is $1, and /etc/hosts holds
+// its marked line ($2), the helper's last step. Shell builtins only, but
+// for the sleep between two looks: the hostname has usually followed
+// before the first look (a wake keeps the name), and each process started
+// in a box costs a few milliseconds, many more on a loaded host.
+const waitHostname = `marked() { while IFS= read -r l; do case $l in *"$2"*) return 0;; esac; done </etc/hosts; return 1; }
 i=0
 until read -r h </proc/sys/kernel/hostname && [ "$h" = "$1" ] && marked; do
 	i=$((i+1))
 	if [ "$i" -ge 1000 ]; then echo "the hostname did not follow the identity within 10 s: it is $h, not $1" >&2; exit 1; fi
 	sleep 0.01
-done
-IFS= read -r mid </etc/machine-id || [ -n "$mid" ] || exit
-echo "$mid"`
+done`
 
 // hostsMark is what the hostname helper's /etc/hosts line for host holds.
 func hostsMark(host string) string { return "\t" + host + "\t# cocoonbox-hostname" }
 
-// identityCommand is Boot's first command writing rec: the guest's writer
-// runs as soon as the box's init does, so its hostname helper finds the
-// record at its start and the hostname is the name by the boot's end.
-func identityCommand(rec *identity.Identity) sandbox.Command {
-	return sandbox.Command{Args: []string{identityWriter, "write"}, Stdin: rec.Marshal()}
+// bootCommands are a create's first commands for Boot (issue 24, Deliver
+// 9): the guest's writer writes rec as soon as the box's init runs, so its
+// hostname helper finds the record at its start; then the wait for the
+// hostname to follow it (waitHostname), beside the rest of the boot, so
+// Boot answers with the identity applied and a create needs no exec after
+// it.
+func bootCommands(rec *identity.Identity) ([]sandbox.Command, error) {
+	host, err := rec.Hostname()
+	if err != nil {
+		return nil, fmt.Errorf("identity: %w", err)
+	}
+	return []sandbox.Command{
+		{Args: []string{identityWriter, "write"}, Stdin: rec.Marshal()},
+		{Args: []string{"sh", "-c", waitHostname, "sh", host, hostsMark(host)}},
+	}, nil
 }
 
 // Record is the box's identity record with a new wake id (Contract: Box
@@ -97,12 +111,19 @@ func (b *Box) Record() *identity.Identity {
 // (newMachineID, writeIdentity): each exec into the box is a few
 // processes, and a wake is mostly them.
 func (r *run) provision(ctx context.Context, wake bool) error {
-	return r.provisionWith(ctx, wake, nil)
+	return r.provisionWith(ctx, wake, nil, sandbox.Machine{})
 }
 
 // provisionWith is provision; booted, when not nil, is the record Boot's
-// first command wrote (identityCommand): only the hostname is waited for.
-func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Identity) error {
+// first commands wrote and waited for (bootCommands), and m the machine
+// Boot answered: its machine id is the box's, and nothing is left to do
+// in the box. Only a supervisor that does not know the id (an older
+// sandboxd, an odd /etc/machine-id) leaves it to be read there.
+func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Identity, m sandbox.Machine) error {
+	if booted != nil && machineIDRule.MatchString(m.MachineID) {
+		r.b.WakeID, r.b.MachineID = booted.WakeID, m.MachineID
+		return r.state(ctx, Running)
+	}
 	rec := booted
 	if rec == nil {
 		rec = r.b.Record()

@@ -81,12 +81,17 @@ func (r *run) boot(ctx context.Context) error {
 	claims()
 	booted := steps.Begin(ctx, "boot")
 	rec := r.b.Record()
-	if _, err := r.sup.Boot(ctx, r.b.ID, identityCommand(rec)); err != nil {
+	first, err := bootCommands(rec)
+	if err != nil {
+		return err
+	}
+	m, err := r.sup.Boot(ctx, r.b.ID, first...)
+	if err != nil {
 		return fmt.Errorf("boot: %w", supervisorError(err))
 	}
 	booted()
 	r.b.Incarnation++
-	return r.provisionWith(ctx, false, rec)
+	return r.provisionWith(ctx, false, rec, m)
 }
 
 // remove deletes the box's machine and row, with the absent state event.

@@ -151,6 +151,14 @@ type Machine struct {
 	Leader int
 	// Booted is when it last reached running.
 	Booted time.Time
+	// MachineID is the machine id (32 lowercase hex digits) the machine's
+	// systemd took at its last boot (Contract: Journal), while it is
+	// booted: the one its disk held, or one the supervisor chose for a disk
+	// that held none. Empty when the supervisor does not know it (the box
+	// made its /etc/machine-id something other than an id, or a supervisor
+	// older than this field): the caller reads it in the box then. A change
+	// made inside the box after the boot (a wake's new id) is not followed.
+	MachineID string
 }
 
 // Image is one bootable image.

@@ -83,6 +83,12 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	}
 	mounted()
 	prepared := steps.Begin(ctx, "boot.prepare")
+	mid, chosen, err := bootMachineID(filepath.Join(m.dir, "root"))
+	if err != nil {
+		undo()
+		return err
+	}
+	r.machineID = mid
 	if r.cg, err = nspawn.MakeCgroups("cbsbx-" + m.ID); err != nil {
 		undo()
 		return err
@@ -100,6 +106,9 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
 		"--console=read-only", "--link-journal=no",
 		"--network-namespace-path=" + netnsPath(r.link.NetNS)}
+	if chosen {
+		args = append(args, "--uuid="+mid)
+	}
 	files, err := s.egressFiles(root)
 	if err != nil {
 		undo()

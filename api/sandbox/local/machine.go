@@ -54,6 +54,9 @@ type running struct {
 	// claimEnv is what this boot last wrote to /run/silkd.env (nil:
 	// nothing yet, or a write failed); m.op guards it.
 	claimEnv []byte
+	// machineID is the id the box's systemd took at this boot
+	// (bootMachineID; "" when nspawn alone knows it).
+	machineID string
 	// stopping is set before the supervisor stops the machine, so its exit
 	// is not taken for a crash.
 	stopping bool
@@ -66,6 +69,7 @@ func (m *machine) view() sandbox.Machine {
 	if m.run != nil {
 		v.Address = m.run.link.Addr.Addr().String()
 		v.Leader = m.run.leader
+		v.MachineID = m.run.machineID
 	}
 	return v
 }

@@ -41,7 +41,7 @@ func stateFromProto(s sandboxv1.State) sandbox.State {
 
 func machineToProto(m sandbox.Machine) *sandboxv1.Machine {
 	p := &sandboxv1.Machine{Id: m.ID, Tenant: m.Tenant, Image: m.Image, State: states[m.State],
-		Address: m.Address, Leader: int32(m.Leader)}
+		Address: m.Address, Leader: int32(m.Leader), MachineId: m.MachineID}
 	if !m.Booted.IsZero() {
 		p.Booted = timestamppb.New(m.Booted)
 	}
@@ -50,7 +50,7 @@ func machineToProto(m sandbox.Machine) *sandboxv1.Machine {
 
 func machineFromProto(p *sandboxv1.Machine) sandbox.Machine {
 	m := sandbox.Machine{ID: p.GetId(), Tenant: p.GetTenant(), Image: p.GetImage(), State: stateFromProto(p.GetState()),
-		Address: p.GetAddress(), Leader: int(p.GetLeader())}
+		Address: p.GetAddress(), Leader: int(p.GetLeader()), MachineID: p.GetMachineId()}
 	if p.GetBooted() != nil {
 		m.Booted = p.GetBooted().AsTime()
 	}

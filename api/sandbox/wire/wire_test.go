@@ -292,4 +292,10 @@ func TestWireBootCarriesTheFirstCommands(t *testing.T) {
 	if st.Code != 0 || n != int64(len(stdin)) || !bytes.Equal(sum, want[:]) {
 		t.Fatalf("the first command wrote %d bytes (sha256 %x, exit %+v); want its stdin, %d bytes", n, sum, st, len(stdin))
 	}
+	// The machine id crosses the wire too (issue 24, Deliver 9).
+	_, sum, st = execAll(t, m.ID, nil, "cat", "/etc/machine-id")
+	want = sha256.Sum256([]byte(m.MachineID + "\n"))
+	if st.Code != 0 || len(m.MachineID) != 32 || !bytes.Equal(sum, want[:]) {
+		t.Fatalf("Boot's answer through the wire: machine id %q, not the box's /etc/machine-id", m.MachineID)
+	}
 }

@@ -628,14 +628,17 @@ func (x *SaveRequest) GetSaveId() string {
 }
 
 type Machine struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
-	Tenant        string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
-	Image         string                 `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
-	State         State                  `protobuf:"varint,4,opt,name=state,proto3,enum=cocoonbox.sandbox.v1.State" json:"state,omitempty"`
-	Address       string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
-	Leader        int32                  `protobuf:"varint,6,opt,name=leader,proto3" json:"leader,omitempty"`
-	Booted        *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=booted,proto3" json:"booted,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Id      string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tenant  string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Image   string                 `protobuf:"bytes,3,opt,name=image,proto3" json:"image,omitempty"`
+	State   State                  `protobuf:"varint,4,opt,name=state,proto3,enum=cocoonbox.sandbox.v1.State" json:"state,omitempty"`
+	Address string                 `protobuf:"bytes,5,opt,name=address,proto3" json:"address,omitempty"`
+	Leader  int32                  `protobuf:"varint,6,opt,name=leader,proto3" json:"leader,omitempty"`
+	Booted  *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=booted,proto3" json:"booted,omitempty"`
+	// The machine id its systemd took at its last boot, while booted; empty
+	// when the supervisor does not know it.
+	MachineId     string `protobuf:"bytes,8,opt,name=machine_id,json=machineId,proto3" json:"machine_id,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -717,6 +720,13 @@ func (x *Machine) GetBooted() *timestamppb.Timestamp {
 		return x.Booted
 	}
 	return nil
+}
+
+func (x *Machine) GetMachineId() string {
+	if x != nil {
+		return x.MachineId
+	}
+	return ""
 }
 
 type ListRequest struct {
@@ -2145,7 +2155,7 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05stdin\x18\x02 \x01(\fR\x05stdin\"6\n" +
 	"\vSaveRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x17\n" +
-	"\asave_id\x18\x02 \x01(\tR\x06saveId\"\xe0\x01\n" +
+	"\asave_id\x18\x02 \x01(\tR\x06saveId\"\xff\x01\n" +
 	"\aMachine\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
 	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12\x14\n" +
@@ -2153,7 +2163,9 @@ const file_cocoonbox_sandbox_v1_sandbox_proto_rawDesc = "" +
 	"\x05state\x18\x04 \x01(\x0e2\x1b.cocoonbox.sandbox.v1.StateR\x05state\x12\x18\n" +
 	"\aaddress\x18\x05 \x01(\tR\aaddress\x12\x16\n" +
 	"\x06leader\x18\x06 \x01(\x05R\x06leader\x122\n" +
-	"\x06booted\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x06booted\"%\n" +
+	"\x06booted\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\x06booted\x12\x1d\n" +
+	"\n" +
+	"machine_id\x18\b \x01(\tR\tmachineId\"%\n" +
 	"\vListRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"I\n" +
 	"\fListResponse\x129\n" +
