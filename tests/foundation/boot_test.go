@@ -7,6 +7,7 @@ package foundation
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -78,6 +79,18 @@ func TestABoxBootRunsNoGeneratorAndNoFirstBootUpdate(t *testing.T) {
 	}
 	if target := strings.TrimSpace(b.MustSh(t, "readlink /etc/systemd/user-generators/systemd-xdg-autostart-generator || true")); target != "/dev/null" {
 		t.Errorf("the user manager's xdg-autostart generator is not masked")
+	}
+	// The user manager is queued with the boot's first jobs, not when
+	// logind, up, asks for it (issue 24, Deliver 9): user-runtime-dir@1000
+	// starts before logind is up, and user lingers still.
+	ts := strings.Fields(b.MustSh(t, "systemctl show -P InactiveExitTimestampMonotonic user-runtime-dir@1000.service; systemctl show -P ActiveEnterTimestampMonotonic systemd-logind.service; systemctl is-active user@1000.service; test -f /var/lib/systemd/linger/user && echo lingers"))
+	if len(ts) != 4 || ts[2] != "active" || ts[3] != "lingers" {
+		t.Fatalf("user-runtime-dir@1000 started, logind up, user@1000, linger: %q", ts)
+	}
+	started, _ := strconv.ParseUint(ts[0], 10, 64)
+	up, _ := strconv.ParseUint(ts[1], 10, 64)
+	if started == 0 || up == 0 || started >= up {
+		t.Errorf("user-runtime-dir@1000 started at %d µs, logind was up at %d µs: the user manager waited for logind to ask for it", started, up)
 	}
 }
 
