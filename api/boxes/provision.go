@@ -37,15 +37,21 @@ echo written
 ` + followHostname
 
 // newMachineID, put before writeIdentity on a wake, writes $3 (32 hex
-// digits) as /etc/machine-id as PutFile would (a temporary file beside it,
-// 0444 root, flushed, renamed over it) with the box's own tools, and as
-// few of them as it can: the shell itself makes the file (umask 0333,
-// noclobber for O_EXCL; no subshell, which would be a fork), so a wake
-// starts two processes here where it started four.
+// digits) as /etc/machine-id: a temporary file beside it, 0444 root,
+// renamed over it, so a reader sees the old id or the new one, never half
+// of one. With the box's own tools, and as few as it can: the shell
+// itself makes the file (umask 0333, noclobber for O_EXCL; no subshell,
+// which would be a fork), so a wake starts one process here (mv) where it
+// started four. Not flushed (no fsync): a wake is no durable promise. A
+// host that crashes before the kernel writes the file back leaves the old
+// id or an empty file, and the box's next boot then takes the old id or a
+// new one, which Boot reports and the api keeps (Machine.MachineID). An
+// fsync waits for the host's disk: on a host busy writing (image builds,
+// saves) it is what makes a wake's tail.
 const newMachineID = `t=/etc/.cocoonbox-machine-id.$$
 [ ! -e "$t" ] && [ ! -L "$t" ] || rm -f "$t"
 umask 333; set -C
-if ! { printf '%s\n' "$3" >"$t" && sync "$t" && mv -f "$t" /etc/machine-id; }; then rm -f "$t"; echo "machine-id: not written" >&2; exit 1; fi
+if ! { printf '%s\n' "$3" >"$t" && mv -f "$t" /etc/machine-id; }; then rm -f "$t"; echo "machine-id: not written" >&2; exit 1; fi
 umask 022; set +C
 `
 
