@@ -32,8 +32,10 @@ import (
 var (
 	sup      *local.Supervisor
 	testRoot = "/var/tmp/cocoonbox-boxes-test"
-	// v1, v2: the base image as two versions (localtest.Catalog).
+	// v1, v2: the base image as two versions (localtest.Catalog); v1Desk
+	// the desk image, when $COCOONBOX_DESK_IMAGE names one (make bench).
 	v1, v2 = "cbdesk:v1-base", "cbdesk:v2-base"
+	v1Desk = "cbdesk:v1-desk"
 	seq    atomic.Int64
 )
 
@@ -52,7 +54,7 @@ func TestMain(m *testing.M) {
 // the machines a crashed earlier run left.
 func setUp(ctx context.Context, image string) error {
 	images := filepath.Join(testRoot, "images")
-	if _, err := localtest.Catalog(images, image, ""); err != nil {
+	if _, err := localtest.Catalog(images, image, os.Getenv("COCOONBOX_DESK_IMAGE")); err != nil {
 		return err
 	}
 	var err error
