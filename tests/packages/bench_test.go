@@ -1,9 +1,14 @@
 package packages_test
 
 import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
@@ -15,7 +20,7 @@ import (
 // processes per run, counted by wrappers first in PATH (target exactly one
 // and none).
 func BenchmarkNoopReconcileInBox(b *testing.B) {
-	bx := box.Boot(b, box.Options{})
+	bx := boot(b)
 	bx.MustSh(b, `mkdir -p /home/user/.config/cocoonbox && a=$(dpkg --print-architecture) && `+
 		`{ cat /etc/cocoonbox/packages.baseline; sed "s/\$/:$a/" /etc/cocoonbox/packages.baseline; } | head -n 300 >`+listPath+
 		` && chown -R user:user /home/user/.config`)
@@ -67,4 +72,60 @@ func bashSeconds(s string) float64 {
 	mf, _ := strconv.ParseFloat(m, 64)
 	sf, _ := strconv.ParseFloat(sec, 64)
 	return mf*60 + sf
+}
+
+// BenchmarkBootWithAListInBox: a box's boot (systemd-nspawn's start until
+// `running`, what the api's Boot waits for) whose home lists 300 packages,
+// all installed (the image's baseline bare and arch-qualified): the common
+// case, a box whose reconcile has nothing to do. It reports the boot as the
+// host saw it, the box's systemd's own boot (userspace start to
+// FinishTimestamp), and when the reconcile ended relative to the boot's end
+// (negative: before it).
+func BenchmarkBootWithAListInBox(b *testing.B) {
+	img := box.Image(b)
+	base, err := os.ReadFile(filepath.Join(img, "etc/cocoonbox/packages.baseline"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	arch, err := exec.Command("dpkg", "--print-architecture").Output()
+	if err != nil {
+		b.Fatal(err)
+	}
+	names := strings.Fields(string(base))
+	for _, n := range names {
+		names = append(names, n+":"+strings.TrimSpace(string(arch)))
+	}
+	if len(names) > 300 {
+		names = names[:300]
+	}
+	arg := listAtBoot(b, strings.Join(names, "\n")+"\n")
+	var booted, userspace, after float64
+	for i := 0; i < b.N; i++ {
+		bx, err := box.Start(context.Background(), box.Options{Image: img, Args: []string{arg}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		show := func(p string, unit ...string) uint64 {
+			out, _ := bx.Run(append([]string{"systemctl", "show", "-P", p}, unit...)...)
+			n, _ := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+			return n
+		}
+		fin, start := show("FinishTimestampMonotonic"), show("UserspaceTimestampMonotonic")
+		var end uint64
+		err = box.Until(time.Minute, "the reconcile to end", func() (bool, string) {
+			end = show("ExecMainExitTimestampMonotonic", unit)
+			return end != 0, "still running"
+		})
+		bx.Stop()
+		os.Remove(bx.Console)
+		if err != nil {
+			b.Fatal(err)
+		}
+		booted += float64(bx.Booted.Milliseconds())
+		userspace += float64(fin-start) / 1e3
+		after += (float64(end) - float64(fin)) / 1e3
+	}
+	b.ReportMetric(booted/float64(b.N), "ms-boot-seen")
+	b.ReportMetric(userspace/float64(b.N), "ms-systemd-boot")
+	b.ReportMetric(after/float64(b.N), "ms-reconcile-end-after-boot")
 }

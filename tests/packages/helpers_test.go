@@ -31,6 +31,26 @@ const (
 	msgReplaced  = "7f54047a7ba84fbcaa733c29fa88c4cb"
 )
 
+// boot boots a box (box.Boot) and waits until the boot's own reconcile
+// has ended: the session pulls it in, and the unit being Type=exec, the
+// box is running while that run (the image's home has no list: nothing
+// to do) may still go on. A test's own start would otherwise join it (a
+// start of an active unit starts nothing) and see the run that read no
+// list.
+func boot(t testing.TB) *box.Box {
+	t.Helper()
+	b := box.Boot(t, box.Options{})
+	var st string
+	box.Eventually(t, time.Minute, "the boot's own reconcile to end", func() (bool, string) {
+		st = prop(b, "ActiveState")
+		return st == "inactive" || st == "failed", st
+	})
+	if st == "failed" {
+		t.Fatalf("the boot's own reconcile failed (Result=%s ExecMainStatus=%s)", prop(b, "Result"), prop(b, "ExecMainStatus"))
+	}
+	return b
+}
+
 // shorten makes the unit's lock wait and retry spacing a few seconds, with
 // a runtime drop-in (the documented way: the unit's Environment= and
 // RestartSec=).
@@ -80,11 +100,13 @@ func execs(b *box.Box, prog string) []string {
 	return out
 }
 
-// start starts the unit and waits for the oneshot to end; it returns
-// systemctl's exit code.
+// start starts the unit and waits for its run to end (`systemctl start
+// --wait`: the unit is Type=exec, so a plain start returns once the
+// reconcile runs); it returns systemctl's exit code: 0 after the
+// reconcile's exit 0, 1 after any other end.
 func start(t *testing.T, b *box.Box) int {
 	t.Helper()
-	res, err := b.Exec(box.Cmd{Args: []string{"systemctl", "start", unit}, Timeout: 10 * time.Minute})
+	res, err := b.Exec(box.Cmd{Args: []string{"systemctl", "start", "--wait", unit}, Timeout: 10 * time.Minute})
 	if err != nil {
 		t.Fatal(err)
 	}

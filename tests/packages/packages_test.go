@@ -13,7 +13,7 @@ import (
 // the list names it; removes it: it drops out."
 func TestUserAptInstallIsRecordedAndRemovalDropsIt(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	aptAsUser(t, b, "update")
 	aptAsUser(t, b, "install", "sl")
 	list, err := b.ReadFile(listPath)
@@ -45,7 +45,7 @@ func TestUserAptInstallIsRecordedAndRemovalDropsIt(t *testing.T) {
 // the unit installs it."
 func TestStartingTheUnitInstallsAMissingListedPackage(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	writeList(t, b, "hello\n")
 	if installed(b, "hello") {
 		t.Fatal("the image already has hello")
@@ -71,7 +71,7 @@ func TestStartingTheUnitInstallsAMissingListedPackage(t *testing.T) {
 // the real one is installed, the unit fails, and it is not retried."
 func TestNonexistentAndRealPackageRealInstalledUnitFailsNotRetried(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	shorten(t, b) // RestartSec=2: a retry would show within the wait below
 	writeList(t, b, "cocoonbox-no-such-package\nsl\n")
 	if rc := start(t, b); rc == 0 {
@@ -80,9 +80,10 @@ func TestNonexistentAndRealPackageRealInstalledUnitFailsNotRetried(t *testing.T)
 	if !installed(b, "sl") {
 		t.Error("the real package sl is not installed")
 	}
-	// A restart would be decided at the exit: the unit would go to
-	// activating (auto-restart), never to failed. Failed with no job
-	// queued means systemd will not retry; no sleep is needed to see it.
+	// A restart would be decided at the exit: the unit would pass through
+	// failed to activating (auto-restart), never stay failed. Failed with
+	// no job queued means systemd will not retry; no sleep is needed to
+	// see it.
 	box.Eventually(t, 30*time.Second, "the unit failed for good", func() (bool, string) {
 		st, code, n := prop(b, "ActiveState"), prop(b, "ExecMainStatus"), prop(b, "NRestarts")
 		return st == "failed" && code == "1" && n == "0", fmt.Sprintf("ActiveState=%s ExecMainStatus=%s NRestarts=%s", st, code, n)
@@ -103,7 +104,7 @@ func TestNonexistentAndRealPackageRealInstalledUnitFailsNotRetried(t *testing.T)
 // retries, and installs once the lock is free."
 func TestDpkgLockHeldExits75RetriesAndInstallsOnceFree(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	shorten(t, b) // lock wait 3 s, RestartSec=2
 	holder := buildLockHolder(t, b)
 	b.Must(t, "systemd-run", "--unit=cbtest-dpkglock", "--", holder, "-ready", "/run/cbtest-dpkglock.ready",
@@ -147,7 +148,7 @@ func TestDpkgLockHeldExits75RetriesAndInstallsOnceFree(t *testing.T) {
 // check is one dpkg-query.
 func TestNothingMissingRunsNoAptGetUpdate(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	wrapExec(t, b)
 	// Every package of the image, bare and arch-qualified: all installed.
 	b.MustSh(t, `mkdir -p /home/user/.config/cocoonbox && { cat /etc/cocoonbox/packages.baseline; sed "s/\$/:$(dpkg --print-architecture)/" /etc/cocoonbox/packages.baseline | head -n 100; } >`+listPath+` && chown -R user:user /home/user/.config`)
@@ -181,7 +182,7 @@ func TestNothingMissingRunsNoAptGetUpdate(t *testing.T) {
 // empty line, a 10 KiB line: refused and logged, never passed to apt."
 func TestHostileLinesRefusedLoggedNeverPassedToApt(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	wrapExec(t, b)
 	writeList(t, b, "-oAPT::Get::Foo=1\nfoo; rm -rf /\n\n"+strings.Repeat("x", 10<<10)+"\ncowsay\n")
 	if rc := start(t, b); rc != 0 {
@@ -218,7 +219,7 @@ func TestHostileLinesRefusedLoggedNeverPassedToApt(t *testing.T) {
 // symlinked ~/.config: nothing is written through it.
 func TestListSymlinkToShadowLeavesShadowUntouched(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	const fingerprint = "sha256sum /etc/shadow; stat -c '%U:%G %a %s %Y %i' /etc/shadow"
 	shadow := b.MustSh(t, fingerprint)
 	if _, err := b.RunAs("user", "sh", "-c", "mkdir -p ~/.config/cocoonbox && ln -s /etc/shadow ~/.config/cocoonbox/packages"); err != nil {
@@ -252,7 +253,7 @@ func TestListSymlinkToShadowLeavesShadowUntouched(t *testing.T) {
 // the hook's own computation of "manual" agrees with apt-mark in a box.
 func TestBaselineIsTheImagesAptMarkShowmanual(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	if diff, err := b.Sh("apt-mark showmanual | diff - /etc/cocoonbox/packages.baseline"); err != nil {
 		t.Errorf("baseline differs from apt-mark showmanual: %v\n%s", err, diff)
 	}
@@ -267,7 +268,7 @@ func TestBaselineIsTheImagesAptMarkShowmanual(t *testing.T) {
 // the drop-in applies to the desk tier's unit alike.
 func TestSessionStartPullsInTheReconcilerWithWantsOnly(t *testing.T) {
 	t.Parallel()
-	b := box.Boot(t, box.Options{})
+	b := boot(t)
 	sessionProp := func(p string) string {
 		out, _ := b.Run("systemctl", "show", "-P", p, "cocoonbox-session.service")
 		return out
