@@ -42,3 +42,26 @@ func TestXauthorityInitFollowsNoSymlinkOfTheUser(t *testing.T) {
 		t.Errorf("the cookie is %q, want a regular file root:user 640", got)
 	}
 }
+
+// Contract: Box identity (the X cookie); issue 24, Deliver 9. The cookie
+// is made by xauthority-init alone, one process on the boot's path: with
+// no xauth in the box, Xorg still starts, with a new cookie that lets user
+// in. The shell script it replaces ran xauth (and about nine other
+// processes) before every Xorg start, and failed here.
+func TestXCookieIsMadeWithNoXauthInTheBox(t *testing.T) {
+	b := bootDesk(t)
+	before := b.MustSh(t, "od -An -tx1 /run/cocoonbox-x/Xauthority")
+	restartXorgWithout(t, b, "/usr/bin/xauth")
+	if after := b.MustSh(t, "od -An -tx1 /run/cocoonbox-x/Xauthority"); after == before {
+		t.Errorf("the cookie did not change at Xorg's restart")
+	}
+	nlist := strings.TrimSpace(b.Must(t, "xauth", "-f", "/run/cocoonbox-x/Xauthority", "nlist"))
+	if lines := strings.Split(nlist, "\n"); len(lines) != 1 || !strings.HasPrefix(lines[0], "ffff 0000  0001 30 0012 ") {
+		t.Errorf("Xauthority entries %q: want one FamilyWild (ffff) entry for display 0", nlist)
+	}
+	if got := strings.TrimSpace(b.MustSh(t, "stat -c '%F %U:%G %a' /run/cocoonbox-x/Xauthority")); got != "regular file root:user 640" {
+		t.Errorf("the cookie is %q, want a regular file root:user 640", got)
+	}
+	mustUser(t, b, "xwininfo -root >/dev/null")
+	waitDesktop(t, b)
+}
