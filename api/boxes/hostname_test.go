@@ -49,3 +49,24 @@ func TestCreateAnswersRunningOnlyOnceTheHostnameIsTheName(t *testing.T) {
 		t.Fatalf("at running: the kernel hostname, the static one and the /etc/hosts lines naming it read %q; want late-name late-name 1", got)
 	}
 }
+
+// The wait for the hostname looks at /etc/hosts too: the helper's marked
+// line is its last step. (Its look was vacuous: the shell function read
+// its own empty $2, so any /etc/hosts passed, and a box could be answered
+// running before the helper had written its line.) With the kernel
+// hostname right but no line marked for the name, the wait does not pass.
+func TestTheHostnameWaitNeedsTheMarkedHostsLine(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	u := e.user("hosts-line", 1, 1)
+	b := e.create(u, "hosts-line")
+	ctx := context.Background()
+	out, err := ExecIn(ctx, sup, b.ID, nil, "sh", "-c", followHostname, "sh", "hosts-line", hostsMark("hosts-line"))
+	if err != nil || strings.TrimSpace(out) != b.MachineID {
+		t.Fatalf("with the line in place the wait answered %q, %v; want the machine id %s", out, err, b.MachineID)
+	}
+	_, err = ExecIn(ctx, sup, b.ID, nil, "sh", "-c", followHostname, "sh", "hosts-line", hostsMark("another-name"))
+	if err == nil || !strings.Contains(err.Error(), "did not follow the identity within 10 s") {
+		t.Fatalf("with no line marked for the name the wait ended %v; want it to give up", err)
+	}
+}
