@@ -9,7 +9,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
-	"regexp"
 	"strings"
 	"time"
 
@@ -21,8 +20,6 @@ import (
 // identityWriter is the guest's identity writer (Contract: Box identity:
 // the api runs it through sandboxd at every boot and wake).
 const identityWriter = "/usr/local/lib/cocoonbox/identity"
-
-var machineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // writeIdentity is what provision runs in the box (sh -c, $1 the
 // hostname): the identity written from stdin, then a wait of up to 10 s
@@ -135,7 +132,7 @@ func (r *run) provision(ctx context.Context, wake bool) error {
 // in the box. Only a supervisor that does not know the id (an older
 // sandboxd, an odd /etc/machine-id) leaves it to be read there.
 func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Identity, m sandbox.Machine) error {
-	if booted != nil && machineIDRule.MatchString(m.MachineID) {
+	if booted != nil && sandbox.MachineIDRule.MatchString(m.MachineID) {
 		r.b.WakeID, r.b.MachineID = booted.WakeID, m.MachineID
 		return r.state(ctx, Running)
 	}
@@ -181,7 +178,7 @@ func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Ide
 		return fmt.Errorf("identity write: %w", err)
 	}
 	mid := strings.TrimSpace(strings.TrimPrefix(out, "written\n"))
-	if !machineIDRule.MatchString(mid) {
+	if !sandbox.MachineIDRule.MatchString(mid) {
 		return fmt.Errorf("the box's /etc/machine-id reads %q, not 32 hex digits", mid)
 	}
 	r.b.WakeID, r.b.MachineID = rec.WakeID, mid

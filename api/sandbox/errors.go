@@ -115,6 +115,11 @@ func (f File) Check() error {
 	return nil
 }
 
+// MachineIDRule is a machine id as systemd writes /etc/machine-id
+// (machine-id(5); Contract: Journal) and Machine.MachineID carries it: 32
+// lowercase hex digits, without the file's newline.
+var MachineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
+
 var ownerRule = regexp.MustCompile(`^[a-z_][a-z0-9_-]{0,31}(:[a-z_][a-z0-9_-]{0,31})?$`)
 
 // CheckFirst checks Boot's first commands: at most MaxFirstCommands, each

@@ -7,12 +7,10 @@ import (
 	"errors"
 	"io"
 	"os"
-	"regexp"
 
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"golang.org/x/sys/unix"
 )
-
-var machineIDRule = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // bootMachineID is the machine id the box's systemd takes at a boot of
 // the root at root (Contract: Journal: the journal's directory and every
@@ -49,7 +47,7 @@ func bootMachineID(root string) (id string, chosen bool, err error) {
 			return "", false, nil // not a regular file, longer than an id, or unreadable
 		}
 		if t := bytes.TrimSpace(buf[:n]); len(t) > 0 {
-			if machineIDRule.Match(t) {
+			if sandbox.MachineIDRule.Match(t) {
 				return string(t), false, nil
 			}
 			return "", false, nil

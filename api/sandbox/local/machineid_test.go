@@ -20,7 +20,7 @@ func TestBootReportsTheMachineIDTheBoxTook(t *testing.T) {
 	ctx := context.Background()
 	m := boot(t, v1)
 	held := strings.TrimSpace(mustSh(t, m.ID, "cat /etc/machine-id"))
-	if !machineIDRule.MatchString(held) || m.MachineID != held {
+	if !sandbox.MachineIDRule.MatchString(held) || m.MachineID != held {
 		t.Fatalf("Boot answered machine id %q; the box's /etc/machine-id holds %q", m.MachineID, held)
 	}
 	if g := mustGet(t, m.ID); g.MachineID != held {
@@ -103,7 +103,7 @@ func TestBootMachineIDOnEachShapeOfTheFile(t *testing.T) {
 		switch {
 		case c.want == "new":
 			// A v4 UUID: version nibble 4, variant bits 10.
-			if !machineIDRule.MatchString(got) || got[12] != '4' || !strings.ContainsRune("89ab", rune(got[16])) || seen[got] {
+			if !sandbox.MachineIDRule.MatchString(got) || got[12] != '4' || !strings.ContainsRune("89ab", rune(got[16])) || seen[got] {
 				t.Errorf("%s: chose %q; want a new v4 id", name, got)
 			}
 			seen[got] = true
