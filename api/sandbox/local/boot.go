@@ -55,52 +55,78 @@ type crashRecord struct {
 	Unified string   `json:"unified"`
 }
 
-// boot brings a stopped machine up: network, disk, cgroups, nspawn, and
-// waits for systemd's verdict; as soon as the box's init runs, beside that
-// wait, it renders the claim env and runs first (early). The caller holds
-// m.op.
+// boot brings a stopped machine up: a spare's boot taken over when one
+// fits (takeSpare), or network, disk, cgroups, nspawn, waiting for
+// systemd's verdict; as soon as the box's init runs, beside that wait, it
+// renders the claim env and runs first (early). The caller holds m.op.
 func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Command) error {
-	root, err := s.imageRoot(m.Image)
+	took, err := s.takeSpare(ctx, m, first)
+	if took || err != nil {
+		return err
+	}
+	r, err := s.start(ctx, m, first)
 	if err != nil {
 		return err
+	}
+	s.adopt(m, r)
+	return nil
+}
+
+// adopt makes r m's running host side and watches it.
+func (s *Supervisor) adopt(m *machine, r *running) {
+	m.mu.Lock()
+	m.run = r
+	m.booted = time.Now().UTC()
+	m.mu.Unlock()
+	go s.watchExit(m, r)
+}
+
+// start boots m's disk and answers its running host side once the box's
+// systemd has finished its boot and early has run; a failure leaves
+// nothing behind. It neither records the result in m nor watches it (boot
+// and the spares do).
+func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Command) (*running, error) {
+	root, err := s.imageRoot(m.Image)
+	if err != nil {
+		return nil, err
 	}
 	r := &running{}
 	undo := func() { s.teardown(m, r) }
 	netted := steps.Begin(ctx, "boot.net")
 	if r.addrOff, err = s.leaseAddress(m.ID); err != nil {
-		return err
+		return nil, err
 	}
 	addr, _ := s.cfg.Network.addressAt(r.addrOff)
 	if r.link, err = s.cfg.Network.plug(m.ID, addr); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	netted()
 	mounted := steps.Begin(ctx, "boot.root")
 	if err := mountRoot(m.dir, root); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	mounted()
 	prepared := steps.Begin(ctx, "boot.prepare")
 	mid, chosen, err := bootMachineID(filepath.Join(m.dir, "root"))
 	if err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	r.machineID = mid
 	if r.cg, err = nspawn.MakeCgroups("cbsbx-" + m.ID); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	if r.cg.Unified == "" {
 		undo()
-		return errors.New("no cgroup2 hierarchy: hibernation needs cgroup.freeze")
+		return nil, errors.New("no cgroup2 hierarchy: hibernation needs cgroup.freeze")
 	}
 	egressDir := filepath.Join(m.dir, "egress")
 	if err := os.MkdirAll(egressDir, 0o755); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	args := []string{"--quiet", "--register=no", "--keep-unit", "--boot", "--notify-ready=yes",
 		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
@@ -112,26 +138,26 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	files, err := s.egressFiles(root)
 	if err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	for path, body := range files {
 		host := filepath.Join(egressDir, strings.ReplaceAll(strings.TrimPrefix(path, "/"), "/", "_"))
 		if err := os.WriteFile(host, []byte(body), 0o644); err != nil {
 			undo()
-			return err
+			return nil, err
 		}
 		args = append(args, "--bind-ro="+host+":"+path)
 	}
 	console, err := os.Create(filepath.Join(m.dir, "console.log"))
 	if err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	ready, err := listenReady(m.ID)
 	if err != nil {
 		console.Close()
 		undo()
-		return err
+		return nil, err
 	}
 	defer ready.Close()
 	prepared()
@@ -144,7 +170,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	if err := cmd.Start(); err != nil {
 		console.Close()
 		undo()
-		return fmt.Errorf("start systemd-nspawn: %w", err)
+		return nil, fmt.Errorf("start systemd-nspawn: %w", err)
 	}
 	r.nspawn = cmd
 	go ready.serve(cmd.Process.Pid)
@@ -156,7 +182,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	}()
 	if err := s.writeCrashRecord(crashRecord{ID: m.ID, NSpawn: cmd.Process.Pid, Root: filepath.Join(m.dir, "root"), Link: r.link, Cgroups: r.cg.Dirs, Unified: r.cg.Unified}); err != nil {
 		undo()
-		return err
+		return nil, err
 	}
 	started()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
@@ -164,19 +190,15 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	if err := s.waitRunning(ctx, r, ready.ready, func(ctx context.Context) error { return s.early(ctx, m, r, first) }); err != nil {
 		tail := nspawn.ConsoleTail(filepath.Join(m.dir, "console.log"), 30)
 		undo()
-		return fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
+		return nil, fmt.Errorf("machine %s did not boot: %w\nconsole:\n%s", m.ID, err, tail)
 	}
-	m.mu.Lock()
-	m.run = r
-	m.booted = time.Now().UTC()
-	m.mu.Unlock()
-	go s.watchExit(m, r)
-	return nil
+	return r, nil
 }
 
 // early is what boot does through the box's door as soon as its init
 // runs: the claim env into /run/silkd.env (so the vault's first render
-// has it), then each of first's commands.
+// has it), then each of first's commands. (Beside each other they were
+// slower on a spare: two nsenters at once on two cores.)
 func (s *Supervisor) early(ctx context.Context, m *machine, r *running, first []sandbox.Command) error {
 	d := r.door
 	rendered := steps.Begin(ctx, "boot.claimenv")

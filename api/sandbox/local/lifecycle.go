@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"golang.org/x/sys/unix"
@@ -24,6 +25,9 @@ func (s *Supervisor) newMachine(spec sandbox.Spec, fill func(m *machine) error) 
 	}
 	if spec.Image == "" {
 		return sandbox.Machine{}, sandbox.Invalid("spec.image", "no image given")
+	}
+	if strings.HasPrefix(spec.ID, spareIDPrefix) {
+		return sandbox.Machine{}, sandbox.Invalid("spec.id", "must not begin with "+spareIDPrefix+", the supervisor's spares' names")
 	}
 	if _, err := s.imageRoot(spec.Image); err != nil {
 		return sandbox.Machine{}, err

@@ -64,9 +64,17 @@ type Config struct {
 	DefaultMaxClaims int
 	// BootTimeout bounds a boot (default 90 s).
 	BootTimeout time.Duration
+	// Spares is how many booted machines of each tier's newest image are
+	// kept for Boot to take over (spares.go; 0, the default, keeps none;
+	// at most MaxSpares). Each costs an idle box's memory.
+	Spares int
 	// Log gets the supervisor's events (slog.Default when nil).
 	Log *slog.Logger
 }
+
+// MaxSpares bounds Config.Spares: more than a few only helps a burst of
+// creates, and each is an idle box's memory.
+const MaxSpares = 8
 
 // Supervisor is the local sandbox.Supervisor.
 type Supervisor struct {
@@ -82,6 +90,11 @@ type Supervisor struct {
 	addrs   map[int]string // address offset → machine id
 	closed  bool
 	closing chan struct{}
+	// spares are the booted spares by image ref (s.mu); spareKick wakes
+	// keepSpares, which closes sparesDone when it ends.
+	spares     map[string][]*spare
+	spareKick  chan struct{}
+	sparesDone chan struct{}
 }
 
 var _ sandbox.Supervisor = (*Supervisor)(nil)
@@ -114,8 +127,12 @@ func New(ctx context.Context, cfg Config) (*Supervisor, error) {
 	if cfg.Images == "" {
 		return nil, errors.New("local supervisor: Config.Images (the directory of image roots) is not set")
 	}
+	if cfg.Spares < 0 || cfg.Spares > MaxSpares {
+		return nil, fmt.Errorf("local supervisor: Config.Spares %d is not 0 to %d", cfg.Spares, MaxSpares)
+	}
 	s := &Supervisor{cfg: cfg, events: newEventLog(), byID: map[string]*machine{}, caps: map[string]int{},
-		addrs: map[int]string{}, closing: make(chan struct{})}
+		addrs: map[int]string{}, closing: make(chan struct{}),
+		spares: map[string][]*spare{}, spareKick: make(chan struct{}, 1), sparesDone: make(chan struct{})}
 	s.runDir = filepath.Join("/run/cocoonbox-sandboxd", cfg.Network.Bridge)
 	if err := os.MkdirAll(s.runDir, 0o700); err != nil {
 		return nil, err
@@ -130,6 +147,9 @@ func New(ctx context.Context, cfg Config) (*Supervisor, error) {
 		}
 	}()
 	s.clearLeftovers()
+	if err := s.clearSpareDisks(); err != nil {
+		return nil, err
+	}
 	for _, d := range []string{"machines", "saves"} {
 		if err := os.MkdirAll(filepath.Join(cfg.StateDir, d), 0o700); err != nil {
 			return nil, err
@@ -145,6 +165,11 @@ func New(ctx context.Context, cfg Config) (*Supervisor, error) {
 		return nil, err
 	}
 	ok = true
+	if cfg.Spares > 0 {
+		go s.keepSpares()
+	} else {
+		close(s.sparesDone)
+	}
 	return s, nil
 }
 
@@ -245,6 +270,7 @@ func (s *Supervisor) Close() error {
 		}()
 	}
 	wg.Wait()
+	<-s.sparesDone
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.proxy.Shutdown(ctx)

@@ -1,0 +1,248 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"golang.org/x/sys/unix"
+)
+
+// spareSup starts a second supervisor, on its own bridge and state, that
+// keeps one spare of each tier's newest image (v2-base here, and v1-desk
+// when the catalog has the desk image); it is closed when the test ends,
+// and the test fails if Close left a spare's disk behind.
+func spareSup(t *testing.T) *Supervisor {
+	t.Helper()
+	state := filepath.Join(testRoot, "state-"+strings.ReplaceAll(strings.ToLower(t.Name()), "/", "-"))
+	s, err := New(context.Background(), Config{
+		StateDir: state, Images: filepath.Join(testRoot, "images"),
+		Network: Network{Bridge: "cbspare0", Gateway: netip.MustParsePrefix("10.206.0.1/16"), Ports: DefaultNetwork().Ports},
+		Spares:  1,
+		Log:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if left, _ := os.ReadDir(filepath.Join(state, "spares")); len(left) != 0 {
+			t.Errorf("Close left %d spare disks in %s", len(left), state)
+		}
+		os.RemoveAll(state)
+	})
+	return s
+}
+
+// pooled waits until s holds a booted spare of image other than not, and
+// answers it.
+func pooled(t *testing.T, s *Supervisor, image string, not *spare) *spare {
+	t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		s.mu.Lock()
+		list := s.spares[image]
+		s.mu.Unlock()
+		for _, sp := range list {
+			if sp != not {
+				return sp
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("no spare of %s booted in 2 minutes", image)
+	return nil
+}
+
+func mounted(path string) bool {
+	data, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(data), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && f[4] == path {
+			return true
+		}
+	}
+	return false
+}
+
+func TestABootOfAFreshMachineTakesOverASpareAndThePoolBootsAnother(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	sp := pooled(t, s, v2, nil)
+	spareDir, spareLeader, spareID := sp.m.dir, sp.r.leader, sp.r.machineID
+	if spareID == "" {
+		t.Fatal("the spare reports no machine id")
+	}
+	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SetClaimEnv(ctx, m.ID, []sandbox.ClaimEntry{{Name: "COCOONBOX_TEST_CLAIM", Value: "from-the-box", Guest: true}}); err != nil {
+		t.Fatal(err)
+	}
+	m, err = s.Boot(ctx, m.ID, sandbox.Command{Args: []string{"sh", "-c", "cat >/run/first"}, Stdin: []byte("the box's own")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.State != sandbox.Running || m.Leader != spareLeader || m.MachineID != spareID {
+		t.Fatalf("booted %+v; want running on the spare's leader %d with its machine id %s", m, spareLeader, spareID)
+	}
+	run := func(line string) string {
+		t.Helper()
+		p, err := s.Exec(ctx, m.ID, sandbox.ExecRequest{Args: []string{"sh", "-c", line}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Stdin().Close()
+		out, _ := io.ReadAll(p.Stdout())
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	if got := run("cat /run/first; echo; grep -h COCOONBOX_TEST_CLAIM /run/silkd.env; cat /etc/machine-id"); got != "the box's own\nCOCOONBOX_TEST_CLAIM=\"from-the-box\"\n"+spareID+"\n" {
+		t.Errorf("in the box: %q", got)
+	}
+	dir := filepath.Join(s.cfg.StateDir, "machines", m.ID)
+	if _, err := os.Stat(spareDir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the spare's directory %s is still there: %v", spareDir, err)
+	}
+	if !mounted(filepath.Join(dir, "root")) {
+		t.Errorf("the machine's root %s/root is not the mount", dir)
+	}
+	if data, err := os.ReadFile(filepath.Join(dir, "machine.json")); err != nil || !strings.Contains(string(data), m.ID) {
+		t.Errorf("machine.json: %q, %v", data, err)
+	}
+	if _, err := os.Stat(filepath.Join(s.runDir, m.ID+".json")); err != nil {
+		t.Errorf("no crash record for the machine: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.runDir, sp.m.ID+".json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the spare's crash record is still there: %v", err)
+	}
+	s.mu.Lock()
+	owner := s.addrs[sp.r.addrOff]
+	s.mu.Unlock()
+	if owner != m.ID {
+		t.Errorf("the address is leased to %q, not the machine", owner)
+	}
+	next := pooled(t, s, v2, sp)
+	if next.r.machineID == spareID {
+		t.Error("the next spare has the taken one's machine id")
+	}
+	// It hibernates, wakes and is deleted as any box: the spare's cgroups
+	// (removable only once empty), namespace and mount go with it.
+	if _, err := s.Hibernate(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Wake(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	if got := run("echo awake"); got != "awake\n" {
+		t.Errorf("after the wake: %q", got)
+	}
+	if err := s.Delete(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range sp.r.cg.Dirs {
+		if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("cgroup %s is left: %v", d, err)
+		}
+	}
+	if _, err := os.Stat(netnsPath(sp.r.link.NetNS)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("namespace %s is left: %v", sp.r.link.NetNS, err)
+	}
+	if mounted(filepath.Join(dir, "root")) {
+		t.Error("the root is still mounted")
+	}
+}
+
+func TestAMachineWithItsOwnDiskNeverTakesASpare(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	pooled(t, s, v2, nil)
+	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, m.ID) })
+	if _, err := s.Boot(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	save, err := s.Save(ctx, m.ID, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.DeleteSave(ctx, save.ID) })
+	restored, err := s.Restore(ctx, save.ID, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, restored.ID) })
+	sp := pooled(t, s, v2, nil)
+	booted, err := s.Boot(ctx, restored.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if booted.Leader == sp.r.leader {
+		t.Fatal("a restored machine took a spare over its own disk")
+	}
+	s.mu.Lock()
+	still := len(s.spares[v2]) == 1 && s.spares[v2][0] == sp
+	s.mu.Unlock()
+	if !still {
+		t.Error("the pool's spare is gone")
+	}
+}
+
+func TestASpareThatWentDownIsNeverHandedOut(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	dead := pooled(t, s, v2, nil)
+	_ = unix.Kill(-dead.r.nspawn.Process.Pid, unix.SIGKILL)
+	dead.r.cg.Kill()
+	// Once the pool has seen it go (a box that dies after its Boot
+	// answered is watchExit's, as for any box).
+	<-dead.r.exited
+	deadline := time.Now().Add(time.Minute)
+	for gone := false; !gone; time.Sleep(10 * time.Millisecond) {
+		s.mu.Lock()
+		gone = !slices.Contains(s.spares[v2], dead)
+		s.mu.Unlock()
+		if time.Now().After(deadline) {
+			t.Fatal("the pool still holds the spare that went down")
+		}
+	}
+	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, m.ID) })
+	booted, err := s.Boot(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if booted.MachineID == dead.r.machineID || booted.State != sandbox.Running {
+		t.Fatalf("booted %+v on the spare that went down", booted)
+	}
+	if _, err := os.Stat(dead.m.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the dead spare's disk %s is left: %v", dead.m.dir, err)
+	}
+}
+
+func TestAMachineIDCannotBeASparesName(t *testing.T) {
+	_, err := sup.Create(context.Background(), sandbox.Spec{ID: "spare-0123", Tenant: "tenant-a", Image: v1})
+	var inv *sandbox.InvalidError
+	if !errors.As(err, &inv) || inv.Field != "spec.id" {
+		t.Fatalf("create spare-0123: %v; want spec.id invalid", err)
+	}
+}
