@@ -162,10 +162,18 @@ type Local struct {
 	StateDir string `yaml:"state_dir"`
 	// Bridge and Gateway are the box network: the bridge's name and its
 	// address with the boxes' prefix.
-	Bridge  string      `yaml:"bridge"`
-	Gateway string      `yaml:"gateway"`
-	Egress  LocalEgress `yaml:"egress"`
+	Bridge  string `yaml:"bridge"`
+	Gateway string `yaml:"gateway"`
+	// Spares is how many booted machines of each tier's newest image the
+	// supervisor keeps for creates to take over (local.Config.Spares),
+	// 0 to MaxSpares.
+	Spares int         `yaml:"spares"`
+	Egress LocalEgress `yaml:"egress"`
 }
+
+// MaxSpares bounds sandbox.local.spares (local.MaxSpares, which this
+// package does not import).
+const MaxSpares = 8
 
 // LocalEgress are the local supervisor's egress proxy settings for tests
 // and the demo (docs/boxes.md, "The local supervisor"; both logged at start as a
@@ -259,7 +267,7 @@ func Default() Config {
 		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
-			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Egress: LocalEgress{Admit: []string{}}}},
+			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Spares: 1, Egress: LocalEgress{Admit: []string{}}}},
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
 		OAuth:  OAuth{IdleHibernate: 30 * time.Minute, IdleCheckEvery: time.Minute},
@@ -536,6 +544,9 @@ func (s *Sandbox) validate() error {
 	}
 	if p, err := netip.ParsePrefix(s.Local.Gateway); err != nil || !p.Addr().Is4() || p.Bits() > 24 || p.Bits() < 8 {
 		return fmt.Errorf("sandbox.local.gateway: %q is not an IPv4 address with a prefix of 8 to 24 bits (e.g. 10.203.0.1/16)", s.Local.Gateway)
+	}
+	if s.Local.Spares < 0 || s.Local.Spares > MaxSpares {
+		return fmt.Errorf("sandbox.local.spares: %d is not 0 to %d", s.Local.Spares, MaxSpares)
 	}
 	for h, a := range s.Local.Egress.Resolve {
 		if !vault.ValidHost(h) || h != strings.ToLower(h) {

@@ -94,6 +94,8 @@ func TestBadValueIsNamedWithItsRule(t *testing.T) {
 		"sandbox:\n  local: {state_dir: x}\n":                                    "sandbox.local.state_dir:",
 		"sandbox:\n  local: {bridge: way-too-long-name}\n":                       "sandbox.local.bridge:",
 		"sandbox:\n  local: {gateway: 10.0.0.1}\n":                               "sandbox.local.gateway:",
+		"sandbox:\n  local: {spares: 9}\n":                                       "sandbox.local.spares: 9 is not 0 to 8",
+		"sandbox:\n  local: {spares: -1}\n":                                      "sandbox.local.spares: -1 is not 0 to 8",
 		"sandbox:\n  local: {bridgee: x}\n":                                      `unknown key "sandbox.local.bridgee"`,
 		"sandbox:\n  local: {egress: {resolve: {Api.Example.com: 127.0.0.1}}}\n": "sandbox.local.egress.resolve: \"Api.Example.com\" is not a lower-case DNS host name",
 		"sandbox:\n  local: {egress: {resolve: {api.example.com: localhost}}}\n": "sandbox.local.egress.resolve.api.example.com: \"localhost\" is not an IP address",

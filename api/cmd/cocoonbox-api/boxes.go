@@ -80,12 +80,12 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		n.Bridge, n.Gateway = c.Local.Bridge, netip.MustParsePrefix(c.Local.Gateway)
 		wait, cancel := context.WithTimeout(ctx, bridgeWait)
 		defer cancel()
-		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log,
+		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log, Spares: c.Local.Spares,
 			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile})
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}
-		log.Info("boxes: the local supervisor", "images", images, "state_dir", c.Local.StateDir, "bridge", n.Bridge, "proxy", sup.ProxyURL())
+		log.Info("boxes: the local supervisor", "images", images, "state_dir", c.Local.StateDir, "bridge", n.Bridge, "proxy", sup.ProxyURL(), "spares", c.Local.Spares)
 		return map[string]sandbox.Supervisor{localHost: sup}, func() { sup.Close() }, nil
 	}
 	token := ""

@@ -60,6 +60,7 @@ type options struct {
 	tlsCert, tlsKey                                               string
 	bridge, gateway                                               string
 	pingAfter, pingTimeout, idle                                  time.Duration
+	spares                                                        int
 }
 
 func run(args []string) error {
@@ -71,7 +72,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
 	fs.Usage = func() {
 		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
-		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...]")
+		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...] [--spares N]")
 		fs.PrintDefaults()
 	}
 	for _, a := range args {
@@ -89,6 +90,7 @@ func run(args []string) error {
 	fs.StringVar(&o.egressAdmit, "egress-admit", "", "comma-separated networks (CIDR) the egress proxy reaches although not public, e.g. an internal mirror's 10.20.0.0/16 (never loopback, link-local, multicast; never this host's own addresses)")
 	fs.StringVar(&o.bridge, "bridge", local.DefaultNetwork().Bridge, "the box network's host bridge")
 	fs.StringVar(&o.gateway, "gateway", local.DefaultNetwork().Gateway.String(), "the bridge's address and the boxes' prefix")
+	fs.IntVar(&o.spares, "spares", 1, fmt.Sprintf("booted machines of each tier's newest image kept for a create to take over, 0 to %d (docs/box-lifecycle.md, Spares)", local.MaxSpares))
 	fs.DurationVar(&o.pingAfter, "ping-after", 15*time.Second, "ping an HTTP/2 connection after this long without a frame")
 	fs.DurationVar(&o.pingTimeout, "ping-timeout", 0, "close a connection whose ping has no answer after this long (0: --ping-after)")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection with no open call after this long")
@@ -100,6 +102,9 @@ func run(args []string) error {
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
+	}
+	if o.spares < 0 || o.spares > local.MaxSpares {
+		return fmt.Errorf("%w: --spares %d is not 0 to %d", errUsage, o.spares, local.MaxSpares)
 	}
 	if o.pingTimeout == 0 {
 		o.pingTimeout = o.pingAfter
@@ -131,7 +136,7 @@ func serve(ctx context.Context, o options) error {
 	if network.Gateway, err = netip.ParsePrefix(o.gateway); err != nil || !network.Gateway.Addr().Is4() {
 		return fmt.Errorf("%w: --gateway %q is not an IPv4 address with its prefix (e.g. 10.203.0.1/16)", errUsage, o.gateway)
 	}
-	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, EgressAdmit: admit, Log: log})
+	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, EgressAdmit: admit, Log: log, Spares: o.spares})
 	if err != nil {
 		return err
 	}

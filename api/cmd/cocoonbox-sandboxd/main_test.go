@@ -19,6 +19,11 @@ func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
 	if err := run([]string{"stray"}); !errors.Is(err, errUsage) {
 		t.Fatalf("a stray argument: %v", err)
 	}
+	for _, n := range []string{"-1", "9"} {
+		if err := run([]string{"--spares", n}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--spares "+n+" is not 0 to 8") {
+			t.Fatalf("--spares %s: %v", n, err)
+		}
+	}
 	short := filepath.Join(t.TempDir(), "token")
 	if err := os.WriteFile(short, []byte("short\n"), 0o600); err != nil {
 		t.Fatal(err)
