@@ -39,28 +39,7 @@ func TestCreateRunsWithTheIdentityTheHostnameAndTheJournal(t *testing.T) {
 		if b.State != Running || b.Incarnation != 1 || b.UserID != user {
 			t.Fatalf("box %+v: want running, incarnation 1, of %s", b, user)
 		}
-		rec, err := identity.Parse([]byte(sh(t, b.ID, "cat "+identity.Path)))
-		if err != nil {
-			t.Fatalf("%s: the identity in the box: %v", b.Name, err)
-		}
-		pub := ed25519.NewKeyFromSeed(b.seed).Public().(ed25519.PublicKey)
-		if rec.BoxID != b.ID || rec.Name != b.Name || rec.WakeID != b.WakeID || rec.KeyID != identity.KeyID(pub) ||
-			rec.PublicKey != identity.EncodePublicKey(pub) {
-			t.Fatalf("%s: the identity in the box is %+v; the api's box is %s %s wake %s", b.Name, rec, b.ID, b.Name, b.WakeID)
-		}
-		hostname(t, b.ID, b.Name)
-		// The claim env entries (guest/vault's sources) are in /run/silkd.env.
-		if env := sh(t, b.ID, "cat /run/silkd.env"); !strings.Contains(env, "COCOONBOX_VAULT=") || !strings.Contains(env, "COCOONBOX_CONNECT=") {
-			t.Fatalf("%s: /run/silkd.env holds %q", b.Name, env)
-		}
-		if mid := strings.TrimSpace(sh(t, b.ID, "cat /etc/machine-id")); mid != b.MachineID {
-			t.Fatalf("%s: /etc/machine-id %q, the api recorded %q", b.Name, mid, b.MachineID)
-		}
-		sh(t, b.ID, "systemd-cat -t boxes-test echo under-the-machine-id; journalctl --flush")
-		out := sh(t, b.ID, "ls /var/log/journal/"+b.MachineID+" && journalctl -t boxes-test _MACHINE_ID="+b.MachineID+" -o cat")
-		if !strings.Contains(out, "under-the-machine-id") {
-			t.Fatalf("%s: the journal under /var/log/journal/%s: %s", b.Name, b.MachineID, out)
-		}
+		hasItsIdentity(t, b)
 	}
 	// Each user sees only their own box.
 	for user, b := range got {
@@ -115,4 +94,34 @@ func watchAll(t *testing.T, e *env, user, boxID string) (<-chan *controlv1.BoxEv
 		t.Fatal(err)
 	}
 	return ch, cancel
+}
+
+// hasItsIdentity checks a running box against the api's record: the
+// identity the api wrote (its box id, its own ed25519 key and key_id, its
+// name and wake id), the hostname from its name, the claim env, and the
+// journal under the machine id the api recorded.
+func hasItsIdentity(t *testing.T, b *Box) {
+	t.Helper()
+	rec, err := identity.Parse([]byte(sh(t, b.ID, "cat "+identity.Path)))
+	if err != nil {
+		t.Fatalf("%s: the identity in the box: %v", b.Name, err)
+	}
+	pub := ed25519.NewKeyFromSeed(b.seed).Public().(ed25519.PublicKey)
+	if rec.BoxID != b.ID || rec.Name != b.Name || rec.WakeID != b.WakeID || rec.KeyID != identity.KeyID(pub) ||
+		rec.PublicKey != identity.EncodePublicKey(pub) {
+		t.Fatalf("%s: the identity in the box is %+v; the api's box is %s %s wake %s", b.Name, rec, b.ID, b.Name, b.WakeID)
+	}
+	hostname(t, b.ID, b.Name)
+	// The claim env entries (guest/vault's sources) are in /run/silkd.env.
+	if env := sh(t, b.ID, "cat /run/silkd.env"); !strings.Contains(env, "COCOONBOX_VAULT=") || !strings.Contains(env, "COCOONBOX_CONNECT=") {
+		t.Fatalf("%s: /run/silkd.env holds %q", b.Name, env)
+	}
+	if mid := strings.TrimSpace(sh(t, b.ID, "cat /etc/machine-id")); mid != b.MachineID {
+		t.Fatalf("%s: /etc/machine-id %q, the api recorded %q", b.Name, mid, b.MachineID)
+	}
+	sh(t, b.ID, "systemd-cat -t boxes-test echo under-the-machine-id; journalctl --flush")
+	out := sh(t, b.ID, "ls /var/log/journal/"+b.MachineID+" && journalctl -t boxes-test _MACHINE_ID="+b.MachineID+" -o cat")
+	if !strings.Contains(out, "under-the-machine-id") {
+		t.Fatalf("%s: the journal under /var/log/journal/%s: %s", b.Name, b.MachineID, out)
+	}
 }

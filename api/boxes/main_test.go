@@ -59,7 +59,7 @@ func setUp(ctx context.Context, image string) error {
 	}
 	var err error
 	sup, err = local.New(ctx, local.Config{StateDir: filepath.Join(testRoot, "state"), Images: images,
-		Network: testNetwork(), EgressHosts: []string{"deb.debian.org"}, DefaultMaxClaims: 1000,
+		Network: testNetwork(), EgressHosts: []string{"deb.debian.org"}, DefaultMaxClaims: 1000, Spares: 1,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return err

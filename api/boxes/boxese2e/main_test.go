@@ -30,6 +30,9 @@ var (
 	socket   = filepath.Join(root, "sandboxd.sock")
 	sandboxd *wire.Client
 	v1       = "cbdesk:v1-base"
+	// v2 is the catalog's newest base image (localtest.Catalog), the one
+	// an in-process supervisor keeps spares of.
+	v2 = "cbdesk:v2-base"
 )
 
 func TestMain(m *testing.M) {

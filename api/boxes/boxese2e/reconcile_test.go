@@ -1,8 +1,14 @@
 package boxese2e
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -11,6 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -44,22 +51,42 @@ func TestAMachineWithNoRowIsDeletedAtStart(t *testing.T) {
 // The api with its supervisor in process, killed: the boxes stop with it
 // (the next supervisor clears what the dead one left), so the restarted
 // api finds each box's machine stopped, marks the box failed, and Ensure
-// boots it again as a new incarnation.
+// boots it again as a new incarnation. The box was made from one of the
+// supervisor's spares (docs/box-lifecycle.md, Spares), and neither it nor
+// the pool's spares outlive the kill: the next supervisor ends their
+// processes and removes their cgroups and disks.
 func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem(t *testing.T) {
 	e := newEnv(t)
-	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.213.0.1/16}\n",
-		filepath.Join(root, "images"), filepath.Join(root, "local-state"))
+	state := filepath.Join(root, "local-state")
+	inProcess := fmt.Sprintf("sandbox:\n  local: {images: %q, state_dir: %q, bridge: cbboxes2, gateway: 10.213.0.1/16, spares: 1}\n",
+		filepath.Join(root, "images"), state)
 	a := e.startWith(inProcess)
 	tok := e.user(a, "local", 1)
 	c := e2e.Boxes(a.URL, tok)
-	r, err := c.Create(e.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: rid(), Name: "inproc", Image: v1}))
+	spare := bootedSpare(t, state)
+	r, err := c.Create(e.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: rid(), Name: "inproc", Image: v2}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	e.done(c, r.Msg)
+	if _, err := os.Stat(filepath.Join(state, "spares", spare)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the create did not take the spare %s: %v", spare, err)
+	}
+	left, _ := os.ReadDir(filepath.Join(state, "spares"))
+	names := []string{spare}
+	for _, l := range left {
+		names = append(names, l.Name())
+	}
 	a.Kill()
 	a = e.startWith(inProcess)
 	c = e2e.Boxes(a.URL, tok)
+	for _, n := range names {
+		for _, d := range []string{"/sys/fs/cgroup/unified/cbsbx-" + n, "/sys/fs/cgroup/systemd/cbsbx-" + n, "/sys/fs/cgroup/cbsbx-" + n, filepath.Join(state, "spares", n)} {
+			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("the killed api's spare %s left %s: %v", n, d, err)
+			}
+		}
+	}
 	// The restarted api's reconcile runs beside its serving: wait for it
 	// (a loaded host read running before it ran).
 	box.Eventually(t, time.Minute, "the box failed after the kill", func() (bool, string) {
@@ -83,4 +110,33 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 		t.Fatal(err)
 	}
 	e.done(c, dr.Msg)
+}
+
+// bootedSpare waits until the in-process supervisor whose state is state
+// holds a spare whose systemd has finished its boot, and answers its name.
+func bootedSpare(t *testing.T, state string) string {
+	t.Helper()
+	var name string
+	box.Eventually(t, 2*time.Minute, "a booted spare", func() (bool, string) {
+		entries, _ := os.ReadDir(filepath.Join(state, "spares"))
+		for _, en := range entries {
+			data, err := os.ReadFile(filepath.Join("/run/cocoonbox-sandboxd/cbboxes2", en.Name()+".json"))
+			var rec struct{ NSpawn int }
+			if err != nil || json.Unmarshal(data, &rec) != nil {
+				continue
+			}
+			leader := nspawn.Leader(rec.NSpawn)
+			if leader == 0 {
+				continue
+			}
+			// Booted, and its claim env written: the pool holds it from then.
+			out, _ := exec.Command("nsenter", "-t", strconv.Itoa(leader), "-a", "sh", "-c", "systemctl is-system-running; test -e /run/silkd.env && echo claimed").Output()
+			if st := strings.Fields(string(out)); len(st) == 2 && (st[0] == "running" || st[0] == "degraded") {
+				name = en.Name()
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d spare disks", len(entries))
+	})
+	return name
 }
