@@ -43,9 +43,8 @@ func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("DELETE /cb/api/agents/{id}", c.session.Calls(c.revoke))
 	mux.Handle("POST /cb/api/agents/seen", c.session.Calls(c.seen))
 	// The page, without a session the console's sign-in, which comes back
-	// here; never stored, never framed by another site.
-	mux.Handle("GET /cb/agents", c.session.Page("/cb/agents", agentsPage,
-		http.Header{"Cache-Control": {"no-store"}, "Content-Security-Policy": {"frame-ancestors 'none'"}}))
+	// here (never stored, never framed: console.SessionUser.Page).
+	mux.Handle("GET /cb/agents", c.session.Page("/cb/agents", agentsPage, nil))
 }
 
 // Notice is the home page's notice for userID: the grants not yet seen

@@ -36,9 +36,11 @@ func (s SessionUser) Calls(h func(w http.ResponseWriter, r *http.Request, userID
 }
 
 // Page serves html, the section's page at path, to a signed-in user; it
-// is never framed (X-Frame-Options), and header adds the section's own
-// headers to it. Without a session it sends the browser to the console's
-// sign-in, which comes back to path.
+// is never framed (X-Frame-Options, and CSP frame-ancestors for browsers
+// that read only that) nor stored (a shared machine's cache keeps no
+// signed-in page), and header adds the section's own headers to it.
+// Without a session it sends the browser to the console's sign-in, which
+// comes back to path.
 func (s SessionUser) Page(path string, html []byte, header http.Header) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, ok := s(r); !ok {
@@ -47,6 +49,8 @@ func (s SessionUser) Page(path string, html []byte, header http.Header) http.Han
 		}
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
+		w.Header().Set("Cache-Control", "no-store")
 		for k, vs := range header {
 			for _, v := range vs {
 				w.Header().Add(k, v)
