@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"connectrpc.com/connect"
@@ -161,4 +162,34 @@ func ExitCode(err error) int {
 		return -1
 	}
 	return 0
+}
+
+// BootedSpare waits until the in-process supervisor whose state directory
+// is stateDir, on bridge, holds a spare (docs/box-lifecycle.md, Spares)
+// whose systemd has finished its boot and whose claim env is written (the
+// pool holds it from then), and answers the spare's name.
+func BootedSpare(ctx context.Context, stateDir, bridge string) (string, error) {
+	var name string
+	err := wait.Until(2*time.Minute, "a booted spare in "+stateDir, func() (bool, string) {
+		entries, _ := os.ReadDir(filepath.Join(stateDir, "spares"))
+		for _, en := range entries {
+			data, err := os.ReadFile(filepath.Join("/run/cocoonbox-sandboxd", bridge, en.Name()+".json"))
+			var rec struct{ NSpawn int }
+			if err != nil || json.Unmarshal(data, &rec) != nil {
+				continue
+			}
+			leader := nspawn.Leader(rec.NSpawn)
+			if leader == 0 {
+				continue
+			}
+			out, _ := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(leader), "-a", "sh", "-c",
+				"systemctl is-system-running; test -e /run/silkd.env && echo claimed").Output()
+			if st := strings.Fields(string(out)); len(st) == 2 && (st[0] == "running" || st[0] == "degraded") {
+				name = en.Name()
+				return true, ""
+			}
+		}
+		return false, fmt.Sprintf("%d spare disks, none booted", len(entries))
+	})
+	return name, err
 }

@@ -1,14 +1,10 @@
 package boxese2e
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,7 +13,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/e2e"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 
@@ -63,7 +58,10 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 	a := e.startWith(inProcess)
 	tok := e.user(a, "local", 1)
 	c := e2e.Boxes(a.URL, tok)
-	spare := bootedSpare(t, state)
+	spare, err := e2e.BootedSpare(e.ctx, state, "cbboxes2")
+	if err != nil {
+		t.Fatal(err)
+	}
 	r, err := c.Create(e.ctx, connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: rid(), Name: "inproc", Image: v2}))
 	if err != nil {
 		t.Fatal(err)
@@ -110,33 +108,4 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 		t.Fatal(err)
 	}
 	e.done(c, dr.Msg)
-}
-
-// bootedSpare waits until the in-process supervisor whose state is state
-// holds a spare whose systemd has finished its boot, and answers its name.
-func bootedSpare(t *testing.T, state string) string {
-	t.Helper()
-	var name string
-	box.Eventually(t, 2*time.Minute, "a booted spare", func() (bool, string) {
-		entries, _ := os.ReadDir(filepath.Join(state, "spares"))
-		for _, en := range entries {
-			data, err := os.ReadFile(filepath.Join("/run/cocoonbox-sandboxd/cbboxes2", en.Name()+".json"))
-			var rec struct{ NSpawn int }
-			if err != nil || json.Unmarshal(data, &rec) != nil {
-				continue
-			}
-			leader := nspawn.Leader(rec.NSpawn)
-			if leader == 0 {
-				continue
-			}
-			// Booted, and its claim env written: the pool holds it from then.
-			out, _ := exec.Command("nsenter", "-t", strconv.Itoa(leader), "-a", "sh", "-c", "systemctl is-system-running; test -e /run/silkd.env && echo claimed").Output()
-			if st := strings.Fields(string(out)); len(st) == 2 && (st[0] == "running" || st[0] == "degraded") {
-				name = en.Name()
-				return true, ""
-			}
-		}
-		return false, fmt.Sprintf("%d spare disks", len(entries))
-	})
-	return name
 }
