@@ -79,7 +79,7 @@ func TestAnAPIKilledWithItsLocalSupervisorLeavesItsBoxesFailedAndEnsureBootsThem
 	a = e.startWith(inProcess)
 	c = e2e.Boxes(a.URL, tok)
 	for _, n := range names {
-		for _, d := range []string{"/sys/fs/cgroup/unified/cbsbx-" + n, "/sys/fs/cgroup/systemd/cbsbx-" + n, "/sys/fs/cgroup/cbsbx-" + n, filepath.Join(state, "spares", n)} {
+		for _, d := range []string{"/sys/fs/cgroup/unified/cbsbx-" + n, "/sys/fs/cgroup/systemd/cbsbx-" + n, "/sys/fs/cgroup/cbsbx-" + n, filepath.Join(state, "spares", n), "/run/netns/cbboxes2-" + n} {
 			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
 				t.Errorf("the killed api's spare %s left %s: %v", n, d, err)
 			}

@@ -115,7 +115,7 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 		return nil, err
 	}
 	r.machineID = mid
-	if r.cg, err = nspawn.MakeCgroups("cbsbx-" + m.ID); err != nil {
+	if r.cg, err = nspawn.MakeCgroups(cgroupName(m.ID)); err != nil {
 		undo()
 		return nil, err
 	}
@@ -370,21 +370,26 @@ func (s *Supervisor) clearLeftovers() {
 		if comm, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", c.NSpawn)); strings.TrimSpace(string(comm)) == "systemd-nspawn" {
 			_ = syscall.Kill(c.NSpawn, syscall.SIGKILL)
 		}
-		cg := nspawn.Cgroups{Dirs: c.Cgroups, Unified: c.Unified}
-		if cg.Unified != "" {
-			// A frozen leftover would hold cgroup.kill's victims until thawed.
-			_ = os.WriteFile(filepath.Join(cg.Unified, "payload", "cgroup.freeze"), []byte("0"), 0o644)
-			cg.Kill()
-			deadline := time.Now().Add(10 * time.Second)
-			for !cg.Empty() && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-		}
-		cg.Remove()
+		clearCgroups(nspawn.Cgroups{Dirs: c.Cgroups, Unified: c.Unified})
 		_ = unix.Unmount(c.Root, unix.MNT_DETACH)
 		s.cfg.Network.unplug(c.Link)
 		os.Remove(p)
 	}
+}
+
+// clearCgroups ends what a leftover machine's cgroups hold and removes
+// them.
+func clearCgroups(cg nspawn.Cgroups) {
+	if cg.Unified != "" {
+		// A frozen leftover would hold cgroup.kill's victims until thawed.
+		_ = os.WriteFile(filepath.Join(cg.Unified, "payload", "cgroup.freeze"), []byte("0"), 0o644)
+		cg.Kill()
+		deadline := time.Now().Add(10 * time.Second)
+		for !cg.Empty() && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	cg.Remove()
 }
 
 // runIn runs a short command through a door and returns its stdout and
@@ -411,3 +416,7 @@ func runIn(ctx context.Context, d Door, req sandbox.ExecRequest, stdin io.Reader
 	}
 	return out.String(), st, err
 }
+
+// cgroupName is the name of machine id's cgroups under the supervisor's
+// own, in each hierarchy.
+func cgroupName(id string) string { return "cbsbx-" + id }

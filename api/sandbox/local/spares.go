@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/cocoonbox/cocoonbox/internal/steps"
 	"golang.org/x/sys/unix"
 )
@@ -272,12 +274,22 @@ func (s *Supervisor) killSpare(sp *spare) {
 	os.RemoveAll(sp.m.dir)
 }
 
-// clearSpareDisks removes the spares' disks a crashed supervisor left
-// (after clearLeftovers unmounted their roots).
+// clearSpareDisks removes what a crashed supervisor's spares left after
+// clearLeftovers: a spare killed while it booted, before its crash record
+// was written, left its network namespace, veth and cgroups, which its
+// name finds (a box's next boot of the same id clears its own, but a
+// spare's name never comes again), and every spare left its disk.
 func (s *Supervisor) clearSpareDisks() error {
 	dir := filepath.Join(s.cfg.StateDir, "spares")
 	entries, _ := os.ReadDir(dir)
 	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), spareIDPrefix) {
+			ns, veth, _ := linkNames(s.cfg.Network.Bridge, e.Name())
+			s.cfg.Network.unplug(boxLink{NetNS: ns, Veth: veth})
+			if cg, err := nspawn.MakeCgroups(cgroupName(e.Name())); err == nil {
+				clearCgroups(cg)
+			}
+		}
 		_ = unix.Unmount(filepath.Join(dir, e.Name(), "root"), unix.MNT_DETACH)
 		if err := os.RemoveAll(filepath.Join(dir, e.Name())); err != nil {
 			return fmt.Errorf("spares: remove a crashed run's %s: %w", e.Name(), err)

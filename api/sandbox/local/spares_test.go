@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"golang.org/x/sys/unix"
 )
 
@@ -34,11 +35,27 @@ func spareSup(t *testing.T) *Supervisor {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		var cgs []string
+		s.mu.Lock()
+		for _, list := range s.spares {
+			for _, sp := range list {
+				cgs = append(cgs, sp.r.cg.Dirs...)
+			}
+		}
+		s.mu.Unlock()
 		if err := s.Close(); err != nil {
 			t.Errorf("close: %v", err)
 		}
 		if left, _ := os.ReadDir(filepath.Join(state, "spares")); len(left) != 0 {
 			t.Errorf("Close left %d spare disks in %s", len(left), state)
+		}
+		if left, _ := filepath.Glob("/run/netns/cbspare0-*"); len(left) != 0 {
+			t.Errorf("Close left the network namespaces %v", left)
+		}
+		for _, d := range cgs {
+			if _, err := os.Stat(d); !errors.Is(err, os.ErrNotExist) {
+				t.Errorf("Close left the spare's cgroup %s: %v", d, err)
+			}
 		}
 		os.RemoveAll(state)
 	})
@@ -244,5 +261,50 @@ func TestAMachineIDCannotBeASparesName(t *testing.T) {
 	var inv *sandbox.InvalidError
 	if !errors.As(err, &inv) || inv.Field != "spec.id" {
 		t.Fatalf("create spare-0123: %v; want spec.id invalid", err)
+	}
+}
+
+// A spare killed while it booted, before its crash record was written
+// (the api killed just after a create took a spare: the replacement was
+// booting), left its network namespace, veth, cgroups and disk, which no
+// crash record names; the next supervisor on the state clears them by the
+// spare's name.
+func TestASpareKilledBeforeItsCrashRecordLeavesNothingAfterTheNextStart(t *testing.T) {
+	state := filepath.Join(testRoot, "state-spare-mid-boot")
+	cfg := Config{
+		StateDir: state, Images: filepath.Join(testRoot, "images"),
+		Network: Network{Bridge: "cbspare0", Gateway: netip.MustParsePrefix("10.206.0.1/16"), Ports: DefaultNetwork().Ports},
+		Log:     slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	s, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := spareIDPrefix + "0123456789ab"
+	if err := os.MkdirAll(filepath.Join(state, "spares", id, "upper"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := cfg.Network.addressAt(2)
+	link, err := cfg.Network.plug(id, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cg, err := nspawn.MakeCgroups(cgroupName(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s, err = New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	for _, p := range append([]string{netnsPath(link.NetNS), "/sys/class/net/" + link.Veth, filepath.Join(state, "spares", id)}, cg.Dirs...) {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s is left: %v", p, err)
+		}
 	}
 }
