@@ -64,7 +64,14 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	if took || err != nil {
 		return err
 	}
+	s.mu.Lock()
+	s.booting++
+	s.mu.Unlock()
 	r, err := s.start(ctx, m, first)
+	s.mu.Lock()
+	s.booting--
+	s.mu.Unlock()
+	s.kickSpares() // the pool waited for this boot
 	if err != nil {
 		return err
 	}

@@ -168,11 +168,12 @@ func (s *Supervisor) fillSpares() {
 			continue
 		}
 		for {
-			s.mu.Lock()
-			n := len(s.spares[img.Ref])
-			s.mu.Unlock()
-			if n >= s.cfg.Spares {
+			lack, yield := s.lacks(img.Ref)
+			if !lack {
 				break
+			}
+			if yield {
+				return
 			}
 			if err := s.bootSpare(img.Ref); err != nil {
 				select {
@@ -184,6 +185,17 @@ func (s *Supervisor) fillSpares() {
 			}
 		}
 	}
+}
+
+// lacks answers whether the pool holds fewer spares of image than
+// Config.Spares, and whether it must yield for now to a machine booting
+// itself: a box's boot comes first (a burst of creates is not slowed by
+// the refills, nor an api's first create by its pool's first boots), and
+// its end kicks the pool.
+func (s *Supervisor) lacks(image string) (lack, yield bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.spares[image]) < s.cfg.Spares, s.booting > 0
 }
 
 // bootSpare boots one spare of image into the pool and watches it.

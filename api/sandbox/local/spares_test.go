@@ -308,3 +308,21 @@ func TestASpareKilledBeforeItsCrashRecordLeavesNothingAfterTheNextStart(t *testi
 		}
 	}
 }
+
+// The pool boots no spare while a machine boots itself (a burst of
+// creates, or an api's first create beside its pool's first boots, would
+// share the cores with the refills).
+func TestThePoolYieldsToAMachineBootingItself(t *testing.T) {
+	s := &Supervisor{cfg: Config{Spares: 1}, spares: map[string][]*spare{}}
+	if lack, yield := s.lacks(v2); !lack || yield {
+		t.Fatalf("an empty pool, nothing booting: lack %v yield %v", lack, yield)
+	}
+	s.booting = 1
+	if lack, yield := s.lacks(v2); !lack || !yield {
+		t.Fatalf("an empty pool, a machine booting: lack %v yield %v", lack, yield)
+	}
+	s.spares[v2] = []*spare{{}}
+	if lack, _ := s.lacks(v2); lack {
+		t.Fatal("a full pool lacks a spare")
+	}
+}

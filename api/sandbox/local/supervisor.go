@@ -95,6 +95,9 @@ type Supervisor struct {
 	spares     map[string][]*spare
 	spareKick  chan struct{}
 	sparesDone chan struct{}
+	// booting counts the machines booting themselves (s.mu): the pool
+	// boots no spare while one does.
+	booting int
 }
 
 var _ sandbox.Supervisor = (*Supervisor)(nil)
