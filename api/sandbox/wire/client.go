@@ -77,14 +77,26 @@ func ClientTLS(caFile string) (*tls.Config, error) {
 	return &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS13}, nil
 }
 
+// ClientIdle is how long the client keeps a connection with no open call:
+// under the daemon's own idle timeout (cocoonbox-sandboxd --idle-timeout,
+// 5 min by default), so the client drops an idle connection before the
+// daemon closes it. The other way round, a call can go out on a
+// connection the daemon is closing: a graceful GOAWAY crossing it (which
+// open sends again), or, when the close is quicker than the GOAWAY is
+// read, "write: broken pipe", which says nothing of whether the daemon
+// saw the call and so cannot be sent again (TestWireExecStreamsExitStatusesAndSilence
+// failed so on a loaded host, its daemon's idle timeout at 500 ms).
+const ClientIdle = time.Minute
+
 // transport is an HTTP/2 transport (its Protocols empty: the caller says
-// which) with the wire's windows and pings.
+// which) with the wire's windows, pings and idle timeout.
 func transport(pingAfter time.Duration) *http.Transport {
 	if pingAfter == 0 {
 		pingAfter = 15 * time.Second
 	}
-	return &http.Transport{Protocols: new(http.Protocols), HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter,
-		MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window}}
+	return &http.Transport{Protocols: new(http.Protocols), IdleConnTimeout: ClientIdle,
+		HTTP2: &http.HTTP2Config{SendPingTimeout: pingAfter, PingTimeout: pingAfter,
+			MaxReceiveBufferPerStream: Window, MaxReceiveBufferPerConnection: Window}}
 }
 
 func withToken(t *http.Transport, token string) *http.Client {

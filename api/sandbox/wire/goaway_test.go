@@ -69,3 +69,57 @@ func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
 		t.Fatalf("the server ran %d commands for %d Execs", got, n)
 	}
 }
+
+// The client drops a connection idle for ClientIdle itself, so a daemon
+// with a longer idle timeout never closes one under a new call (a call
+// crossing the daemon's close failed with "write: broken pipe", which
+// cannot be sent again: TestWireExecStreamsExitStatusesAndSilence on a
+// loaded host).
+func TestTheClientDropsAnIdleConnectionBeforeTheDaemonDoes(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := &execCounter{}
+	mux := http.NewServeMux()
+	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
+	var protocols http.Protocols
+	protocols.SetUnencryptedHTTP2(true)
+	var conns atomic.Int64
+	closed := make(chan struct{}, 8)
+	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: time.Hour, ConnState: func(_ net.Conn, st http.ConnState) {
+		switch st {
+		case http.StateNew:
+			conns.Add(1)
+		case http.StateClosed:
+			closed <- struct{}{}
+		}
+	}}
+	go srv.Serve(ln)
+	defer srv.Close()
+	hc := H2CClient("", "", time.Minute)
+	if got := hc.Transport.(*http.Transport).IdleConnTimeout; got != ClientIdle {
+		t.Fatalf("the client's idle timeout is %s, not ClientIdle", got)
+	}
+	hc.Transport.(*http.Transport).IdleConnTimeout = 50 * time.Millisecond
+	c := NewClient(hc, "http://"+ln.Addr().String())
+	run := func() {
+		p, err := c.Exec(context.Background(), "m", sandbox.ExecRequest{Args: []string{"true"}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := p.Wait(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run()
+	select {
+	case <-closed: // the client closed it, the server's timeout an hour away
+	case <-time.After(time.Minute):
+		t.Fatal("the idle connection was never closed")
+	}
+	run()
+	if got := conns.Load(); got != 2 {
+		t.Fatalf("%d connections for two calls with the first closed idle", got)
+	}
+}

@@ -92,6 +92,8 @@ func startDaemon(_ context.Context, base string) error {
 	// write: broken pipe): the silence test is about pings sent, not how
 	// fast they come back.
 	hc.Transport.(bearer).next.(*http.Transport).HTTP2.PingTimeout = time.Minute
+	// Under the daemon's idle timeout, as ClientIdle is under its default.
+	hc.Transport.(bearer).next.(*http.Transport).IdleConnTimeout = 100 * time.Millisecond
 	client = NewClient(hc, "https://"+addr)
 	// The daemon waits for the bridge while another supervisor holds it.
 	return wait.Until(5*time.Minute, "the daemon answering Images", func() (bool, string) {
