@@ -33,6 +33,24 @@ func (e *execCounter) Exec(ctx context.Context, s *connect.BidiStream[sandboxv1.
 	return s.Send(&sandboxv1.ExecResponse{Msg: &sandboxv1.ExecResponse_Exit{Exit: &sandboxv1.ExitStatus{}}})
 }
 
+// fakeDaemon serves fake as a sandboxd on srv (its timeouts and hooks
+// set; h2c) on a loopback port until the test ends, and answers the
+// address.
+func fakeDaemon(t *testing.T, fake sandboxv1connect.SandboxHandler, srv *http.Server) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
+	srv.Handler, srv.Protocols = mux, new(http.Protocols)
+	srv.Protocols.SetUnencryptedHTTP2(true)
+	go srv.Serve(ln)
+	t.Cleanup(func() { srv.Close() })
+	return ln.Addr().String()
+}
+
 // CI failed once with "sandboxd exec: http2: Transport: cannot retry err
 // [http2: Transport received Server's graceful shutdown GOAWAY] after
 // Request.Body was written": the daemon's idle timeout closed the
@@ -41,19 +59,9 @@ func (e *execCounter) Exec(ctx context.Context, s *connect.BidiStream[sandboxv1.
 // around it (the sleeps are the sweep, nothing is waited on): each
 // succeeds, and each runs once.
 func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake := &execCounter{}
-	mux := http.NewServeMux()
-	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
-	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: 5 * time.Millisecond}
-	go srv.Serve(ln)
-	defer srv.Close()
-	c := NewClient(H2CClient("", "", time.Minute), "http://"+ln.Addr().String())
+	addr := fakeDaemon(t, fake, &http.Server{IdleTimeout: 5 * time.Millisecond})
+	c := NewClient(H2CClient("", "", time.Minute), "http://"+addr)
 	const n = 300
 	for i := range n {
 		time.Sleep(time.Duration(i%12) * 500 * time.Microsecond)
@@ -76,33 +84,22 @@ func TestAnExecCrossingTheServersIdleCloseIsSentAgainAndRunsOnce(t *testing.T) {
 // cannot be sent again: TestWireExecStreamsExitStatusesAndSilence on a
 // loaded host).
 func TestTheClientDropsAnIdleConnectionBeforeTheDaemonDoes(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fake := &execCounter{}
-	mux := http.NewServeMux()
-	mux.Handle(sandboxv1connect.NewSandboxHandler(fake))
-	var protocols http.Protocols
-	protocols.SetUnencryptedHTTP2(true)
 	var conns atomic.Int64
 	closed := make(chan struct{}, 8)
-	srv := &http.Server{Handler: mux, Protocols: &protocols, IdleTimeout: time.Hour, ConnState: func(_ net.Conn, st http.ConnState) {
+	addr := fakeDaemon(t, &execCounter{}, &http.Server{IdleTimeout: time.Hour, ConnState: func(_ net.Conn, st http.ConnState) {
 		switch st {
 		case http.StateNew:
 			conns.Add(1)
 		case http.StateClosed:
 			closed <- struct{}{}
 		}
-	}}
-	go srv.Serve(ln)
-	defer srv.Close()
+	}})
 	hc := H2CClient("", "", time.Minute)
 	if got := hc.Transport.(*http.Transport).IdleConnTimeout; got != ClientIdle {
 		t.Fatalf("the client's idle timeout is %s, not ClientIdle", got)
 	}
 	hc.Transport.(*http.Transport).IdleConnTimeout = 50 * time.Millisecond
-	c := NewClient(hc, "http://"+ln.Addr().String())
+	c := NewClient(hc, "http://"+addr)
 	run := func() {
 		p, err := c.Exec(context.Background(), "m", sandbox.ExecRequest{Args: []string{"true"}})
 		if err != nil {
