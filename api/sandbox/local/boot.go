@@ -97,7 +97,7 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	if err != nil {
 		return nil, err
 	}
-	r := &running{}
+	r := &running{name: m.ID}
 	undo := func() { s.teardown(m, r) }
 	netted := steps.Begin(ctx, "boot.net")
 	if r.addrOff, err = s.leaseAddress(m.ID); err != nil {
@@ -340,6 +340,7 @@ func (s *Supervisor) kill(m *machine) {
 func (s *Supervisor) teardown(m *machine, r *running) {
 	r.cg.Kill()
 	r.cg.Remove()
+	clearNspawnRun(r.name, filepath.Join(m.dir, "root"))
 	_ = unmountRoot(m.dir)
 	s.cfg.Network.unplug(r.link)
 	if r.addrOff != 0 {
@@ -351,6 +352,21 @@ func (s *Supervisor) teardown(m *machine, r *running) {
 		m.run = nil
 	}
 	m.mu.Unlock()
+}
+
+// clearNspawnRun removes what systemd-nspawn keeps under /run for machine
+// name booted on root: its mount propagation directory and its lock on the
+// root's inode. nspawn removes them when it ends cleanly, but a killed one
+// (Delete, a dropped spare) leaves them, and a spare's name never comes
+// back: thousands piled up on a test host.
+func clearNspawnRun(name, root string) {
+	if name != "" {
+		_ = os.RemoveAll(filepath.Join("/run/systemd/nspawn/propagate", name))
+	}
+	var st unix.Stat_t
+	if unix.Stat(root, &st) == nil {
+		_ = os.Remove(fmt.Sprintf("/run/systemd/nspawn/locks/inode-%d:%d", st.Dev, st.Ino))
+	}
 }
 
 func (s *Supervisor) writeCrashRecord(c crashRecord) error {

@@ -43,6 +43,9 @@ type machine struct {
 
 // running is a booted machine's host side.
 type running struct {
+	// name is the machine name nspawn booted it under: its machine's id,
+	// or the spare's it was taken over from.
+	name    string
 	nspawn  *exec.Cmd
 	exited  chan struct{}
 	exitErr error

@@ -58,11 +58,15 @@ func (s *Supervisor) takeSpare(ctx context.Context, m *machine, first []sandbox.
 	if _, err := os.Lstat(filepath.Join(m.dir, "upper")); !errors.Is(err, os.ErrNotExist) {
 		return false, nil // restored, cloned or booted before: its own disk
 	}
+	if ctx.Err() != nil {
+		return false, nil // the boot that follows answers it; no spare spent
+	}
 	sp := s.popSpare(m.Image)
 	if sp == nil {
 		return false, nil
 	}
-	defer s.kickSpares()
+	// The pool is woken by the take, or by the boot that follows a take
+	// that fell through (not before it: the pool yields to that boot).
 	done := steps.Begin(ctx, "boot.spare")
 	r := sp.r
 	select {
@@ -99,7 +103,14 @@ func (s *Supervisor) takeSpare(ctx context.Context, m *machine, first []sandbox.
 	done()
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.BootTimeout)
 	defer cancel()
+	defer s.kickSpares()
 	if err := s.early(ctx, m, r, first); err != nil {
+		// Ended before the teardown: a next Boot must not mount the disk
+		// while the old overlay lives in the dying box's mounts.
+		r.stopping = true
+		_ = unix.Kill(-r.nspawn.Process.Pid, unix.SIGKILL)
+		r.cg.Kill()
+		<-r.exited
 		s.teardown(m, r)
 		return true, fmt.Errorf("machine %s (a spare taken over): %w", m.ID, err)
 	}
@@ -129,8 +140,8 @@ func (s *Supervisor) kickSpares() {
 
 // keepSpares runs until Close: it boots spares one at a time until each
 // tier's newest image has Config.Spares of them, and stops those of any
-// other image; it looks at start, when kicked (a spare taken or gone), and
-// once a minute (a new image built).
+// other image; it looks at start, when kicked (a spare taken, a box's boot
+// ended), and once a minute (a new image built, a back-off over).
 func (s *Supervisor) keepSpares() {
 	defer close(s.sparesDone)
 	tick := time.NewTicker(time.Minute)
@@ -164,7 +175,7 @@ func (s *Supervisor) fillSpares() {
 	}
 	s.dropSpares(func(ref string) bool { return !wanted[ref] })
 	for _, img := range images {
-		if newest[img.Tier] != img.Ref {
+		if newest[img.Tier] != img.Ref || s.backingOff(img.Ref) {
 			continue
 		}
 		for {
@@ -178,13 +189,35 @@ func (s *Supervisor) fillSpares() {
 			if err := s.bootSpare(img.Ref); err != nil {
 				select {
 				case <-s.closing:
+					return
 				default:
-					s.cfg.Log.Warn("spares: a spare did not boot; the next try is in a minute", "image", img.Ref, "err", err)
 				}
-				return
+				s.cfg.Log.Warn("spares: a spare did not boot; this image's next try is in a minute", "image", img.Ref, "err", err)
+				s.backOff(img.Ref)
+				break // the other tiers' spares still boot
 			}
 		}
 	}
+}
+
+// spareRetry is how long the pool leaves an image alone after one of its
+// spares failed to boot or went down by itself, whatever wakes it: a
+// broken image, or an idle spare the OOM killer picks, would otherwise be
+// booted again at every create, a boot's CPU each time.
+const spareRetry = time.Minute
+
+// backOff leaves image's spares alone for spareRetry.
+func (s *Supervisor) backOff(image string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.spareRetryAt[image] = time.Now().Add(spareRetry)
+}
+
+// backingOff says whether image is left alone for now (backOff).
+func (s *Supervisor) backingOff(image string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return time.Now().Before(s.spareRetryAt[image])
 }
 
 // lacks answers whether the pool holds fewer spares of image than
@@ -231,8 +264,12 @@ func (s *Supervisor) bootSpare(image string) error {
 		return errors.New("supervisor closed")
 	}
 	s.spares[image] = append(s.spares[image], sp)
+	s.spareWatch.Add(1)
 	s.mu.Unlock()
-	go s.watchSpare(sp)
+	go func() {
+		defer s.spareWatch.Done()
+		s.watchSpare(sp)
+	}()
 	return nil
 }
 
@@ -254,10 +291,10 @@ func (s *Supervisor) watchSpare(sp *spare) {
 	if !pooled {
 		return
 	}
-	s.cfg.Log.Warn("spares: a spare went down by itself", "spare", sp.m.ID, "err", sp.r.exitErr)
+	s.cfg.Log.Warn("spares: a spare went down by itself; this image's next spare is in a minute", "spare", sp.m.ID, "err", sp.r.exitErr)
 	s.teardown(sp.m, sp.r)
 	os.RemoveAll(sp.m.dir)
-	s.kickSpares()
+	s.backOff(sp.m.Image)
 }
 
 // dropSpares stops the pooled spares whose image drop answers true.

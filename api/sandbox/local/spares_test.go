@@ -181,6 +181,11 @@ func TestABootOfAFreshMachineTakesOverASpareAndThePoolBootsAnother(t *testing.T)
 	if mounted(filepath.Join(dir, "root")) {
 		t.Error("the root is still mounted")
 	}
+	// nspawn's own directory under /run for the name it booted under (a
+	// killed nspawn leaves it, and a spare's name never comes back).
+	if _, err := os.Stat("/run/systemd/nspawn/propagate/" + sp.m.ID); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("nspawn's propagate directory of %s is left: %v", sp.m.ID, err)
+	}
 }
 
 func TestAMachineWithItsOwnDiskNeverTakesASpare(t *testing.T) {

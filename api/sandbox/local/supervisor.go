@@ -98,6 +98,12 @@ type Supervisor struct {
 	// booting counts the machines booting themselves (s.mu): the pool
 	// boots no spare while one does.
 	booting int
+	// spareRetryAt is when the pool may boot an image's spares again
+	// after a failure (s.mu; backOff).
+	spareRetryAt map[string]time.Time
+	// spareWatch counts the spares' watchers, whose teardowns Close waits
+	// for.
+	spareWatch sync.WaitGroup
 }
 
 var _ sandbox.Supervisor = (*Supervisor)(nil)
@@ -135,7 +141,8 @@ func New(ctx context.Context, cfg Config) (*Supervisor, error) {
 	}
 	s := &Supervisor{cfg: cfg, events: newEventLog(), byID: map[string]*machine{}, caps: map[string]int{},
 		addrs: map[int]string{}, closing: make(chan struct{}),
-		spares: map[string][]*spare{}, spareKick: make(chan struct{}, 1), sparesDone: make(chan struct{})}
+		spares: map[string][]*spare{}, spareKick: make(chan struct{}, 1), sparesDone: make(chan struct{}),
+		spareRetryAt: map[string]time.Time{}}
 	s.runDir = filepath.Join("/run/cocoonbox-sandboxd", cfg.Network.Bridge)
 	if err := os.MkdirAll(s.runDir, 0o700); err != nil {
 		return nil, err
@@ -274,6 +281,7 @@ func (s *Supervisor) Close() error {
 	}
 	wg.Wait()
 	<-s.sparesDone
+	s.spareWatch.Wait()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.proxy.Shutdown(ctx)
