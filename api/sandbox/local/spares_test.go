@@ -331,3 +331,46 @@ func TestThePoolYieldsToAMachineBootingItself(t *testing.T) {
 		t.Fatal("a full pool lacks a spare")
 	}
 }
+
+// A tier whose newest image cannot boot as a spare neither stops the other
+// tiers' spares nor is booted again at every wake of the pool: it is left
+// alone for spareRetry (a broken base image here, beside the desk one).
+func TestATierWhoseSpareCannotBootLeavesTheOtherTiersSpares(t *testing.T) {
+	deskRoot := os.Getenv("COCOONBOX_DESK_IMAGE")
+	if deskRoot == "" {
+		t.Fatal("needs $COCOONBOX_DESK_IMAGE, the desk image's root (make box-test sets it)")
+	}
+	dir := filepath.Join(testRoot, "images-broken-base")
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	broken := filepath.Join(dir, "cbdesk-v9-base")
+	if err := os.MkdirAll(filepath.Join(broken, "etc/cocoonbox"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(broken, "etc/cocoonbox/image"), []byte("cbdesk:v9\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(deskRoot, filepath.Join(dir, "cbdesk-v1-desk")); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(testRoot, "state-broken-base")
+	s, err := New(context.Background(), Config{
+		StateDir: state, Images: dir,
+		Network: Network{Bridge: "cbspare0", Gateway: netip.MustParsePrefix("10.206.0.1/16"), Ports: DefaultNetwork().Ports},
+		Spares:  1,
+		Log:     slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		os.RemoveAll(state)
+	})
+	pooled(t, s, "cbdesk:v1-desk", nil)
+	if !s.backingOff("cbdesk:v9-base") || s.SparesOf("cbdesk:v9-base") != 0 {
+		t.Fatal("the broken image is not left alone after its spare failed")
+	}
+	if s.backingOff("cbdesk:v1-desk") {
+		t.Fatal("the desk image is left alone")
+	}
+}
