@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/netip"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 	"golang.org/x/sys/unix"
 )
 
@@ -66,20 +68,19 @@ func spareSup(t *testing.T) *Supervisor {
 // answers it.
 func pooled(t *testing.T, s *Supervisor, image string, not *spare) *spare {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	var got *spare
+	wait.Eventually(t, 2*time.Minute, "a booted spare of "+image, func() (bool, string) {
 		s.mu.Lock()
-		list := s.spares[image]
-		s.mu.Unlock()
-		for _, sp := range list {
+		defer s.mu.Unlock()
+		for _, sp := range s.spares[image] {
 			if sp != not {
-				return sp
+				got = sp
+				return true, ""
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatalf("no spare of %s booted in 2 minutes", image)
-	return nil
+		return false, fmt.Sprintf("%d spares, none new", len(s.spares[image]))
+	})
+	return got
 }
 
 func mounted(path string) bool {
@@ -235,15 +236,11 @@ func TestASpareThatWentDownIsNeverHandedOut(t *testing.T) {
 	// Once the pool has seen it go (a box that dies after its Boot
 	// answered is watchExit's, as for any box).
 	<-dead.r.exited
-	deadline := time.Now().Add(time.Minute)
-	for gone := false; !gone; time.Sleep(10 * time.Millisecond) {
+	wait.Eventually(t, time.Minute, "the pool dropping the spare that went down", func() (bool, string) {
 		s.mu.Lock()
-		gone = !slices.Contains(s.spares[v2], dead)
-		s.mu.Unlock()
-		if time.Now().After(deadline) {
-			t.Fatal("the pool still holds the spare that went down")
-		}
-	}
+		defer s.mu.Unlock()
+		return !slices.Contains(s.spares[v2], dead), "still pooled"
+	})
 	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
 	if err != nil {
 		t.Fatal(err)
