@@ -66,6 +66,7 @@ func (s *Supervisor) boot(ctx context.Context, m *machine, first []sandbox.Comma
 	}
 	s.mu.Lock()
 	s.booting++
+	s.yieldSpare()
 	s.mu.Unlock()
 	r, err := s.start(ctx, m, first)
 	s.mu.Lock()

@@ -187,6 +187,9 @@ func (s *Supervisor) fillSpares() {
 				return
 			}
 			if err := s.bootSpare(img.Ref); err != nil {
+				if errors.Is(err, errSpareYielded) {
+					return // the box's boot kicks the pool at its end
+				}
 				select {
 				case <-s.closing:
 					return
@@ -224,26 +227,70 @@ func (s *Supervisor) backingOff(image string) bool {
 // Config.Spares, and whether it must yield for now to a machine booting
 // itself: a box's boot comes first (a burst of creates is not slowed by
 // the refills, nor an api's first create by its pool's first boots), and
-// its end kicks the pool.
+// its end kicks the pool. A spare already booting when a box starts to
+// boot is stopped (yieldSpare).
 func (s *Supervisor) lacks(image string) (lack, yield bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.spares[image]) < s.cfg.Spares, s.booting > 0
 }
 
-// bootSpare boots one spare of image into the pool and watches it.
+// spareBoot is a spare's boot under way: yieldSpare cancels it.
+type spareBoot struct {
+	id      string
+	image   string
+	cancel  context.CancelFunc
+	yielded bool // cancelled for a machine booting itself
+}
+
+// errSpareYielded is bootSpare's answer when a machine started to boot
+// itself before or while the spare booted.
+var errSpareYielded = errors.New("a machine is booting itself: the spare's boot waits for its end")
+
+// yieldSpare stops the spare the pool is booting, if any: a box that boots
+// itself (the second create of a burst, whose spare the first took, or a
+// restore) would otherwise share the cores with it, its own boot about
+// 0.5 s longer here, for a spare no one waits for. The pool boots it again
+// once no machine boots itself. The caller holds s.mu.
+func (s *Supervisor) yieldSpare() {
+	if b := s.spareBoot; b != nil {
+		b.yielded = true
+		b.cancel()
+		s.spareBoot = nil
+	}
+}
+
+// bootSpare boots one spare of image into the pool and watches it;
+// errSpareYielded when a machine boots itself (yieldSpare).
 func (s *Supervisor) bootSpare(image string) error {
 	var b [6]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return err
 	}
 	id := spareIDPrefix + hex.EncodeToString(b[:])
-	m := &machine{record: record{ID: id, Image: image, Created: time.Now().UTC()}, dir: filepath.Join(s.cfg.StateDir, "spares", id)}
-	if err := os.Mkdir(m.dir, 0o700); err != nil {
-		return err
-	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	boot := &spareBoot{id: id, image: image, cancel: cancel}
+	s.mu.Lock()
+	if s.booting > 0 {
+		s.mu.Unlock()
+		return errSpareYielded
+	}
+	s.spareBoot = boot
+	s.mu.Unlock()
+	yielded := func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.spareBoot == boot {
+			s.spareBoot = nil
+		}
+		return boot.yielded
+	}
+	m := &machine{record: record{ID: id, Image: image, Created: time.Now().UTC()}, dir: filepath.Join(s.cfg.StateDir, "spares", id)}
+	if err := os.Mkdir(m.dir, 0o700); err != nil {
+		yielded()
+		return err
+	}
 	go func() {
 		select {
 		case <-s.closing:
@@ -252,8 +299,12 @@ func (s *Supervisor) bootSpare(image string) error {
 		}
 	}()
 	r, err := s.start(ctx, m, nil)
-	if err != nil {
+	if y := yielded(); err != nil {
 		os.RemoveAll(m.dir)
+		if y {
+			s.cfg.Log.Debug("spares: a spare's boot stopped for a machine booting itself", "spare", id)
+			return errSpareYielded
+		}
 		return err
 	}
 	sp := &spare{m: m, r: r}

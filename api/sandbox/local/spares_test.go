@@ -83,6 +83,8 @@ func pooled(t *testing.T, s *Supervisor, image string, not *spare) *spare {
 	return got
 }
 
+func statErr(path string) error { _, err := os.Stat(path); return err }
+
 func mounted(path string) bool {
 	data, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(data), "\n") {
@@ -224,6 +226,57 @@ func TestAMachineWithItsOwnDiskNeverTakesASpare(t *testing.T) {
 	s.mu.Unlock()
 	if !still {
 		t.Error("the pool's spare is gone")
+	}
+}
+
+// A machine that boots itself stops the spare the pool is booting, which
+// the pool boots again after it: the second create of a burst (its spare
+// taken by the first, the replacement just begun) no longer shares the
+// cores with a spare no one waits for. Without yieldSpare the spare under
+// way finishes beside the box and is pooled.
+func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	pooled(t, s, v2, nil)
+	taker, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, taker.ID) })
+	if _, err := s.Boot(ctx, taker.ID); err != nil {
+		t.Fatal(err)
+	}
+	var stopped *spareBoot
+	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		stopped = s.spareBoot
+		return stopped != nil && stopped.image == v2, fmt.Sprintf("booting %+v", stopped)
+	})
+	// v1 is an image the pool keeps no spare of: this machine boots itself.
+	own, err := s.Create(ctx, sandbox.Spec{ID: newID("own"), Tenant: "tenant-s", Image: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, own.ID) })
+	if _, err := s.Boot(ctx, own.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	yielded := stopped.yielded
+	s.mu.Unlock()
+	if !yielded {
+		t.Fatalf("the spare %s booting when a machine began booting itself was not stopped", stopped.id)
+	}
+	next := pooled(t, s, v2, nil)
+	if next.m.ID == stopped.id {
+		t.Fatalf("the stopped spare %s was pooled", stopped.id)
+	}
+	if _, err := os.Stat(filepath.Join(s.cfg.StateDir, "spares", stopped.id)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the stopped spare's disk is still there: %v", err)
+	}
+	if ns, _, _ := linkNames(s.cfg.Network.Bridge, stopped.id); !errors.Is(statErr(netnsPath(ns)), os.ErrNotExist) {
+		t.Errorf("the stopped spare's network namespace %s is still there", ns)
 	}
 }
 

@@ -98,6 +98,9 @@ type Supervisor struct {
 	// booting counts the machines booting themselves (s.mu): the pool
 	// boots no spare while one does.
 	booting int
+	// spareBoot is the spare the pool is booting now, or nil (s.mu): a
+	// machine that starts booting itself stops it (yieldSpare).
+	spareBoot *spareBoot
 	// spareRetryAt is when the pool may boot an image's spares again
 	// after a failure (s.mu; backOff).
 	spareRetryAt map[string]time.Time
