@@ -76,10 +76,15 @@ func (s *Supervisor) takeSpare(ctx context.Context, m *machine, first []sandbox.
 		return false, nil
 	default:
 	}
+	// Before the exchange the spare is whole: it goes back to the pool
+	// (a state directory whose machines cannot be exchanged with its
+	// spares, another file system say, would otherwise cost a spare's boot
+	// at every create).
 	giveUp := func(err error) (bool, error) {
 		s.cfg.Log.Warn("spares: a spare could not be taken over; the machine boots itself", "machine", m.ID, "spare", sp.m.ID, "err", err)
 		os.Remove(filepath.Join(s.runDir, m.ID+".json"))
-		s.killSpare(sp)
+		os.Remove(filepath.Join(sp.m.dir, "machine.json"))
+		s.unpopSpare(sp)
 		return false, nil
 	}
 	// The record first: a crash at any point below leaves a crash record
@@ -128,6 +133,24 @@ func (s *Supervisor) popSpare(image string) *spare {
 	}
 	s.spares[image] = list[1:]
 	return list[0]
+}
+
+// unpopSpare puts a spare popSpare took, still whole, back in the pool
+// (first: it is the oldest), or kills it when the pool is closed or it
+// went down meanwhile.
+func (s *Supervisor) unpopSpare(sp *spare) {
+	s.mu.Lock()
+	select {
+	case <-sp.r.exited:
+	default:
+		if !s.closed {
+			s.spares[sp.m.Image] = append([]*spare{sp}, s.spares[sp.m.Image]...)
+			s.mu.Unlock()
+			return
+		}
+	}
+	s.mu.Unlock()
+	s.killSpare(sp)
 }
 
 // kickSpares asks the pool to look at what it holds now.

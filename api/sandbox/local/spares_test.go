@@ -280,6 +280,61 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	}
 }
 
+// A take that fails before the exchange (here the machine's directory is
+// a mount point, which rename refuses: EBUSY, as another file system's
+// directory gives EXDEV) leaves the spare whole in the pool: the machine
+// boots itself, and the spare waits for the next create instead of being
+// killed and booted again at every one.
+func TestASpareWhoseTakeFailedBeforeTheExchangeGoesBackToThePool(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	sp := pooled(t, s, v2, nil)
+	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(s.cfg.StateDir, "machines", m.ID)
+	record, err := os.ReadFile(filepath.Join(dir, "machine.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", dir, "tmpfs", 0, "mode=0700"); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = unix.Unmount(dir, unix.MNT_DETACH)
+		os.RemoveAll(dir)
+	})
+	if err := os.WriteFile(filepath.Join(dir, "machine.json"), record, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, m.ID) })
+	booted, err := s.Boot(ctx, m.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if booted.Leader == sp.r.leader {
+		t.Fatal("the machine runs on the spare though the exchange cannot have happened")
+	}
+	s.mu.Lock()
+	back := slices.Contains(s.spares[v2], sp)
+	s.mu.Unlock()
+	if !back {
+		t.Fatal("the spare whose take failed before the exchange is not in the pool")
+	}
+	select {
+	case <-sp.r.exited:
+		t.Fatal("the spare whose take failed went down")
+	default:
+	}
+	if _, err := os.Stat(filepath.Join(sp.m.dir, "machine.json")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the spare's directory keeps the machine's record: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(s.runDir, m.ID+".json")); err != nil {
+		t.Errorf("the machine, booted itself, has no crash record: %v", err)
+	}
+}
+
 func TestASpareThatWentDownIsNeverHandedOut(t *testing.T) {
 	s := spareSup(t)
 	ctx := context.Background()
