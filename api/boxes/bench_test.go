@@ -33,11 +33,12 @@ func BenchmarkCreateToRunning(b *testing.B) {
 	for _, tier := range []struct {
 		name, image string
 		spare       bool
-		burst       bool
-	}{{"base", v2, true, false}, {"desk", v1Desk, true, false}, {"base-cold", v1, false, false}, {"base-burst", v1, false, true}} {
+		burst       string
+	}{{"base", v2, true, ""}, {"desk", v1Desk, true, ""}, {"base-cold", v1, false, ""},
+		{"base-burst", v1, false, v2}, {"desk-burst", v1Desk, false, v1Desk}} {
 		b.Run(tier.name, func(b *testing.B) {
-			if tier.name == "desk" && os.Getenv("COCOONBOX_DESK_IMAGE") == "" {
-				b.Fatal("the desk case needs $COCOONBOX_DESK_IMAGE, the desk image's root (make bench sets it)")
+			if strings.HasPrefix(tier.name, "desk") && os.Getenv("COCOONBOX_DESK_IMAGE") == "" {
+				b.Fatal("the desk cases need $COCOONBOX_DESK_IMAGE, the desk image's root (make bench sets it)")
 			}
 			benchCreate(b, tier.image, tier.spare, tier.burst)
 		})
@@ -45,10 +46,11 @@ func BenchmarkCreateToRunning(b *testing.B) {
 }
 
 // benchCreate times creates of image; spare waits for a spare of it
-// first; burst makes each timed create the second of a burst: a create
-// of v2 takes the spare just before it (untimed), so the pool has begun
-// its replacement when the timed create boots itself (yieldSpare).
-func benchCreate(b *testing.B, image string, spare, burst bool) {
+// first; burst, when not "", makes each timed create the second of a
+// burst: a create of burst takes its spare just before it (untimed), so
+// the timed create boots itself (the spare taken, or an image kept none
+// of) while the pool's replacement had begun (yieldSpare stops it).
+func benchCreate(b *testing.B, image string, spare bool, burst string) {
 	e := newEnv(b)
 	st := stepTimes(e.s)
 	u := e.user("bench", 2, 2)
@@ -59,10 +61,10 @@ func benchCreate(b *testing.B, image string, spare, burst bool) {
 			waitSpare(b, image)
 		}
 		firstID := ""
-		if burst {
+		if burst != "" {
 			b.StopTimer()
-			waitSpare(b, v2)
-			first, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: fmt.Sprintf("first-%d", i), Image: v2})
+			waitSpare(b, burst)
+			first, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: fmt.Sprintf("first-%d", i), Image: burst})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -101,18 +103,42 @@ func benchCreate(b *testing.B, image string, spare, burst bool) {
 // /etc/machine-id, the claim env, the identity with a new wake_id), p50
 // and p99 over b.N, with each step's p50 and share. Target: under 150 ms.
 func BenchmarkEnsureFromHibernated(b *testing.B) {
+	b.Run("quiet", func(b *testing.B) { benchWake(b, false) })
+	b.Run("beside-spare", func(b *testing.B) { benchWake(b, true) })
+}
+
+// benchWake times wakes; quiet ones once the pool holds its spares (the
+// wait untimed), besideSpare ones each right after a create that took the
+// pool's spare (untimed), so the pool had begun its replacement, as on an
+// api where creates and wakes mix (the wake freezes that boot: quiet).
+func benchWake(b *testing.B, besideSpare bool) {
 	e := newEnv(b)
 	st := stepTimes(e.s)
-	u := e.user("bench", 1, 1)
+	u := e.user("bench", 2, 2)
 	ctx := context.Background()
 	bx := e.create(u, "bench")
 	var ds []time.Duration
-	for range b.N {
+	for i := range b.N {
 		_, op, err := e.s.Hibernate(ctx, Call{UserID: u, RequestID: rid(), Box: bx.ID})
 		if err != nil {
 			b.Fatal(err)
 		}
 		e.wait(u, op)
+		other := ""
+		if !besideSpare {
+			waitSpare(b, v2) // the pool's boots over: nothing beside the wake
+		}
+		if besideSpare {
+			b.StopTimer()
+			waitSpare(b, v2)
+			taker, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: fmt.Sprintf("taker-%d", i), Image: v2})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.wait(u, op)
+			other = taker.ID
+			b.StartTimer()
+		}
 		start := time.Now()
 		_, op, err = e.s.Ensure(ctx, Call{UserID: u, RequestID: rid(), Box: bx.ID})
 		if err != nil {
@@ -122,6 +148,15 @@ func BenchmarkEnsureFromHibernated(b *testing.B) {
 		e.wait(u, op)
 		ds = append(ds, time.Since(start))
 		st.done(op.ID, start, called, time.Now())
+		if other != "" {
+			b.StopTimer()
+			_, op, err := e.s.Delete(ctx, Call{UserID: u, RequestID: rid(), Box: other})
+			if err != nil {
+				b.Fatal(err)
+			}
+			e.wait(u, op)
+			b.StartTimer()
+		}
 	}
 	latency.Report(b, "wake", ds)
 	st.report(b, ds)

@@ -188,6 +188,17 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 		console.Close()
 		close(r.exited)
 	}()
+	// From here the undo kills the process group too, and waits for it: a
+	// boot cancelled at once (a spare's, for a machine booting itself, or
+	// at Close) could undo before the join shell had entered the cgroups,
+	// and cgroup.kill missed it: it joined, became nspawn and booted a box
+	// no one knew (four on a test host).
+	undo = func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		r.cg.Kill()
+		<-r.exited
+		s.teardown(m, r)
+	}
 	if err := s.writeCrashRecord(crashRecord{ID: m.ID, NSpawn: cmd.Process.Pid, Root: filepath.Join(m.dir, "root"), Link: r.link, Cgroups: r.cg.Dirs, Unified: r.cg.Unified}); err != nil {
 		undo()
 		return nil, err

@@ -102,6 +102,7 @@ func (s *Supervisor) Hibernate(ctx context.Context, id string) (sandbox.Machine,
 
 // Wake implements sandbox.Supervisor.
 func (s *Supervisor) Wake(ctx context.Context, id string) (sandbox.Machine, error) {
+	s.quiet()
 	return s.freeze(ctx, id, false)
 }
 

@@ -246,43 +246,6 @@ func (s *Supervisor) backingOff(image string) bool {
 	return time.Now().Before(s.spareRetryAt[image])
 }
 
-// lacks answers whether the pool holds fewer spares of image than
-// Config.Spares, and whether it must yield for now to a machine booting
-// itself: a box's boot comes first (a burst of creates is not slowed by
-// the refills, nor an api's first create by its pool's first boots), and
-// its end kicks the pool. A spare already booting when a box starts to
-// boot is stopped (yieldSpare).
-func (s *Supervisor) lacks(image string) (lack, yield bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.spares[image]) < s.cfg.Spares, s.booting > 0
-}
-
-// spareBoot is a spare's boot under way: yieldSpare cancels it.
-type spareBoot struct {
-	id      string
-	image   string
-	cancel  context.CancelFunc
-	yielded bool // cancelled for a machine booting itself
-}
-
-// errSpareYielded is bootSpare's answer when a machine started to boot
-// itself before or while the spare booted.
-var errSpareYielded = errors.New("a machine is booting itself: the spare's boot waits for its end")
-
-// yieldSpare stops the spare the pool is booting, if any: a box that boots
-// itself (the second create of a burst, whose spare the first took, or a
-// restore) would otherwise share the cores with it, its own boot about
-// 0.5 s longer here, for a spare no one waits for. The pool boots it again
-// once no machine boots itself. The caller holds s.mu.
-func (s *Supervisor) yieldSpare() {
-	if b := s.spareBoot; b != nil {
-		b.yielded = true
-		b.cancel()
-		s.spareBoot = nil
-	}
-}
-
 // bootSpare boots one spare of image into the pool and watches it;
 // errSpareYielded when a machine boots itself (yieldSpare).
 func (s *Supervisor) bootSpare(image string) error {
@@ -293,26 +256,40 @@ func (s *Supervisor) bootSpare(image string) error {
 	id := spareIDPrefix + hex.EncodeToString(b[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	boot := &spareBoot{id: id, image: image, cancel: cancel}
+	// Its disk directory first: a crash from here on leaves it, and the
+	// next start clears what its name finds (clearSpareDisks).
+	m := &machine{record: record{ID: id, Image: image, Created: time.Now().UTC()}, dir: filepath.Join(s.cfg.StateDir, "spares", id)}
+	if err := os.Mkdir(m.dir, 0o700); err != nil {
+		return err
+	}
+	// Its cgroups now (start finds and reuses them), for a wake to freeze
+	// its boot by (quiet).
+	cg, err := nspawn.MakeCgroups(cgroupName(id))
+	if err != nil {
+		os.RemoveAll(m.dir)
+		return err
+	}
+	boot := &spareBoot{id: id, image: image, cancel: cancel, cg: cg}
 	s.mu.Lock()
-	if s.booting > 0 {
+	if s.yielding() {
 		s.mu.Unlock()
+		cg.Remove()
+		os.RemoveAll(m.dir)
 		return errSpareYielded
 	}
 	s.spareBoot = boot
 	s.mu.Unlock()
+	// yielded ends the boot's registration, thawing it should a wake have
+	// frozen it (a spare whose READY came just before the freeze), and
+	// says whether a machine booting itself stopped it.
 	yielded := func() bool {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if s.spareBoot == boot {
 			s.spareBoot = nil
 		}
+		boot.setFrozen(false)
 		return boot.yielded
-	}
-	m := &machine{record: record{ID: id, Image: image, Created: time.Now().UTC()}, dir: filepath.Join(s.cfg.StateDir, "spares", id)}
-	if err := os.Mkdir(m.dir, 0o700); err != nil {
-		yielded()
-		return err
 	}
 	go func() {
 		select {
@@ -324,6 +301,7 @@ func (s *Supervisor) bootSpare(image string) error {
 	r, err := s.start(ctx, m, nil)
 	if y := yielded(); err != nil {
 		os.RemoveAll(m.dir)
+		cg.Remove() // start's own undo removed them, unless it failed first
 		if y {
 			s.cfg.Log.Debug("spares: a spare's boot stopped for a machine booting itself", "spare", id)
 			return errSpareYielded

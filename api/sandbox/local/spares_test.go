@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -278,6 +279,80 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	if ns, _, _ := linkNames(s.cfg.Network.Bridge, stopped.id); !errors.Is(statErr(netnsPath(ns)), os.ErrNotExist) {
 		t.Errorf("the stopped spare's network namespace %s is still there", ns)
 	}
+	// Its name never comes back, so no later boot would reuse and clear
+	// its cgroups.
+	wait.Eventually(t, 10*time.Second, "the stopped spare's cgroups removed", func() (bool, string) {
+		var left []string
+		for _, depth := range []string{"*/", "*/*/", "*/*/*/"} {
+			found, _ := filepath.Glob("/sys/fs/cgroup/" + depth + cgroupName(stopped.id))
+			left = append(left, found...)
+		}
+		return len(left) == 0, fmt.Sprint(left)
+	})
+}
+
+// A wake freezes the spare the pool is booting, and the pool thaws it
+// spareQuiet after the last wake: the wake's steps after Wake have the
+// cores, and the spare keeps its progress (the same spare is pooled, not
+// a new one). Without quiet the boot runs on beside the wake.
+func TestAWakeFreezesTheSpareBootingUntilTheQuietEnds(t *testing.T) {
+	s := spareSup(t)
+	ctx := context.Background()
+	pooled(t, s, v2, nil)
+	sleeper, err := s.Create(ctx, sandbox.Spec{ID: newID("sleeper"), Tenant: "tenant-s", Image: v1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, sleeper.ID) })
+	if _, err := s.Boot(ctx, sleeper.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Hibernate(ctx, sleeper.ID); err != nil {
+		t.Fatal(err)
+	}
+	taker, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, taker.ID) })
+	if _, err := s.Boot(ctx, taker.ID); err != nil {
+		t.Fatal(err)
+	}
+	// The replacement's boot, once nspawn has made its payload cgroup.
+	var b *spareBoot
+	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		b = s.spareBoot
+		if b == nil || b.image != v2 {
+			return false, fmt.Sprintf("booting %+v", b)
+		}
+		return statErr(filepath.Join(b.cg.Unified, "payload")) == nil, "no payload cgroup yet"
+	})
+	if _, err := s.Wake(ctx, sleeper.ID); err != nil {
+		t.Fatal(err)
+	}
+	s.mu.Lock()
+	frozen, booting := b.frozen, s.spareBoot == b
+	s.mu.Unlock()
+	if !booting {
+		t.Fatal("the spare finished its boot between the payload's making and the wake (about 0.5 s): nothing was left to freeze")
+	}
+	if !frozen {
+		t.Fatal("the spare booting when a box woke was not frozen")
+	}
+	wait.Eventually(t, 10*time.Second, "the kernel freezing the spare's boot", func() (bool, string) {
+		ev, _ := os.ReadFile(filepath.Join(b.cg.Unified, "payload", "cgroup.events"))
+		return strings.Contains(string(ev), "frozen 1"), string(ev)
+	})
+	next := pooled(t, s, v2, nil)
+	if next.m.ID != b.id {
+		t.Fatalf("the pool holds %s, not the frozen spare %s it thawed", next.m.ID, b.id)
+	}
+	ev, _ := os.ReadFile(filepath.Join(next.r.cg.Unified, "payload", "cgroup.events"))
+	if !strings.Contains(string(ev), "frozen 0") {
+		t.Fatalf("the pooled spare is still frozen: %s", ev)
+	}
 }
 
 // A take that fails before the exchange (here the machine's directory is
@@ -478,4 +553,53 @@ func TestATierWhoseSpareCannotBootLeavesTheOtherTiersSpares(t *testing.T) {
 	if s.backingOff("cbdesk:v1-desk") {
 		t.Fatal("the desk image is left alone")
 	}
+}
+
+// A boot cancelled at once (a spare's when a machine starts to boot
+// itself, or any at Close) leaves no process behind: its undo came before
+// the join shell had entered the box's cgroups, cgroup.kill missed it, and
+// it went on to exec nspawn and boot a box no one knew (four were found
+// on a test host). Each try's processes are looked for by its machine
+// name the moment start has answered.
+func TestABootCancelledAtOnceLeavesNoProcess(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 10 {
+		id := newID("cancelled")
+		m := &machine{record: record{ID: id, Image: v1, Created: time.Now().UTC()}, dir: filepath.Join(testRoot, "cancelled-"+id)}
+		if err := os.MkdirAll(m.dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sup.start(ctx, m, nil); err == nil {
+			t.Fatalf("try %d: a boot whose context was cancelled answered running", i)
+		}
+		if left := processesNaming("--machine=" + id); len(left) > 0 {
+			for _, pid := range left {
+				_ = unix.Kill(pid, unix.SIGKILL)
+			}
+			// and the box it may have begun
+			if cg, err := nspawn.MakeCgroups(cgroupName(id)); err == nil {
+				clearCgroups(cg)
+			}
+			t.Fatalf("try %d: the cancelled boot left processes %v", i, left)
+		}
+		os.RemoveAll(m.dir)
+	}
+}
+
+// processesNaming answers the pids whose command line holds arg.
+func processesNaming(arg string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }

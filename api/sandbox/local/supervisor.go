@@ -99,8 +99,11 @@ type Supervisor struct {
 	// boots no spare while one does.
 	booting int
 	// spareBoot is the spare the pool is booting now, or nil (s.mu): a
-	// machine that starts booting itself stops it (yieldSpare).
-	spareBoot *spareBoot
+	// machine that starts booting itself stops it (yieldSpare), a wake
+	// freezes it (quiet) until quietUntil, when quietEnd fires (yield.go).
+	spareBoot  *spareBoot
+	quietUntil time.Time
+	quietEnd   *time.Timer
 	// spareRetryAt is when the pool may boot an image's spares again
 	// after a failure (s.mu; backOff).
 	spareRetryAt map[string]time.Time
@@ -267,6 +270,12 @@ func (s *Supervisor) Close() error {
 	}
 	s.closed = true
 	close(s.closing)
+	if b := s.spareBoot; b != nil {
+		b.setFrozen(false) // its boot ends at closing: cgroup.kill's victims must run
+	}
+	if s.quietEnd != nil {
+		s.quietEnd.Stop()
+	}
 	ms := make([]*machine, 0, len(s.byID))
 	for _, m := range s.byID {
 		ms = append(ms, m)

@@ -1,0 +1,125 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
+)
+
+// The pool's spares boot on the cores the boxes use (spares.go). Two
+// things come before them (issue 24, Deliver 9):
+//
+//   - a machine booting itself (the second create of a burst, a restore):
+//     the pool starts no spare while one boots, and a spare already
+//     booting is stopped (yieldSpare) and booted again after; a box's
+//     boot is about 0.7 s of both cores, so sharing them cost it about
+//     0.6 s;
+//   - a wake: the spare booting is frozen (cgroup.freeze on its payload,
+//     as a hibernate freezes a box) and the pool starts none until
+//     spareQuiet after the last wake (quiet), so the wake's steps after
+//     Wake (the identity's exec, the claim env) have the cores: beside a
+//     desk spare's boot a wake took 230 ms p99 instead of about 100. A
+//     frozen boot keeps its progress; a freeze this short is far inside
+//     every unit's start timeout.
+
+// spareQuiet is how long after a wake the pool's spare boot stays frozen
+// and no other starts: a wake's own steps after Wake take about 60 ms
+// here, 200 on a loaded host.
+const spareQuiet = time.Second
+
+// spareBoot is a spare's boot under way (Supervisor.spareBoot).
+type spareBoot struct {
+	id      string
+	image   string
+	cancel  context.CancelFunc
+	cg      nspawn.Cgroups
+	yielded bool // cancelled for a machine booting itself
+	frozen  bool // frozen for a wake (s.mu)
+}
+
+// errSpareYielded is bootSpare's answer when a machine started to boot
+// itself, or a wake came, before or while the spare booted.
+var errSpareYielded = errors.New("a machine is booting itself or waking: the spare's boot waits")
+
+// yielding says whether the pool must not start a spare's boot now: a
+// machine is booting itself, or a wake was under spareQuiet ago. The
+// caller holds s.mu.
+func (s *Supervisor) yielding() bool {
+	return s.booting > 0 || time.Now().Before(s.quietUntil)
+}
+
+// lacks answers whether the pool holds fewer spares of image than
+// Config.Spares, and whether it must yield for now (yielding); the end of
+// the boot or of the quiet kicks the pool.
+func (s *Supervisor) lacks(image string) (lack, yield bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.spares[image]) < s.cfg.Spares, s.yielding()
+}
+
+// yieldSpare stops the spare the pool is booting, if any, for a machine
+// that starts to boot itself. The caller holds s.mu.
+func (s *Supervisor) yieldSpare() {
+	if b := s.spareBoot; b != nil {
+		b.yielded = true
+		b.setFrozen(false) // cgroup.kill's victims must run to die
+		b.cancel()
+		s.spareBoot = nil
+	}
+}
+
+// quiet is called at each wake: the spare booting freezes, and neither it
+// nor another spare's boot goes on until spareQuiet after the last wake.
+func (s *Supervisor) quiet() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.Spares <= 0 || s.closed {
+		return
+	}
+	s.quietUntil = time.Now().Add(spareQuiet)
+	if b := s.spareBoot; b != nil {
+		b.setFrozen(true)
+	}
+	if s.quietEnd == nil {
+		s.quietEnd = time.AfterFunc(spareQuiet, s.endQuiet)
+	} else {
+		s.quietEnd.Reset(spareQuiet)
+	}
+}
+
+// endQuiet thaws the spare's boot once spareQuiet has passed since the
+// last wake, and wakes the pool.
+func (s *Supervisor) endQuiet() {
+	s.mu.Lock()
+	if left := time.Until(s.quietUntil); left > 0 {
+		s.quietEnd.Reset(left)
+		s.mu.Unlock()
+		return
+	}
+	if b := s.spareBoot; b != nil {
+		b.setFrozen(false)
+	}
+	s.mu.Unlock()
+	s.kickSpares()
+}
+
+// setFrozen freezes or thaws the boot's payload cgroup without waiting
+// for the kernel to finish (the box needs nothing of it meanwhile). Before
+// nspawn has made the payload there is nothing to freeze: those few
+// milliseconds run. The caller holds s.mu.
+func (b *spareBoot) setFrozen(frozen bool) {
+	if b.frozen == frozen || b.cg.Unified == "" {
+		return
+	}
+	v := "0"
+	if frozen {
+		v = "1"
+	}
+	if os.WriteFile(filepath.Join(b.cg.Unified, "payload", "cgroup.freeze"), []byte(v), 0o644) == nil {
+		b.frozen = frozen
+	}
+}
