@@ -65,6 +65,22 @@ func spareSup(t *testing.T) *Supervisor {
 	return s
 }
 
+// bootNew creates a machine of image on s (its id from prefix), boots it
+// and deletes it when the test ends.
+func bootNew(t *testing.T, s *Supervisor, prefix, image string) sandbox.Machine {
+	t.Helper()
+	ctx := context.Background()
+	m, err := s.Create(ctx, sandbox.Spec{ID: newID(prefix), Tenant: "tenant-s", Image: image})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Delete(ctx, m.ID) })
+	if _, err := s.Boot(ctx, m.ID); err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // pooled waits until s holds a booted spare of image other than not, and
 // answers it.
 func pooled(t *testing.T, s *Supervisor, image string, not *spare) *spare {
@@ -196,14 +212,7 @@ func TestAMachineWithItsOwnDiskNeverTakesASpare(t *testing.T) {
 	s := spareSup(t)
 	ctx := context.Background()
 	pooled(t, s, v2, nil)
-	m, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Delete(ctx, m.ID) })
-	if _, err := s.Boot(ctx, m.ID); err != nil {
-		t.Fatal(err)
-	}
+	m := bootNew(t, s, "taker", v2)
 	save, err := s.Save(ctx, m.ID, "")
 	if err != nil {
 		t.Fatal(err)
@@ -237,16 +246,8 @@ func TestAMachineWithItsOwnDiskNeverTakesASpare(t *testing.T) {
 // way finishes beside the box and is pooled.
 func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	s := spareSup(t)
-	ctx := context.Background()
 	pooled(t, s, v2, nil)
-	taker, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Delete(ctx, taker.ID) })
-	if _, err := s.Boot(ctx, taker.ID); err != nil {
-		t.Fatal(err)
-	}
+	bootNew(t, s, "taker", v2)
 	var stopped *spareBoot
 	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
 		s.mu.Lock()
@@ -255,14 +256,7 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 		return stopped != nil && stopped.image == v2, fmt.Sprintf("booting %+v", stopped)
 	})
 	// v1 is an image the pool keeps no spare of: this machine boots itself.
-	own, err := s.Create(ctx, sandbox.Spec{ID: newID("own"), Tenant: "tenant-s", Image: v1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Delete(ctx, own.ID) })
-	if _, err := s.Boot(ctx, own.ID); err != nil {
-		t.Fatal(err)
-	}
+	bootNew(t, s, "own", v1)
 	s.mu.Lock()
 	yielded := stopped.yielded
 	s.mu.Unlock()
@@ -299,25 +293,11 @@ func TestAWakeFreezesTheSpareBootingUntilTheQuietEnds(t *testing.T) {
 	s := spareSup(t)
 	ctx := context.Background()
 	pooled(t, s, v2, nil)
-	sleeper, err := s.Create(ctx, sandbox.Spec{ID: newID("sleeper"), Tenant: "tenant-s", Image: v1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Delete(ctx, sleeper.ID) })
-	if _, err := s.Boot(ctx, sleeper.ID); err != nil {
-		t.Fatal(err)
-	}
+	sleeper := bootNew(t, s, "sleeper", v1)
 	if _, err := s.Hibernate(ctx, sleeper.ID); err != nil {
 		t.Fatal(err)
 	}
-	taker, err := s.Create(ctx, sandbox.Spec{ID: newID("taker"), Tenant: "tenant-s", Image: v2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = s.Delete(ctx, taker.ID) })
-	if _, err := s.Boot(ctx, taker.ID); err != nil {
-		t.Fatal(err)
-	}
+	bootNew(t, s, "taker", v2)
 	// The replacement's boot, once nspawn has made its payload cgroup.
 	var b *spareBoot
 	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
