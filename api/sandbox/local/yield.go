@@ -18,8 +18,8 @@ import (
 //     booting is stopped (yieldSpare) and booted again after; a box's
 //     boot is about 0.7 s of both cores, so sharing them cost it about
 //     0.6 s;
-//   - a wake: the spare booting is frozen (cgroup.freeze on its payload,
-//     as a hibernate freezes a box) and the pool starts none until
+//   - a wake: the spare booting is frozen (cgroup.freeze, as a hibernate
+//     freezes a box) and the pool starts none until
 //     spareQuiet after the last wake (quiet), so the wake's steps after
 //     Wake (the identity's exec, the claim env) have the cores: beside a
 //     desk spare's boot a wake took 230 ms p99 instead of about 100. A
@@ -107,10 +107,13 @@ func (s *Supervisor) endQuiet() {
 	s.kickSpares()
 }
 
-// setFrozen freezes or thaws the boot's payload cgroup without waiting
-// for the kernel to finish (the box needs nothing of it meanwhile). Before
-// nspawn has made the payload there is nothing to freeze: those few
-// milliseconds run. The caller holds s.mu.
+// setFrozen freezes or thaws the boot's whole cgroup, nspawn and the join
+// shell too, without waiting for the kernel to finish (nothing waits on
+// the boot meanwhile). The whole, not the payload a hibernate freezes: a
+// wake that comes right after a take finds the replacement's nspawn
+// still setting up, with no payload yet, and a payload made later under
+// a frozen parent is frozen too (a payload-only freeze missed those
+// boots: a wake beside one took 160 to 300 ms p99). The caller holds s.mu.
 func (b *spareBoot) setFrozen(frozen bool) {
 	if b.frozen == frozen || b.cg.Unified == "" {
 		return
@@ -119,7 +122,7 @@ func (b *spareBoot) setFrozen(frozen bool) {
 	if frozen {
 		v = "1"
 	}
-	if os.WriteFile(filepath.Join(b.cg.Unified, "payload", "cgroup.freeze"), []byte(v), 0o644) == nil {
+	if os.WriteFile(filepath.Join(b.cg.Unified, "cgroup.freeze"), []byte(v), 0o644) == nil {
 		b.frozen = frozen
 	}
 }
