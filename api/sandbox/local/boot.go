@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -169,6 +170,13 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	}
 	defer ready.Close()
 	prepared()
+	if err := ctx.Err(); err != nil {
+		// A spare's boot stopped for a machine booting itself, or Close:
+		// no nspawn to start and kill.
+		console.Close()
+		undo()
+		return nil, err
+	}
 	started := steps.Begin(ctx, "boot.nspawn")
 	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET=" + ready.name}, "systemd-nspawn", args...)
 	cmd.Stdout, cmd.Stderr = console, console
@@ -181,6 +189,9 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 		return nil, fmt.Errorf("start systemd-nspawn: %w", err)
 	}
 	r.nspawn = cmd
+	if f := afterNspawnStart.Load(); f != nil {
+		(*f)(cmd.Process.Pid)
+	}
 	go ready.serve(cmd.Process.Pid)
 	r.exited = make(chan struct{})
 	go func() {
@@ -194,7 +205,11 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	// and cgroup.kill missed it: it joined, became nspawn and booted a box
 	// no one knew (four on a test host).
 	undo = func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-r.exited: // reaped: the group id may be another's by now
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		}
 		r.cg.Kill()
 		<-r.exited
 		s.teardown(m, r)
@@ -213,6 +228,12 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	}
 	return r, nil
 }
+
+// afterNspawnStart, when a test sets it, is called with the pid of
+// nspawn's command (the join shell, then nspawn) as soon as it has
+// started (TestABootCancelledAtOnceLeavesNoProcess cancels the boot
+// there).
+var afterNspawnStart atomic.Pointer[func(pid int)]
 
 // early is what boot does through the box's door as soon as its init
 // runs: the claim env into /run/silkd.env (so the vault's first render
@@ -350,8 +371,9 @@ func (s *Supervisor) kill(m *machine) {
 // teardown clears a machine's host side; each step tolerates what an
 // earlier failure left undone.
 func (s *Supervisor) teardown(m *machine, r *running) {
-	r.cg.Kill()
-	r.cg.Remove()
+	// Killed and emptied before the removal, which gives up after a
+	// second: a spare's name never comes back to clear what is left.
+	clearCgroups(r.cg)
 	clearNspawnRun(r.name, filepath.Join(m.dir, "root"))
 	_ = unmountRoot(m.dir)
 	s.cfg.Network.unplug(r.link)

@@ -102,7 +102,6 @@ func (s *Supervisor) Hibernate(ctx context.Context, id string) (sandbox.Machine,
 
 // Wake implements sandbox.Supervisor.
 func (s *Supervisor) Wake(ctx context.Context, id string) (sandbox.Machine, error) {
-	s.quiet()
 	return s.freeze(ctx, id, false)
 }
 
@@ -118,6 +117,9 @@ func (s *Supervisor) freeze(ctx context.Context, id string, frozen bool) (sandbo
 	}
 	if st := m.view().State; st != from {
 		return m.view(), fmt.Errorf("machine %s is %s, not %s: %w", id, st, from, sandbox.ErrState)
+	}
+	if !frozen {
+		s.quiet() // a wake comes first (yield.go)
 	}
 	m.mu.Lock()
 	r := m.run

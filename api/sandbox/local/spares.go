@@ -211,7 +211,7 @@ func (s *Supervisor) fillSpares() {
 			}
 			if err := s.bootSpare(img.Ref); err != nil {
 				if errors.Is(err, errSpareYielded) {
-					return // the box's boot kicks the pool at its end
+					return // the box's boot, or the quiet, kicks the pool at its end
 				}
 				select {
 				case <-s.closing:
@@ -310,6 +310,11 @@ func (s *Supervisor) bootSpare(image string) error {
 	}
 	sp := &spare{m: m, r: r}
 	s.mu.Lock()
+	if boot.frozen { // its thaw failed: a take's first commands would hang
+		s.mu.Unlock()
+		s.killSpare(sp)
+		return errors.New("the spare's cgroup could not be thawed")
+	}
 	if s.closed {
 		s.mu.Unlock()
 		s.killSpare(sp)

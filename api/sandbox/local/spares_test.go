@@ -277,11 +277,12 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	// its cgroups.
 	wait.Eventually(t, 10*time.Second, "the stopped spare's cgroups removed", func() (bool, string) {
 		var left []string
-		for _, depth := range []string{"*/", "*/*/", "*/*/*/"} {
-			found, _ := filepath.Glob("/sys/fs/cgroup/" + depth + cgroupName(stopped.id))
-			left = append(left, found...)
+		for _, d := range stopped.cg.Dirs {
+			if statErr(d) == nil {
+				left = append(left, d)
+			}
 		}
-		return len(left) == 0, fmt.Sprint(left)
+		return len(stopped.cg.Dirs) > 0 && len(left) == 0, fmt.Sprint(left)
 	})
 }
 
@@ -290,6 +291,10 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 // cores, and the spare keeps its progress (the same spare is pooled, not
 // a new one). Without quiet the boot runs on beside the wake.
 func TestAWakeFreezesTheSpareBootingUntilTheQuietEnds(t *testing.T) {
+	// Long enough for the look below on a loaded host; not parallel.
+	quiet := spareQuiet
+	spareQuiet = 5 * time.Second
+	t.Cleanup(func() { spareQuiet = quiet })
 	s := spareSup(t)
 	ctx := context.Background()
 	pooled(t, s, v2, nil)
@@ -533,16 +538,25 @@ func TestATierWhoseSpareCannotBootLeavesTheOtherTiersSpares(t *testing.T) {
 	}
 }
 
-// A boot cancelled at once (a spare's when a machine starts to boot
-// itself, or any at Close) leaves no process behind: its undo came before
-// the join shell had entered the box's cgroups, cgroup.kill missed it, and
-// it went on to exec nspawn and boot a box no one knew (four were found
-// on a test host). Each try's processes are looked for by its machine
-// name the moment start has answered.
+// A boot cancelled as soon as nspawn's command started (a spare's when a
+// machine starts to boot itself, or any at Close) leaves no process
+// behind: its undo came before the join shell had entered the box's
+// cgroups, cgroup.kill missed it, and it could go on to exec nspawn and
+// boot a box no one knew (four were found on a test host). The undo now
+// kills the command's process group and reaps it before start answers;
+// each try's processes are then looked for by its machine name (nspawn's
+// clone carries the same command line for its last moments).
+// Not parallel: afterNspawnStart is the package's.
 func TestABootCancelledAtOnceLeavesNoProcess(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
+	t.Cleanup(func() { afterNspawnStart.Store(nil) })
 	for i := range 10 {
+		ctx, cancel := context.WithCancel(context.Background())
+		pid := 0
+		// Stopped where it is, most likely before it joined the cgroups
+		// (cgroup.kill then misses it), which only a kill of its process
+		// group ends.
+		hook := func(p int) { pid = p; _ = unix.Kill(p, unix.SIGSTOP); cancel() }
+		afterNspawnStart.Store(&hook)
 		id := newID("cancelled")
 		m := &machine{record: record{ID: id, Image: v1, Created: time.Now().UTC()}, dir: filepath.Join(testRoot, "cancelled-"+id)}
 		if err := os.MkdirAll(m.dir, 0o700); err != nil {
@@ -551,7 +565,21 @@ func TestABootCancelledAtOnceLeavesNoProcess(t *testing.T) {
 		if _, err := sup.start(ctx, m, nil); err == nil {
 			t.Fatalf("try %d: a boot whose context was cancelled answered running", i)
 		}
-		if left := processesNaming("--machine=" + id); len(left) > 0 {
+		// Killed and reaped before start answers: undone, not left to
+		// end (or to join the cgroups and boot) by itself.
+		if pid == 0 {
+			t.Fatalf("try %d: nspawn's command never started", i)
+		}
+		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); err == nil {
+			_ = unix.Kill(pid, unix.SIGKILL)
+			t.Fatalf("try %d: the cancelled boot's process %d outlived start", i, pid)
+		}
+		var left []int
+		_ = wait.Until(10*time.Second, "the cancelled boot's processes gone", func() (bool, string) {
+			left = processesNaming("--machine=" + id)
+			return len(left) == 0, fmt.Sprint(left)
+		})
+		if len(left) > 0 {
 			for _, pid := range left {
 				_ = unix.Kill(pid, unix.SIGKILL)
 			}

@@ -271,7 +271,7 @@ func (s *Supervisor) Close() error {
 	s.closed = true
 	close(s.closing)
 	if b := s.spareBoot; b != nil {
-		b.setFrozen(false) // its boot ends at closing: cgroup.kill's victims must run
+		b.setFrozen(false) // its boot ends at closing, torn down as any boot's
 	}
 	if s.quietEnd != nil {
 		s.quietEnd.Stop()

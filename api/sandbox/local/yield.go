@@ -23,26 +23,36 @@ import (
 //     spareQuiet after the last wake (quiet), so the wake's steps after
 //     Wake (the identity's exec, the claim env) have the cores: beside a
 //     desk spare's boot a wake took 230 ms p99 instead of about 100. A
-//     frozen boot keeps its progress; a freeze this short is far inside
-//     every unit's start timeout.
+//     frozen boot keeps its progress. One boot is frozen for at most
+//     spareMaxFrozen in all, so wakes coming more often than spareQuiet
+//     neither hold it until the boot timeout (which would back its image
+//     off for a minute) nor near any unit's start timeout.
 
 // spareQuiet is how long after a wake the pool's spare boot stays frozen
 // and no other starts: a wake's own steps after Wake take about 60 ms
 // here, 200 on a loaded host.
-const spareQuiet = time.Second
+// A variable: a test on a loaded host lengthens it.
+var spareQuiet = time.Second
+
+// spareMaxFrozen bounds how long one spare's boot stays frozen in all.
+const spareMaxFrozen = 5 * time.Second
 
 // spareBoot is a spare's boot under way (Supervisor.spareBoot).
 type spareBoot struct {
-	id      string
-	image   string
-	cancel  context.CancelFunc
-	cg      nspawn.Cgroups
-	yielded bool // cancelled for a machine booting itself
-	frozen  bool // frozen for a wake (s.mu)
+	id     string
+	image  string
+	cancel context.CancelFunc
+	cg     nspawn.Cgroups
+	// Under s.mu:
+	yielded  bool          // cancelled for a machine booting itself
+	frozen   bool          // frozen for a wake
+	frozenAt time.Time     // when it was frozen last
+	wasted   time.Duration // frozen before that, in all
 }
 
 // errSpareYielded is bootSpare's answer when a machine started to boot
-// itself, or a wake came, before or while the spare booted.
+// itself before or while the spare booted, or a wake came before it
+// began (one that comes while it boots freezes it).
 var errSpareYielded = errors.New("a machine is booting itself or waking: the spare's boot waits")
 
 // yielding says whether the pool must not start a spare's boot now: a
@@ -66,14 +76,15 @@ func (s *Supervisor) lacks(image string) (lack, yield bool) {
 func (s *Supervisor) yieldSpare() {
 	if b := s.spareBoot; b != nil {
 		b.yielded = true
-		b.setFrozen(false) // cgroup.kill's victims must run to die
+		b.setFrozen(false) // its teardown finds it as any boot's
 		b.cancel()
 		s.spareBoot = nil
 	}
 }
 
-// quiet is called at each wake: the spare booting freezes, and neither it
-// nor another spare's boot goes on until spareQuiet after the last wake.
+// quiet is called at each wake: the spare booting freezes (unless it was
+// frozen spareMaxFrozen already), and neither it nor another spare's boot
+// goes on until spareQuiet after the last wake.
 func (s *Supervisor) quiet() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -82,7 +93,7 @@ func (s *Supervisor) quiet() {
 	}
 	s.quietUntil = time.Now().Add(spareQuiet)
 	if b := s.spareBoot; b != nil {
-		b.setFrozen(true)
+		b.setFrozen(b.frozenFor() < spareMaxFrozen)
 	}
 	if s.quietEnd == nil {
 		s.quietEnd = time.AfterFunc(spareQuiet, s.endQuiet)
@@ -95,6 +106,10 @@ func (s *Supervisor) quiet() {
 // last wake, and wakes the pool.
 func (s *Supervisor) endQuiet() {
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return
+	}
 	if left := time.Until(s.quietUntil); left > 0 {
 		s.quietEnd.Reset(left)
 		s.mu.Unlock()
@@ -122,7 +137,22 @@ func (b *spareBoot) setFrozen(frozen bool) {
 	if frozen {
 		v = "1"
 	}
-	if os.WriteFile(filepath.Join(b.cg.Unified, "cgroup.freeze"), []byte(v), 0o644) == nil {
-		b.frozen = frozen
+	if os.WriteFile(filepath.Join(b.cg.Unified, "cgroup.freeze"), []byte(v), 0o644) != nil {
+		return
 	}
+	if frozen {
+		b.frozenAt = time.Now()
+	} else {
+		b.wasted += time.Since(b.frozenAt)
+	}
+	b.frozen = frozen
+}
+
+// frozenFor is how long the boot has been frozen in all. The caller holds
+// s.mu.
+func (b *spareBoot) frozenFor() time.Duration {
+	if b.frozen {
+		return b.wasted + time.Since(b.frozenAt)
+	}
+	return b.wasted
 }
