@@ -9,8 +9,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,9 +122,64 @@ func newEnv(t testing.TB) *env {
 	e.start()
 	t.Cleanup(func() {
 		e.kill()
-		exec.Command("tmux", "kill-server").Run()
+		endTmux(t)
 	})
 	return e
+}
+
+// endTmux ends the test's tmux server and every process of its panes'
+// sessions, and waits for them: the stand-in CLI in a pane may write into
+// the state directory on its way out, after the server is gone, and
+// TempDir's removal then failed ("offload/k4: directory not empty", once
+// in a full make test under load).
+func endTmux(t testing.TB) {
+	out, _ := exec.Command("tmux", "list-panes", "-a", "-F", "#{pane_pid}").Output()
+	sessions := map[int]bool{}
+	for _, f := range strings.Fields(string(out)) {
+		if pid, err := strconv.Atoi(f); err == nil {
+			sessions[pid] = true // a pane's process leads its session
+		}
+	}
+	exec.Command("tmux", "kill-server").Run()
+	if len(sessions) == 0 {
+		return
+	}
+	err := wait.Until(10*time.Second, "the tmux panes' processes ended", func() (bool, string) {
+		left := inSessions(sessions)
+		for _, pid := range left {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		return len(left) == 0, fmt.Sprint(left)
+	})
+	if err != nil {
+		t.Error(err)
+	}
+}
+
+// inSessions answers the live processes whose session id is in sessions
+// (zombies, already ended, are left out).
+func inSessions(sessions map[int]bool) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp session ...: comm may hold spaces.
+		f := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+		if len(f) < 4 || f[0] == "Z" {
+			continue
+		}
+		if sid, _ := strconv.Atoi(f[3]); sessions[sid] {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
 }
 
 // start runs an inbox on the socket, as serve does.
