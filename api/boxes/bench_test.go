@@ -127,8 +127,7 @@ func benchWake(b *testing.B, besideSpare bool) {
 		other := ""
 		if !besideSpare {
 			waitSpare(b, v2) // the pool's boots over: nothing beside the wake
-		}
-		if besideSpare {
+		} else {
 			b.StopTimer()
 			waitSpare(b, v2)
 			taker, op, err := e.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: fmt.Sprintf("taker-%d", i), Image: v2})

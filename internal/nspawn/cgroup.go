@@ -131,12 +131,9 @@ func (cg Cgroups) SetFrozen(ctx context.Context, frozen bool) error {
 		return errors.New("no cgroup2 hierarchy: a box freezes only through cgroup.freeze")
 	}
 	dir := filepath.Join(cg.Unified, "payload")
-	v := "0"
-	if frozen {
-		v = "1"
-	}
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(v), 0o644); err != nil {
-		return fmt.Errorf("cgroup.freeze: %w", err)
+	v, err := writeFreeze(dir, frozen)
+	if err != nil {
+		return err
 	}
 	want := "frozen " + v
 	for {
@@ -153,6 +150,33 @@ func (cg Cgroups) SetFrozen(ctx context.Context, frozen bool) error {
 		case <-time.After(time.Millisecond):
 		}
 	}
+}
+
+// SetTreeFrozen writes cgroup.freeze of the box's whole v2 tree, nspawn
+// and the join shell included, not only its payload, and returns without
+// waiting for the kernel to finish: for a boot still setting up, which has
+// no payload yet (a payload made later under a frozen parent is frozen
+// too), and which nothing waits on meanwhile. Such a box cannot be stopped
+// through nspawn while frozen; Kill still reaches it. It fails without
+// cgroup2 or on the write's error.
+func (cg Cgroups) SetTreeFrozen(frozen bool) error {
+	if cg.Unified == "" {
+		return errors.New("no cgroup2 hierarchy: a box freezes only through cgroup.freeze")
+	}
+	_, err := writeFreeze(cg.Unified, frozen)
+	return err
+}
+
+// writeFreeze writes dir's cgroup.freeze and answers the value written.
+func writeFreeze(dir string, frozen bool) (string, error) {
+	v := "0"
+	if frozen {
+		v = "1"
+	}
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.freeze"), []byte(v), 0o644); err != nil {
+		return v, fmt.Errorf("cgroup.freeze: %w", err)
+	}
+	return v, nil
 }
 
 // Kill ends every process left in the box's v2 tree at once (cgroup.kill,

@@ -81,6 +81,21 @@ func bootNew(t *testing.T, s *Supervisor, prefix, image string) sandbox.Machine 
 	return m
 }
 
+// spareBooting waits for the pool to begin a spare's boot of image (the
+// replacement of one a take just spent) and answers it as soon as it is
+// registered.
+func spareBooting(t *testing.T, s *Supervisor, image string) *spareBoot {
+	t.Helper()
+	var b *spareBoot
+	wait.Eventually(t, time.Minute, "the pool booting a spare of "+image, func() (bool, string) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		b = s.spareBoot
+		return b != nil && b.image == image, fmt.Sprintf("booting %+v", b)
+	})
+	return b
+}
+
 // pooled waits until s holds a booted spare of image other than not, and
 // answers it.
 func pooled(t *testing.T, s *Supervisor, image string, not *spare) *spare {
@@ -248,13 +263,7 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	s := spareSup(t)
 	pooled(t, s, v2, nil)
 	bootNew(t, s, "taker", v2)
-	var stopped *spareBoot
-	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		stopped = s.spareBoot
-		return stopped != nil && stopped.image == v2, fmt.Sprintf("booting %+v", stopped)
-	})
+	stopped := spareBooting(t, s, v2)
 	// v1 is an image the pool keeps no spare of: this machine boots itself.
 	bootNew(t, s, "own", v1)
 	s.mu.Lock()
@@ -305,13 +314,7 @@ func TestAWakeFreezesTheSpareBootingUntilTheQuietEnds(t *testing.T) {
 	bootNew(t, s, "taker", v2)
 	// The replacement's boot, as soon as the pool has begun it: nspawn has
 	// not yet made the box's payload cgroup, nor perhaps started.
-	var b *spareBoot
-	wait.Eventually(t, time.Minute, "the pool booting the taken spare's replacement", func() (bool, string) {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		b = s.spareBoot
-		return b != nil && b.image == v2, fmt.Sprintf("booting %+v", b)
-	})
+	b := spareBooting(t, s, v2)
 	if _, err := s.Wake(ctx, sleeper.ID); err != nil {
 		t.Fatal(err)
 	}

@@ -3,8 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
@@ -122,22 +120,14 @@ func (s *Supervisor) endQuiet() {
 	s.kickSpares()
 }
 
-// setFrozen freezes or thaws the boot's whole cgroup, nspawn and the join
-// shell too, without waiting for the kernel to finish (nothing waits on
-// the boot meanwhile). The whole, not the payload a hibernate freezes: a
-// wake that comes right after a take finds the replacement's nspawn
-// still setting up, with no payload yet, and a payload made later under
-// a frozen parent is frozen too (a payload-only freeze missed those
-// boots: a wake beside one took 160 to 300 ms p99). The caller holds s.mu.
+// setFrozen freezes or thaws the boot's whole cgroup (SetTreeFrozen). The
+// whole, not the payload a hibernate freezes: a wake that comes right
+// after a take finds the replacement's nspawn still setting up, with no
+// payload yet (a payload-only freeze missed those boots: a wake beside
+// one took 160 to 300 ms p99). A failed write leaves the state as it was.
+// The caller holds s.mu.
 func (b *spareBoot) setFrozen(frozen bool) {
-	if b.frozen == frozen || b.cg.Unified == "" {
-		return
-	}
-	v := "0"
-	if frozen {
-		v = "1"
-	}
-	if os.WriteFile(filepath.Join(b.cg.Unified, "cgroup.freeze"), []byte(v), 0o644) != nil {
+	if b.frozen == frozen || b.cg.SetTreeFrozen(frozen) != nil {
 		return
 	}
 	if frozen {
