@@ -16,11 +16,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -57,36 +61,17 @@ func StartWith(ctx context.Context, flags ...string) (*Browser, error) {
 		return nil, fmt.Errorf("make chromium's user data directory: %w", err)
 	}
 	b := &Browser{dataDir: dataDir}
-	b.driver = exec.Command(ChromedriverPath, "--port=0")
-	out, err := b.driver.StdoutPipe()
+	// A port another process took between the pick and chromedriver's
+	// bind: pick again.
+	for try := 1; ; try++ {
+		b.driver, b.base, err = launchDriver(ctx)
+		if err == nil || !errors.Is(err, errPortTaken) || try == 3 {
+			break
+		}
+	}
 	if err != nil {
-		return nil, err
-	}
-	b.driver.Stderr = os.Stderr
-	if err := b.driver.Start(); err != nil {
 		os.RemoveAll(dataDir)
-		return nil, fmt.Errorf("start chromedriver: %w", err)
-	}
-	port := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if m := startedOn.FindStringSubmatch(sc.Text()); m != nil {
-				port <- m[1]
-			}
-		}
-		close(port)
-	}()
-	select {
-	case p, ok := <-port:
-		if !ok {
-			b.Close()
-			return nil, errors.New("chromedriver exited before it said its port")
-		}
-		b.base = "http://127.0.0.1:" + p
-	case <-ctx.Done():
-		b.Close()
-		return nil, fmt.Errorf("waiting for chromedriver: %w", ctx.Err())
+		return nil, err
 	}
 	caps := map[string]any{"capabilities": map[string]any{"alwaysMatch": map[string]any{
 		"browserName": "chrome",
@@ -107,6 +92,81 @@ func StartWith(ctx context.Context, flags ...string) (*Browser, error) {
 	}
 	b.base += "/session/" + sess.SessionID
 	return b, nil
+}
+
+// errPortTaken is launchDriver's answer when chromedriver exited before it
+// said its port: the port was taken by the time it bound it.
+var errPortTaken = errors.New("chromedriver exited before it said its port")
+
+// launchDriver starts chromedriver on a loopback port free on both
+// 127.0.0.1 and [::1] and answers it with its base URL,
+// http://127.0.0.1:PORT, once it says it listens. Not --port=0:
+// chromedriver then takes a port free on [::1] alone and exits ("IPv4
+// port not available") when 127.0.0.1 holds it, and a test process holds
+// many (each loopback connection's own port): it failed a CI-like run.
+func launchDriver(ctx context.Context) (*exec.Cmd, string, error) {
+	p, err := loopbackPort()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd := exec.Command(ChromedriverPath, "--port="+strconv.Itoa(p))
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return nil, "", fmt.Errorf("start chromedriver: %w", err)
+	}
+	port := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if m := startedOn.FindStringSubmatch(sc.Text()); m != nil {
+				port <- m[1]
+			}
+		}
+		close(port)
+	}()
+	stop := func() { cmd.Process.Kill(); cmd.Wait() }
+	select {
+	case p, ok := <-port:
+		if !ok {
+			stop()
+			return nil, "", errPortTaken
+		}
+		return cmd, "http://127.0.0.1:" + p, nil
+	case <-ctx.Done():
+		stop()
+		return nil, "", fmt.Errorf("waiting for chromedriver: %w", ctx.Err())
+	}
+}
+
+// loopbackPort answers a TCP port that neither 127.0.0.1 nor [::1] holds
+// now (either family may be absent), or an error after 1000 tries. It
+// draws below Linux's default ephemeral range (32768 up), from which every
+// outgoing connection takes its own port, so none takes it before
+// chromedriver binds it.
+func loopbackPort() (int, error) {
+	for range 1000 {
+		p := 10000 + rand.IntN(32768-10000)
+		if free("tcp4", "127.0.0.1", p) && free("tcp6", "[::1]", p) {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no loopback port from 10000 to 32767 free on both 127.0.0.1 and [::1] in 1000 tries")
+}
+
+// free says whether port can be listened on at host, or host's family is
+// absent (EADDRNOTAVAIL: no IPv6 on loopback; chromedriver goes on without
+// it).
+func free(network, host string, port int) bool {
+	l, err := net.Listen(network, host+":"+strconv.Itoa(port))
+	if err != nil {
+		return errors.Is(err, syscall.EADDRNOTAVAIL) || errors.Is(err, syscall.EAFNOSUPPORT)
+	}
+	l.Close()
+	return true
 }
 
 // Close ends the session, chromedriver and its Chromium, and removes the
