@@ -306,6 +306,8 @@ func TestBadAuthorizationRequestsAreRefused(t *testing.T) {
 		{"code_challenge_method", "plain", "invalid_request"},
 		{"code_challenge_method", "", "invalid_request"},
 		{"code_challenge", verifier[:42], "invalid_request"},
+		// base64's decoder skips line breaks even in Strict mode.
+		{"code_challenge", s256(verifier)[:20] + "\n" + s256(verifier)[20:], "invalid_request"},
 		{"scope", "boxes admin", "invalid_scope"},
 		{"scope", "openid", "invalid_scope"},
 		{"resource", f.iss + "/cocoonbox.mcpx", "invalid_target"},

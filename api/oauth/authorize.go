@@ -2,9 +2,7 @@ package oauth
 
 import (
 	"context"
-	"crypto/sha256"
 	_ "embed"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signin"
 )
 
 // The authorization endpoint (OAuth 2.1 §4.1.1-4.1.2, RFC 9207) as the
@@ -167,8 +166,8 @@ func (a *Agents) parseRequest(ctx context.Context, q url.Values) (*authRequest, 
 		return ar, redirectable(errInvalidRequest, "code_challenge_method %s is not supported: it must be S256", quote(m))
 	}
 	ar.Challenge = q.Get("code_challenge")
-	if b, err := base64.RawURLEncoding.Strict().DecodeString(ar.Challenge); err != nil || len(b) != sha256.Size {
-		return ar, redirectable(errInvalidRequest, "code_challenge must be the unpadded base64url SHA-256 of the verifier (43 characters), got %d characters", len(ar.Challenge))
+	if err := signin.CheckChallenge(ar.Challenge); err != nil {
+		return ar, redirectable(errInvalidRequest, "%v", err)
 	}
 	if scope := q.Get("scope"); scope != "" && scope != Scope {
 		return ar, redirectable(errInvalidScope, "scope %s is not allowed: the one scope is %s", quote(scope), Scope)

@@ -25,9 +25,18 @@ func isUnreserved(c byte) bool {
 // base64url without padding of a SHA-256, so 43 characters of [A-Za-z0-9-_]
 // (RFC 7636 §4.2).
 func CheckChallenge(challenge string) error {
-	b, err := base64.RawURLEncoding.Strict().DecodeString(challenge)
-	if err != nil || len(b) != sha256.Size {
+	if len(challenge) != 43 {
 		return fmt.Errorf("code_challenge must be the unpadded base64url SHA-256 of the verifier (43 characters), got %d characters", len(challenge))
+	}
+	// Checked before decoding: the decoder skips '\r' and '\n', even in
+	// Strict mode.
+	for i := 0; i < len(challenge); i++ {
+		if c := challenge[i]; !isUnreserved(c) || c == '.' || c == '~' {
+			return fmt.Errorf("code_challenge may hold only A-Z a-z 0-9 - _ (base64url, RFC 7636 §4.2), found %q at byte %d", c, i)
+		}
+	}
+	if b, err := base64.RawURLEncoding.Strict().DecodeString(challenge); err != nil || len(b) != sha256.Size {
+		return fmt.Errorf("code_challenge must be the unpadded base64url SHA-256 of the verifier: %q is not canonical", challenge)
 	}
 	return nil
 }

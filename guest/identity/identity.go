@@ -208,6 +208,17 @@ func DecodePublicKey(s string) ([]byte, error) {
 	if strings.ContainsAny(s, "+/") {
 		return nil, invalid("public_key", "must be base64url ('-' and '_'), not standard base64 ('+' and '/')")
 	}
+	// The decoder skips '\r' and '\n' even in Strict mode, so a key with a
+	// line break inside would decode; the rule is 43 characters of the
+	// base64url alphabet, nothing else.
+	if len(s) != 43 {
+		return nil, invalid("public_key", "must be 43 characters of base64url (32 bytes), is %d", len(s))
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !isAlnum(c) && c != '-' && c != '_' {
+			return nil, invalid("public_key", "may hold only A-Z a-z 0-9 - _ (base64url), found %q at byte %d", c, i)
+		}
+	}
 	key, err := base64.RawURLEncoding.Strict().DecodeString(s)
 	if err != nil {
 		return nil, invalid("public_key", "is not canonical base64url without padding: %v", err)
