@@ -112,7 +112,11 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	}
 	netted()
 	mounted := steps.Begin(ctx, "boot.root")
-	if err := mountRoot(m.dir, root); err != nil {
+	if r.uids, err = leaseUIDRange(); err != nil {
+		undo()
+		return nil, err
+	}
+	if err := mountRoot(m.dir, root, r.uids); err != nil {
 		undo()
 		return nil, err
 	}
@@ -139,13 +143,21 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 	}
 	args := []string{"--quiet", "--register=no", "--keep-unit", "--boot", "--notify-ready=yes",
 		"--machine=" + m.ID, "--directory=" + filepath.Join(m.dir, "root"),
-		"--console=read-only", "--link-journal=no",
-		"--network-namespace-path=" + netnsPath(r.link.NetNS)}
+		"--console=read-only", "--link-journal=no"}
 	if chosen {
 		args = append(args, "--uuid="+mid)
 	}
+	args = append(args, r.uids.nspawnArgs()...)
 	files, err := s.egressFiles(root)
 	if err != nil {
+		undo()
+		return nil, err
+	}
+	points := make([]string, 0, len(files))
+	for path := range files {
+		points = append(points, path)
+	}
+	if err := makeMountPoints(filepath.Join(m.dir, "root"), r.uids.Base, points); err != nil {
 		undo()
 		return nil, err
 	}
@@ -178,7 +190,12 @@ func (s *Supervisor) start(ctx context.Context, m *machine, first []sandbox.Comm
 		return nil, err
 	}
 	started := steps.Begin(ctx, "boot.nspawn")
-	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET=" + ready.name}, "systemd-nspawn", args...)
+	// nspawn starts in the box's network namespace rather than joining it
+	// (--network-namespace-path): its child joins it from inside the box's
+	// user namespace, which holds no right over a namespace the host made
+	// (EPERM); the box inherits it, and its root cannot change it.
+	args = append([]string{"--net=" + netnsPath(r.link.NetNS), "--", "systemd-nspawn"}, args...)
+	cmd := nspawn.JoinCommand(r.cg.Dirs, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "NOTIFY_SOCKET=" + ready.name}, "nsenter", args...)
 	cmd.Stdout, cmd.Stderr = console, console
 	// Its own process group: a signal to the supervisor's group does not
 	// reach the box before Delete or Close does.
@@ -380,6 +397,7 @@ func (s *Supervisor) teardown(m *machine, r *running) {
 	if r.addrOff != 0 {
 		s.releaseAddress(r.addrOff)
 	}
+	r.uids.release()
 	_ = os.Remove(filepath.Join(s.runDir, m.ID+".json"))
 	m.mu.Lock()
 	if m.run == r {

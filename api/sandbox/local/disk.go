@@ -18,21 +18,63 @@ import (
 // opaque directories with them); a rebase keeps the upper layer's
 // /home/user and /workspace and mounts them over the new image.
 
-func mountRoot(dir, image string) error {
+// mountRoot mounts dir's root: the image and dir's upper layer, each
+// idmapped to the box's uid range (userns.go), as one overlay. The layers'
+// own mounts are detached once the overlay holds them, so the overlay is
+// the one mount a teardown or a crashed run's cleanup has to find; they
+// are made under layerDir, never under a directory a delete removes: a
+// crash between two steps must not leave the image mounted where
+// os.RemoveAll would descend into it.
+func mountRoot(dir, image string, uids *uidRange) error {
 	for _, d := range []string{"upper", "work", "root"} {
 		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
 			return err
 		}
 	}
+	ns, err := uids.userNSFile()
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	if err := os.MkdirAll(layerDir, 0o700); err != nil {
+		return err
+	}
+	layers, err := os.MkdirTemp(layerDir, "")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(layers)
+	lower, disk := filepath.Join(layers, "image"), filepath.Join(layers, "disk")
+	for _, d := range []string{lower, disk} {
+		if err := os.Mkdir(d, 0o700); err != nil {
+			return err
+		}
+		defer os.Remove(d)
+	}
+	if err := bindIdmapped(image, lower, ns); err != nil {
+		return err
+	}
+	defer unix.Unmount(lower, unix.MNT_DETACH)
+	if err := bindIdmapped(dir, disk, ns); err != nil {
+		return err
+	}
+	defer unix.Unmount(disk, unix.MNT_DETACH)
 	// index=off: a rebase puts the upper layer over another lower one, which
 	// the index would refuse as a different origin.
 	opts := fmt.Sprintf("lowerdir=%s,upperdir=%s,workdir=%s,index=off",
-		image, filepath.Join(dir, "upper"), filepath.Join(dir, "work"))
-	if err := unix.Mount("overlay", filepath.Join(dir, "root"), "overlay", 0, opts); err != nil {
+		lower, filepath.Join(disk, "upper"), filepath.Join(disk, "work"))
+	err = asRangeRoot(uids.Base, func() error {
+		return unix.Mount("overlay", filepath.Join(dir, "root"), "overlay", 0, opts)
+	})
+	if err != nil {
 		return fmt.Errorf("mount the overlay of %s on %s: %w", image, dir, err)
 	}
 	return nil
 }
+
+// layerDir holds the idmapped layers' mount points for the moment of an
+// overlay's mount (mountRoot).
+var layerDir = "/run/cocoonbox/layers"
 
 func unmountRoot(dir string) error {
 	err := unix.Unmount(filepath.Join(dir, "root"), unix.MNT_DETACH)

@@ -52,8 +52,10 @@ type running struct {
 	leader  int
 	link    boxLink
 	addrOff int
-	cg      nspawn.Cgroups
-	door    Door
+	// uids is the box's uid range (userns.go), held while it runs.
+	uids *uidRange
+	cg   nspawn.Cgroups
+	door Door
 	// claimEnv is what this boot last wrote to /run/silkd.env (nil:
 	// nothing yet, or a write failed); m.op guards it.
 	claimEnv []byte

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,14 +21,15 @@ import (
 // try was four processes, and a boot on two cores is short of CPU, not of
 // waiting (issue 24, Deliver 9).
 //
-// The socket is in the abstract namespace of the supervisor's network
-// namespace, which no box shares (a path under the state directory could
-// pass the 108 bytes a socket's path may have), with a random name; a
-// datagram counts only when the kernel says nspawn itself sent it
-// (SCM_CREDENTIALS), so no other process can answer for a box.
+// The socket is a file under readyDir with a random name: nspawn runs in
+// the box's network namespace (boot.go: it cannot join one from inside
+// the box's user namespace), so an abstract socket of the supervisor's
+// namespace is out of its reach; a datagram counts only when the kernel
+// says nspawn itself sent it (SCM_CREDENTIALS), so no other process can
+// answer for a box.
 type readiness struct {
 	conn  *net.UnixConn
-	name  string // NOTIFY_SOCKET's value: @ and the abstract name
+	name  string // NOTIFY_SOCKET's value: the socket's path
 	ready chan struct{}
 }
 
@@ -37,10 +40,14 @@ func listenReady(id string) (*readiness, error) {
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	name := "@cocoonbox-sandboxd/ready/" + id + "/" + hex.EncodeToString(b[:])
+	if err := os.MkdirAll(readyDir, 0o700); err != nil {
+		return nil, fmt.Errorf("readiness socket: %w", err)
+	}
+	// The id is not in the name: a path may have 108 bytes at most.
+	name := filepath.Join(readyDir, hex.EncodeToString(b[:]))
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: name, Net: "unixgram"})
 	if err != nil {
-		return nil, fmt.Errorf("readiness socket: %w", err)
+		return nil, fmt.Errorf("readiness socket of %s: %w", id, err)
 	}
 	raw, err := conn.SyscallConn()
 	if err == nil {
@@ -51,6 +58,7 @@ func listenReady(id string) (*readiness, error) {
 	}
 	if err != nil {
 		conn.Close()
+		os.Remove(name)
 		return nil, fmt.Errorf("readiness socket: SO_PASSCRED: %w", err)
 	}
 	return &readiness{conn: conn, name: name, ready: make(chan struct{})}, nil
@@ -94,5 +102,11 @@ func sentBy(oob []byte, pid int) bool {
 	return false
 }
 
-// Close ends serve.
-func (r *readiness) Close() { r.conn.Close() }
+// Close ends serve and removes the socket's file.
+func (r *readiness) Close() {
+	r.conn.Close()
+	os.Remove(r.name)
+}
+
+// readyDir holds the readiness sockets.
+var readyDir = "/run/cocoonbox/ready"
