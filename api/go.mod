@@ -5,9 +5,9 @@ go 1.26.0
 require (
 	connectrpc.com/connect v1.21.1
 	github.com/creack/pty v1.1.24
+	github.com/godbus/dbus/v5 v5.2.4
 	github.com/google/jsonschema-go v0.4.3
 	github.com/google/nftables v0.3.0
-	github.com/google/renameio/v2 v2.0.2
 	github.com/jackc/pgx/v5 v5.13.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/pressly/goose/v3 v3.30.1

@@ -287,7 +287,7 @@ func (s *Supervisor) waitRunning(ctx context.Context, r *running, ready <-chan s
 		case <-time.After(10 * time.Millisecond):
 		}
 		if r.leader = nspawn.Leader(r.nspawn.Process.Pid); r.leader != 0 {
-			r.door = &nsenterDoor{leader: r.leader, netns: netnsPath(r.link.NetNS), payloads: r.cg.Payloads()}
+			r.door = &unitDoor{leader: r.leader, base: r.uids.Base, netns: netnsPath(r.link.NetNS)}
 		}
 	}
 	leader()
@@ -390,6 +390,9 @@ func (s *Supervisor) kill(m *machine) {
 func (s *Supervisor) teardown(m *machine, r *running) {
 	// Killed and emptied before the removal, which gives up after a
 	// second: a spare's name never comes back to clear what is left.
+	if d, ok := r.door.(*unitDoor); ok {
+		d.close()
+	}
 	clearCgroups(r.cg)
 	clearNspawnRun(r.name, filepath.Join(m.dir, "root"))
 	_ = unmountRoot(m.dir)

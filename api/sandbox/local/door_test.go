@@ -12,7 +12,7 @@ import (
 // word, so a secret given as one (GH_TOKEN=ghp_…) reached the log.
 func TestAStartFailureNamesNothingOfTheCommand(t *testing.T) {
 	const token = "GH_TOKEN=ghp_0123456789abcdefSECRET"
-	d := &nsenterDoor{leader: 1 << 30}
+	d := &unitDoor{leader: 1 << 30}
 	for _, tty := range []*sandbox.WindowSize{nil, {Rows: 24, Cols: 80}} {
 		p, err := d.Start(t.Context(), sandbox.ExecRequest{Args: []string{token, strings.Repeat("x", 200<<10)}, TTY: tty})
 		if err == nil {

@@ -96,3 +96,31 @@ func statUID(t *testing.T, path string) uint32 {
 	}
 	return st.Uid
 }
+
+// Issue 37, Deliver 2: a command through the door has exactly the rights
+// of one the box's own systemd starts: the same capability sets, seccomp
+// filter, no_new_privs and user namespace. (An nsenter'd command had the
+// supervisor's whole bounding set and no filter.)
+func TestADoorCommandHasTheRightsOfTheBoxsOwnUnit(t *testing.T) {
+	t.Parallel()
+	m := boot(t, v1)
+	const show = "grep -E '^(CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp|Seccomp_filters):' /proc/self/status; cat /proc/self/uid_map; readlink /proc/self/ns/user"
+	door := mustSh(t, m.ID, show)
+	unit := mustSh(t, m.ID, "systemd-run --wait --pipe --quiet -- sh -c \""+show+"\"")
+	if door != unit {
+		t.Fatalf("a door command:\n%s\na unit of the box's systemd:\n%s", door, unit)
+	}
+	if !strings.Contains(door, "Seccomp:\t2") {
+		t.Fatalf("no seccomp filter on a door command (nor on the unit):\n%s", door)
+	}
+	// And for user, through the login shell rsh uses, against user's
+	// own unit.
+	asUser, code := shell(t, m.ID, "sh", "runuser -l user -c \""+show+"\"")
+	if code != 0 {
+		t.Fatalf("runuser: %d", code)
+	}
+	userUnit := mustSh(t, m.ID, "systemd-run --wait --pipe --quiet -p User=user -- sh -c \""+show+"\"")
+	if asUser != userUnit {
+		t.Fatalf("user through the door:\n%s\nuser's unit:\n%s", asUser, userUnit)
+	}
+}

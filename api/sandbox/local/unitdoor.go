@@ -1,0 +1,563 @@
+package local
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/godbus/dbus/v5"
+	"golang.org/x/sys/unix"
+)
+
+// unitDoor starts every command as a transient service of the box's own
+// systemd, asked over the box's system bus (as `systemd-run --machine`
+// does through machined): so a command the supervisor runs into a box has
+// exactly the rights of one the box's systemd starts for itself, its user
+// namespace, cgroup, capability bounding set and seccomp filter (issue 37,
+// Deliver 2), and nothing of the supervisor's. An nsenter'd command kept
+// the supervisor's whole bounding set and no filter, and `sudo` in its
+// tree was that much more than the box's root.
+//
+// The bus is the box's dbus-daemon at /run/dbus/system_bus_socket,
+// reached through the leader's root and connected from a thread of the
+// supervisor whose ids are the box's root (the range's base): the daemon
+// reads the peer's credentials at connect(2), maps them into the box's
+// user namespace, and so knows the supervisor as the box's root, whom
+// the box's systemd lets start units. (systemd's own private socket would
+// need a connecting process the box's PID namespace can see.) Nothing
+// runs in the box but the command: the supervisor is the bus client.
+type unitDoor struct {
+	leader int
+	base   uint32 // the box's uid range: its root as the host sees it
+	netns  string // the box's network namespace file, for Dial
+
+	mu  sync.Mutex
+	bus *boxBus // nil until the first Start, and after its connection ended
+}
+
+// boxBus is one connection to a box's system bus and the dispatch of the
+// units' property changes to the commands that wait on them.
+type boxBus struct {
+	conn    *dbus.Conn
+	mu      sync.Mutex
+	waiters map[dbus.ObjectPath]chan struct{}
+	// subscribed: Manager.Subscribe answered on this connection (a second
+	// call is an error).
+	subscribed bool
+}
+
+const (
+	systemdName = "org.freedesktop.systemd1"
+	systemdPath = dbus.ObjectPath("/org/freedesktop/systemd1")
+	managerIf   = "org.freedesktop.systemd1.Manager"
+)
+
+// dialBus connects to the box's system bus as the box's root, Hello'd,
+// subscribed to the units' changes.
+func (d *unitDoor) dialBus() (*boxBus, error) {
+	type result struct {
+		c   *dbus.Conn
+		err error
+	}
+	ch := make(chan result, 1)
+	path := fmt.Sprintf("/proc/%d/root/run/dbus/system_bus_socket", d.leader)
+	go func() {
+		// This thread's ids become the box root's and are never given
+		// back: it ends with this goroutine (LockOSThread without an
+		// unlock). Its capabilities are raised again from the permitted
+		// set, which the change of effective uid kept, to pass the
+		// leader's root as the supervisor would.
+		runtime.LockOSThread()
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(d.base), ^uintptr(0)); e != 0 {
+			ch <- result{nil, fmt.Errorf("setresgid: %w", e)}
+			return
+		}
+		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(d.base), ^uintptr(0)); e != 0 {
+			ch <- result{nil, fmt.Errorf("setresuid: %w", e)}
+			return
+		}
+		if err := raiseEffective(); err != nil {
+			ch <- result{nil, err}
+			return
+		}
+		c, err := dbus.Dial("unix:path=" + path)
+		ch <- result{c, err}
+	}()
+	r := <-ch
+	if r.err != nil {
+		return nil, fmt.Errorf("the box's system bus: %w", r.err)
+	}
+	c := r.c
+	// uid 0, as the box sees the connection's credentials.
+	if err := c.Auth([]dbus.Auth{dbus.AuthExternal("0")}); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the box's system bus: %w", err)
+	}
+	if err := c.Hello(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the box's system bus: %w", err)
+	}
+	b := &boxBus{conn: c, waiters: map[dbus.ObjectPath]chan struct{}{}}
+	err := c.AddMatchSignal(dbus.WithMatchSender(systemdName), dbus.WithMatchInterface("org.freedesktop.DBus.Properties"),
+		dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace("/org/freedesktop/systemd1/unit"))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the box's system bus: %w", err)
+	}
+	signals := make(chan *dbus.Signal, 256)
+	c.Signal(signals)
+	go b.dispatch(signals)
+	return b, nil
+}
+
+// raiseEffective makes the calling thread's permitted capabilities
+// effective.
+func raiseEffective() error {
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capget: %w", err)
+	}
+	data[0].Effective, data[1].Effective = data[0].Permitted, data[1].Permitted
+	if err := unix.Capset(&hdr, &data[0]); err != nil {
+		return fmt.Errorf("capset: %w", err)
+	}
+	return nil
+}
+
+// subscribe asks the box's systemd for the units' changes, once.
+func (b *boxBus) subscribe(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.subscribed {
+		return nil
+	}
+	err := b.conn.Object(systemdName, systemdPath).CallWithContext(ctx, managerIf+".Subscribe", 0).Err
+	b.subscribed = err == nil
+	return err
+}
+
+// dispatch wakes the command waiting on a unit whose properties changed;
+// it ends when the connection does.
+func (b *boxBus) dispatch(signals chan *dbus.Signal) {
+	for s := range signals {
+		b.mu.Lock()
+		if w := b.waiters[s.Path]; w != nil {
+			select {
+			case w <- struct{}{}:
+			default:
+			}
+		}
+		b.mu.Unlock()
+	}
+	b.mu.Lock()
+	for _, w := range b.waiters {
+		select {
+		case w <- struct{}{}:
+		default:
+		}
+	}
+	b.mu.Unlock()
+}
+
+// busFor answers the box's bus, connecting at the first call and again
+// after a connection ended. Early in a boot the bus is not there yet: it
+// is tried again every 10 ms until ctx ends.
+func (d *unitDoor) busFor(ctx context.Context) (*boxBus, error) {
+	for {
+		d.mu.Lock()
+		if d.bus != nil && !d.bus.conn.Connected() {
+			d.bus = nil
+		}
+		b := d.bus
+		var err error
+		if b == nil {
+			if b, err = d.dialBus(); err == nil {
+				d.bus = b
+			}
+		}
+		d.mu.Unlock()
+		if err == nil {
+			return b, nil
+		}
+		if _, serr := os.Stat(fmt.Sprintf("/proc/%d", d.leader)); serr != nil {
+			return nil, fmt.Errorf("the box's PID 1 is gone: %w", err)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (%v)", err, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// close ends the door's bus connection (the box is going).
+func (d *unitDoor) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.bus != nil {
+		d.bus.conn.Close()
+		d.bus = nil
+	}
+}
+
+// unitPath is the object path of unit name, escaped as systemd escapes a
+// bus label: every byte but [A-Za-z0-9] as _ and two hex digits.
+func unitPath(name string) dbus.ObjectPath {
+	var b strings.Builder
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
+			b.WriteByte(c)
+		} else {
+			fmt.Fprintf(&b, "_%02x", c)
+		}
+	}
+	return dbus.ObjectPath("/org/freedesktop/systemd1/unit/" + b.String())
+}
+
+type unitProperty struct {
+	Name  string
+	Value dbus.Variant
+}
+
+// unitExec is an ExecStartEx entry: no-env-expand, since systemd would
+// otherwise read $ in the command's words as its own variables.
+type unitExec struct {
+	Path  string
+	Args  []string
+	Flags []string
+}
+
+// Start implements Door.
+func (d *unitDoor) Start(ctx context.Context, req sandbox.ExecRequest) (sandbox.Process, error) {
+	p, err := d.start(ctx, req)
+	if err != nil {
+		// Nothing of the command's text: its words may be secrets
+		// (GH_TOKEN=ghp_… as one word), and the api logs this error.
+		return nil, fmt.Errorf("start the command (%d words): %w", len(req.Args), err)
+	}
+	return p, nil
+}
+
+func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitProcess, error) {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
+		return nil, err
+	}
+	name := "cocoonbox-door-" + hex.EncodeToString(rnd[:]) + ".service"
+	p := &unitProcess{door: d, name: name, path: unitPath(name), changed: make(chan struct{}, 1), done: make(chan struct{})}
+	argv := doorCommand(req)
+	// KillMode=process: what the command leaves running on purpose
+	// (setsid -f, a tmux server) outlives it as it would a login.
+	// RemainAfterExit: the unit stays, active (exited) or failed, until
+	// its status is read and the door lets it go (an ended unit is
+	// collected at once, and a read after that sees an empty one: exit 0
+	// for any command). The box's journal gets failures, not a line per
+	// command (the idle check runs one a minute).
+	props := []unitProperty{
+		{"Description", dbus.MakeVariant("cocoonbox: a command from the supervisor")},
+		{"ExecStartEx", dbus.MakeVariant([]unitExec{{Path: "/usr/bin/env", Args: argv, Flags: []string{"no-env-expand"}}})},
+		{"Type", dbus.MakeVariant("exec")},
+		{"KillMode", dbus.MakeVariant("process")},
+		{"RemainAfterExit", dbus.MakeVariant(true)},
+		{"LogLevelMax", dbus.MakeVariant(int32(5))},
+	}
+	var closeAfter []*os.File
+	defer func() {
+		for _, f := range closeAfter {
+			f.Close()
+		}
+	}()
+	if req.TTY != nil {
+		tty, n, err := d.openPTY(*req.TTY)
+		if err != nil {
+			return nil, err
+		}
+		p.tty = tty
+		p.stdin = ttyStdin{tty}
+		p.stdout = ttyReader{tty}
+		p.stderr = strings.NewReader("")
+		props = append(props,
+			unitProperty{"TTYPath", dbus.MakeVariant("/dev/pts/" + strconv.Itoa(n))},
+			unitProperty{"StandardInput", dbus.MakeVariant("tty")},
+			unitProperty{"StandardOutput", dbus.MakeVariant("tty")},
+			unitProperty{"StandardError", dbus.MakeVariant("tty")})
+	} else {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			return nil, err
+		}
+		errR, errW, err := os.Pipe()
+		if err != nil {
+			inR.Close()
+			inW.Close()
+			outR.Close()
+			outW.Close()
+			return nil, err
+		}
+		closeAfter = append(closeAfter, inR, outW, errW)
+		p.stdin, p.stdout, p.stderr = inW, outR, errR
+		p.pipes = []*os.File{inW, outR, errR}
+		props = append(props,
+			unitProperty{"StandardInputFileDescriptor", dbus.MakeVariant(dbus.UnixFD(inR.Fd()))},
+			unitProperty{"StandardOutputFileDescriptor", dbus.MakeVariant(dbus.UnixFD(outW.Fd()))},
+			unitProperty{"StandardErrorFileDescriptor", dbus.MakeVariant(dbus.UnixFD(errW.Fd()))})
+	}
+	var err error
+	for {
+		if p.bus, err = d.busFor(ctx); err != nil {
+			break
+		}
+		p.bus.mu.Lock()
+		p.bus.waiters[p.path] = p.changed
+		p.bus.mu.Unlock()
+		obj := p.bus.conn.Object(systemdName, systemdPath)
+		// Subscribed once per connection: the box's systemd sends the
+		// units' changes only while some client is. Early in a boot it is
+		// not on the bus yet, so this is where that shows.
+		if err = p.bus.subscribe(ctx); err == nil {
+			var job dbus.ObjectPath
+			err = obj.CallWithContext(ctx, managerIf+".StartTransientUnit", 0, name, "fail", props, []struct {
+				Name  string
+				Props []unitProperty
+			}{}).Store(&job)
+		}
+		if err == nil {
+			break
+		}
+		p.unwatch()
+		// Early in a boot systemd is not on the bus yet: its name has
+		// no owner and the daemon cannot activate it.
+		var de dbus.Error
+		if !errors.As(err, &de) || !strings.HasPrefix(de.Name, "org.freedesktop.DBus.Error.") || ctx.Err() != nil {
+			break
+		}
+		if de.Name != "org.freedesktop.DBus.Error.ServiceUnknown" && de.Name != "org.freedesktop.DBus.Error.NameHasNoOwner" {
+			break
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if err != nil {
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		if p.tty != nil {
+			p.tty.Close()
+		}
+		return nil, err
+	}
+	go p.watch()
+	go func() {
+		select {
+		case <-ctx.Done():
+			p.kill()
+		case <-p.done:
+		}
+	}()
+	return p, nil
+}
+
+// doorCommand is the command line a request runs as, under env -i: none
+// of the box manager's environment (its DefaultEnvironment) either.
+func doorCommand(req sandbox.ExecRequest) []string {
+	env := append([]string{}, baseEnv...)
+	if req.User == "" {
+		env = append(env, "HOME=/root")
+	}
+	term := "TERM=dumb"
+	if req.TTY != nil {
+		term = "TERM=xterm-256color"
+	}
+	env = append(env, term)
+	env = append(env, req.Env...)
+	args := []string{"env", "-i"}
+	if req.Dir != "" {
+		args = append(args, "-C", req.Dir)
+	}
+	args = append(args, env...)
+	switch {
+	case req.Login:
+		args = append(args, "runuser", "-l", req.User, "-c", strings.Join(req.Args, " "))
+	case req.User != "":
+		args = append(args, "runuser", "-u", req.User, "--")
+		args = append(args, req.Args...)
+	default:
+		args = append(args, req.Args...)
+	}
+	return args
+}
+
+// openPTY opens a terminal in the box's own devpts (the command's
+// systemd opens its side by path, TTYPath, and makes it the controlling
+// terminal), as the box's root, sized; it answers the master side and
+// the terminal's number.
+func (d *unitDoor) openPTY(size sandbox.WindowSize) (*os.File, int, error) {
+	var master *os.File
+	var n int
+	err := asRangeRoot(d.base, func() error {
+		fd, err := unix.Open(fmt.Sprintf("/proc/%d/root/dev/pts/ptmx", d.leader), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open the box's ptmx: %w", err)
+		}
+		if err := unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("unlock the box's pty: %w", err)
+		}
+		if n, err = unix.IoctlGetInt(fd, unix.TIOCGPTN); err != nil {
+			unix.Close(fd)
+			return fmt.Errorf("the box's pty number: %w", err)
+		}
+		if err := unix.IoctlSetWinsize(fd, unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols}); err != nil {
+			unix.Close(fd)
+			return err
+		}
+		master = os.NewFile(uintptr(fd), "ptmx")
+		return nil
+	})
+	return master, n, err
+}
+
+// unitProcess is a command running as a transient unit of the box.
+type unitProcess struct {
+	door           *unitDoor
+	bus            *boxBus
+	name           string
+	path           dbus.ObjectPath
+	changed        chan struct{} // the unit's properties changed, or the bus ended
+	stdin          io.WriteCloser
+	stdout, stderr io.Reader
+	pipes          []*os.File
+	tty            *os.File
+	done           chan struct{}
+	closeOnce      sync.Once
+	status         sandbox.ExitStatus
+	err            error
+}
+
+func (p *unitProcess) unwatch() {
+	p.bus.mu.Lock()
+	delete(p.bus.waiters, p.path)
+	p.bus.mu.Unlock()
+}
+
+// watch waits for the unit's end and reads its main process's status.
+func (p *unitProcess) watch() {
+	defer close(p.done)
+	defer p.unwatch()
+	unit := p.bus.conn.Object(systemdName, p.path)
+	ended := false
+	for {
+		// Ended: exited (RemainAfterExit) or failed, with no job left.
+		// Right after StartTransientUnit the unit is inactive with its
+		// start job queued, not yet begun.
+		v, err := unit.GetProperty("org.freedesktop.systemd1.Unit.ActiveState")
+		if err != nil {
+			p.err = fmt.Errorf("the command's unit: %w", err)
+			return
+		}
+		j, err := unit.GetProperty("org.freedesktop.systemd1.Unit.Job")
+		if err != nil {
+			p.err = fmt.Errorf("the command's unit: %w", err)
+			return
+		}
+		sub, err := unit.GetProperty("org.freedesktop.systemd1.Unit.SubState")
+		if err != nil {
+			p.err = fmt.Errorf("the command's unit: %w", err)
+			return
+		}
+		state, _ := v.Value().(string)
+		if ended = state == "failed" || state == "active" && sub.Value() == "exited"; ended && noJob(j) {
+			break
+		}
+		<-p.changed
+		if !p.bus.conn.Connected() {
+			p.err = errors.New("the command's unit: the box's bus connection ended")
+			return
+		}
+	}
+	code, err1 := unit.GetProperty("org.freedesktop.systemd1.Service.ExecMainCode")
+	status, err2 := unit.GetProperty("org.freedesktop.systemd1.Service.ExecMainStatus")
+	// Let it go: a failed unit is collected once reset, an exited one
+	// once stopped (which, KillMode=process, ends nothing it left).
+	manager := p.bus.conn.Object(systemdName, systemdPath)
+	_ = manager.Call(managerIf+".ResetFailedUnit", 0, p.name).Err
+	_ = manager.Call(managerIf+".StopUnit", 0, p.name, "replace").Err
+	if err := errors.Join(err1, err2); err != nil {
+		p.err = fmt.Errorf("the command's unit: %w", err)
+		return
+	}
+	c, _ := code.Value().(int32)
+	st, _ := status.Value().(int32)
+	switch c {
+	case 2, 3: // CLD_KILLED, CLD_DUMPED
+		sig := syscall.Signal(st)
+		p.status = sandbox.ExitStatus{Code: 128 + int(st), Signal: unix.SignalName(sig)}
+	default: // CLD_EXITED, or a start that failed (systemd's own status)
+		p.status.Code = int(st)
+	}
+}
+
+// noJob reports whether a unit's Job property, (id, path), names none.
+func noJob(v dbus.Variant) bool {
+	job, ok := v.Value().([]any)
+	if !ok || len(job) != 2 {
+		return false
+	}
+	id, _ := job[0].(uint32)
+	return id == 0
+}
+
+func (p *unitProcess) kill() {
+	_ = p.bus.conn.Object(systemdName, systemdPath).Call(managerIf+".KillUnit", 0, p.name, "all", int32(syscall.SIGKILL)).Err
+}
+
+func (p *unitProcess) Stdin() io.WriteCloser { return p.stdin }
+func (p *unitProcess) Stdout() io.Reader     { return p.stdout }
+func (p *unitProcess) Stderr() io.Reader     { return p.stderr }
+
+func (p *unitProcess) Resize(_ context.Context, size sandbox.WindowSize) error {
+	if p.tty == nil {
+		return sandbox.Invalid("tty.size", "the command has no terminal to resize")
+	}
+	if err := size.Check(); err != nil {
+		return err
+	}
+	return unix.IoctlSetWinsize(int(p.tty.Fd()), unix.TIOCSWINSZ, &unix.Winsize{Row: size.Rows, Col: size.Cols})
+}
+
+// Wait implements sandbox.Process: it answers at the unit's end and then
+// closes the supervisor's ends of the streams, as exec.Cmd's Wait does:
+// read them to their end before.
+func (p *unitProcess) Wait() (sandbox.ExitStatus, error) {
+	<-p.done
+	p.closeOnce.Do(func() {
+		for _, f := range p.pipes {
+			f.Close()
+		}
+		if p.tty != nil {
+			p.tty.Close()
+		}
+	})
+	return p.status, p.err
+}
