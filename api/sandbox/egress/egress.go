@@ -6,8 +6,11 @@
 // // or on its public address), other boxes or a private network through it.
 // For a CONNECT to a host a box's key lists it terminates TLS with a leaf
 // of the pool's CA and swaps the key's placeholder for its value in the
-// key's header or query parameter (intercept.go; Contract: Key vault,
-// Connect injection); any other CONNECT is tunnelled untouched.
+// key's header or query parameter of each request that names the
+// CONNECT's host, with the keys of that moment, and the value back for
+// the placeholder in the answers (intercept.go, request.go, scrub.go;
+// Contract: Key vault, Box API keys, Connect injection); any other
+// CONNECT is tunnelled untouched.
 package egress
 
 import (
@@ -43,9 +46,26 @@ type Config struct {
 	// CA mints the leaves of intercepted hosts; nil intercepts nothing.
 	CA *CA
 	// Injections returns the host-only keys of the box at a bridge
-	// address (nil for none). It is called on every CONNECT: it must not
+	// address (nil for none). It is called on every CONNECT and again on
+	// every request of an intercepted connection (so a key deleted or
+	// rotated stops at once on connections already open): it must not
 	// wait on anything slow (the supervisor answers from a snapshot).
 	Injections func(box netip.Addr) []Injection
+	// InterceptIdle closes an intercepted connection that carried no
+	// request for this long (HTTP/1.1: between requests; HTTP/2: with no
+	// stream open); DefaultInterceptIdle when 0.
+	InterceptIdle time.Duration
+	// InterceptMax closes an intercepted connection this long after its
+	// CONNECT, whatever it carries then (a request in flight is cut, its
+	// upstream exchange cancelled); DefaultInterceptMax when 0. A box's
+	// client opens another: the bound is how long a connection lives on
+	// keys read at its start (its TLS, its upstream's identity).
+	InterceptMax time.Duration
+	// ScrubBodyLimit is how many bytes of each answer's body, from its
+	// start, an interception cleans of the request's key values
+	// (values): DefaultScrubBodyLimit when 0, none when negative. The
+	// rest of a longer body goes to the box as it comes.
+	ScrubBodyLimit int64
 	// UpstreamRoots verify an intercepted host's upstream (the system
 	// roots when nil; api.yaml sandbox.local.egress.upstream_ca_file).
 	UpstreamRoots *x509.CertPool
@@ -75,6 +95,12 @@ type Proxy struct {
 	// to show its bytes are untouched).
 	admit netip.Addr
 }
+
+// The intercepted connection's limits when Config sets none.
+const (
+	DefaultInterceptIdle = 60 * time.Second
+	DefaultInterceptMax  = 10 * time.Minute
+)
 
 // ErrRefused wraps every refused destination.
 var ErrRefused = errors.New("destination refused")
@@ -231,7 +257,11 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	ctx := r.Context()
-	inj := p.boxInjections(r.RemoteAddr, canonicalHost(r.Host))
+	var box netip.Addr
+	if ap, err := netip.ParseAddrPort(r.RemoteAddr); err == nil {
+		box = ap.Addr().Unmap()
+	}
+	inj := p.boxInjections(box, canonicalHost(r.Host))
 	if to, ok := p.cfg.Resolve[canonicalHost(r.Host)]; ok && len(inj) > 0 {
 		ctx = context.WithValue(ctx, resolveTo{}, to.Unmap())
 	}
@@ -254,7 +284,7 @@ func (p *Proxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(inj) > 0 {
 		// The hijacked connection outlives r: its context is done.
-		p.intercept(context.WithoutCancel(ctx), bufConn{Conn: down, r: buf.Reader}, up, r.Host, inj)
+		p.intercept(context.WithoutCancel(ctx), bufConn{Conn: down, r: buf.Reader}, up, box, r.Host)
 		return
 	}
 	// Bytes the client sent after its CONNECT line are already buffered.

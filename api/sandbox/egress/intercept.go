@@ -31,21 +31,19 @@ type Injection struct {
 	How string
 }
 
-// boxInjections returns the injections of the box at remote (the
-// client's address on the bridge) that list host; none for an IP literal.
-func (p *Proxy) boxInjections(remote, host string) []Injection {
-	if p.cfg.Injections == nil || p.cfg.CA == nil {
+// boxInjections returns the injections of the box at a bridge address
+// that list host; none for an IP literal. It is read at the CONNECT (to
+// choose between interception and a tunnel) and again at every request
+// an interception serves.
+func (p *Proxy) boxInjections(box netip.Addr, host string) []Injection {
+	if p.cfg.Injections == nil || p.cfg.CA == nil || !box.IsValid() {
 		return nil
 	}
 	if _, err := netip.ParseAddr(host); err == nil {
 		return nil // never intercept an address
 	}
-	ap, err := netip.ParseAddrPort(remote)
-	if err != nil {
-		return nil
-	}
 	var out []Injection
-	for _, in := range p.cfg.Injections(ap.Addr().Unmap()) {
+	for _, in := range p.cfg.Injections(box.Unmap()) {
 		for _, h := range in.Hosts {
 			if h == host {
 				out = append(out, in)
@@ -82,9 +80,12 @@ func (c bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
 // intercept terminates the box's TLS for host with a leaf of the pool CA,
 // opens TLS to the upstream over up (already dialled through every
 // check), and serves the box's requests, HTTP/1.1 or HTTP/2 as ALPN
-// says, putting each injection's value in place of its placeholder. A
-// ClientHello naming another server than the CONNECT did is refused.
-func (p *Proxy) intercept(ctx context.Context, down, up net.Conn, hostport string, inj []Injection) {
+// says (interception.ServeHTTP: each request with the box's keys of the
+// moment, its answer cleaned of their values). A ClientHello naming
+// another server than the CONNECT did is refused. The connection is
+// closed after Config.InterceptIdle without a request and
+// Config.InterceptMax after the CONNECT, whatever it carries then.
+func (p *Proxy) intercept(ctx context.Context, down, up net.Conn, box netip.Addr, hostport string) {
 	host := canonicalHost(hostport)
 	srv := tls.Server(down, &tls.Config{
 		NextProtos: []string{"h2", "http/1.1"},
@@ -138,19 +139,28 @@ func (p *Proxy) intercept(ctx context.Context, down, up net.Conn, hostport strin
 	defer tr.CloseIdleConnections()
 	// up, when no request came to take it.
 	defer once.Do(func() { up.Close() })
-	rp := &httputil.ReverseProxy{
+	x := &interception{p: p, box: box, host: host, hostport: hostport}
+	x.serve = &httputil.ReverseProxy{
 		Transport: tr,
 		Rewrite: func(pr *httputil.ProxyRequest) {
+			// misdirected held the box's Host to the CONNECT's host.
 			pr.Out.URL.Scheme = "https"
 			pr.Out.URL.Host = hostport
 			pr.Out.Host = pr.In.Host
-			for _, in := range inj {
+			k := keysOf(pr.In.Context())
+			if len(k.inj) > 0 {
+				// A body answer cannot clean is one it cannot read.
+				pr.Out.Header.Set("Accept-Encoding", "identity")
+			}
+			for _, in := range k.inj {
 				inject(pr.Out, in)
 			}
 		},
+		ModifyResponse: x.answer,
 		ErrorHandler: func(w http.ResponseWriter, r *http.Request, err error) {
-			p.logf("egress intercepted request failed", "target", hostport, "err", err)
-			http.Error(w, "cocoonbox egress proxy: "+err.Error(), http.StatusBadGateway)
+			msg := keysOf(r.Context()).v.string(err.Error())
+			p.logf("egress intercepted request failed", "target", hostport, "err", msg)
+			http.Error(w, "cocoonbox egress proxy: "+msg, http.StatusBadGateway)
 		},
 	}
 	ln := &oneConn{c: srv, done: make(chan struct{})}
@@ -158,14 +168,26 @@ func (p *Proxy) intercept(ctx context.Context, down, up net.Conn, hostport strin
 	protos.SetHTTP1(true)
 	protos.SetHTTP2(true)
 	hs := &http.Server{
-		Handler: rp, Protocols: &protos, ReadHeaderTimeout: 30 * time.Second,
+		Handler: x, Protocols: &protos, ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout: orDefault(p.cfg.InterceptIdle, DefaultInterceptIdle),
 		ConnState: func(_ net.Conn, s http.ConnState) {
 			if s == http.StateClosed || s == http.StateHijacked {
 				ln.Close()
 			}
 		},
 	}
+	// Close ends the connection and, through the requests' contexts,
+	// their upstream exchanges.
+	stop := time.AfterFunc(orDefault(p.cfg.InterceptMax, DefaultInterceptMax), func() { hs.Close() })
+	defer stop.Stop()
 	_ = hs.Serve(ln)
+}
+
+func orDefault(d, def time.Duration) time.Duration {
+	if d > 0 {
+		return d
+	}
+	return def
 }
 
 // inject puts in's value where the request carries its placeholder: the
