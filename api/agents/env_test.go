@@ -62,7 +62,12 @@ func newEnv(t *testing.T) *env {
 	e := &env{t: t, url: ts.URL, db: db}
 
 	con.Mount(srv)
-	clients := oauth.NewClients(db.Pool, oauth.NewFetcher(oauth.FetcherConfig{}))
+	fetcher, ferr := oauth.NewFetcher(oauth.FetcherConfig{})
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	t.Cleanup(fetcher.Close)
+	clients := oauth.NewClients(db.Pool, fetcher)
 	oauth.NewRegistration(clients, log).Mount(srv)
 	e.grants = oauth.NewGrants(db.Pool, db.URL, log)
 	if err := e.grants.Start(ctx); err != nil {

@@ -7,14 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
@@ -33,7 +30,8 @@ const (
 
 // FetcherConfig configures a Fetcher. Production sets none of it.
 type FetcherConfig struct {
-	// TestAllowLoopback lets the fetcher dial loopback addresses and
+	// TestAllowLoopback lets the fetcher dial loopback addresses
+	// (egress.DialerConfig.TestAllowLoopback) and
 	// TestRoots replaces the system's roots: for a test's httptest TLS
 	// server on 127.0.0.1. Never set outside tests.
 	TestAllowLoopback bool
@@ -44,12 +42,14 @@ type FetcherConfig struct {
 
 // Fetcher fetches Client ID Metadata Documents (the draft the MCP
 // authorization of 2025-11-25 adopts) strictly: https only, public
-// addresses only (checked on the address dialled, after resolution, so a
-// name that resolves to 10.0.0.1 or rebinds between lookups never
-// reaches the host's network), at most MaxDocument bytes within
+// addresses only and none of the host's own (egress.Dialer: checked on
+// the address dialled, after resolution, so a name that resolves to
+// 10.0.0.1 or to the host's public address, or rebinds between lookups,
+// never reaches the host or its network), at most MaxDocument bytes within
 // FetchTimeout, no redirects, and cached as its Cache-Control or Expires
 // says. Safe for concurrent use.
 type Fetcher struct {
+	dialer *egress.Dialer
 	client *http.Client
 	now    func() time.Time
 
@@ -62,21 +62,16 @@ type cached struct {
 	expires time.Time
 }
 
-// NewFetcher is a Fetcher of cfg.
-func NewFetcher(cfg FetcherConfig) *Fetcher {
-	dialer := &net.Dialer{Timeout: FetchTimeout, Control: func(network, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("dial %s: %w", address, err)
-		}
-		if cfg.TestAllowLoopback && ap.Addr().IsLoopback() {
-			return nil
-		}
-		if !egress.Public(ap.Addr()) {
-			return fmt.Errorf("%s is not a public address", ap.Addr())
-		}
-		return nil
-	}}
+// NewFetcher is a Fetcher of cfg. Its connections go through an
+// egress.Dialer, the egress proxy's: public addresses only, never the
+// host's own (a consent page must not probe the host's TLS services). It
+// fails when the Dialer cannot follow the host's addresses; Close stops
+// following them.
+func NewFetcher(cfg FetcherConfig) (*Fetcher, error) {
+	dialer, err := egress.NewDialer(egress.DialerConfig{Timeout: FetchTimeout, TestAllowLoopback: cfg.TestAllowLoopback})
+	if err != nil {
+		return nil, fmt.Errorf("client metadata fetcher: %w", err)
+	}
 	tr := &http.Transport{
 		Proxy:                  nil, // the address checked is the one dialled
 		DialContext:            dialer.DialContext,
@@ -90,14 +85,18 @@ func NewFetcher(cfg FetcherConfig) *Fetcher {
 	if now == nil {
 		now = time.Now
 	}
-	return &Fetcher{now: now, cache: map[string]cached{}, client: &http.Client{
+	return &Fetcher{dialer: dialer, now: now, cache: map[string]cached{}, client: &http.Client{
 		Transport: tr,
 		Timeout:   FetchTimeout,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse
 		},
-	}}
+	}}, nil
 }
+
+// Close stops the fetcher's Dialer following the host's addresses; a
+// Fetch after it still refuses what the addresses were then.
+func (f *Fetcher) Close() { f.dialer.Close() }
 
 // IsDocumentURL says whether a client_id names a metadata document
 // rather than a registered client: it starts with https:// (a registered

@@ -39,10 +39,21 @@ func newDocServer(t *testing.T, docs map[string]func(w http.ResponseWriter, self
 
 // testFetcher trusts s's certificate and may dial loopback, as only a
 // test's fetcher does.
-func testFetcher(s *docServer, now func() time.Time) *Fetcher {
+func testFetcher(t testing.TB, s *docServer, now func() time.Time) *Fetcher {
 	roots := x509.NewCertPool()
 	roots.AddCert(s.Certificate())
-	return NewFetcher(FetcherConfig{TestAllowLoopback: true, TestRoots: roots, Now: now})
+	return newFetcher(t, FetcherConfig{TestAllowLoopback: true, TestRoots: roots, Now: now})
+}
+
+// newFetcher is NewFetcher(cfg), closed when the test ends.
+func newFetcher(t testing.TB, cfg FetcherConfig) *Fetcher {
+	t.Helper()
+	f, err := NewFetcher(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Close)
+	return f
 }
 
 // doc answers a good document of a CLI's loopback redirect, with extra
@@ -60,7 +71,7 @@ func doc(headers map[string]string, fields string) func(http.ResponseWriter, str
 
 func TestMetadataDocumentGivesRedirectURIsNameAndVerifiedHost(t *testing.T) {
 	s := newDocServer(t, map[string]func(http.ResponseWriter, string){"/client.json": doc(nil, `, "logo_uri": "https://x/l.png"`)})
-	c, err := testFetcher(s, nil).Fetch(context.Background(), s.URL+"/client.json")
+	c, err := testFetcher(t, s, nil).Fetch(context.Background(), s.URL+"/client.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,8 +112,8 @@ func TestMetadataDocumentBadInputIsRefused(t *testing.T) {
 		},
 		"/gone.json": func(w http.ResponseWriter, self string) { http.Error(w, "gone", http.StatusGone) },
 	})
-	f := testFetcher(s, nil)
-	strict := NewFetcher(FetcherConfig{}) // production's: no loopback, system roots
+	f := testFetcher(t, s, nil)
+	strict := newFetcher(t, FetcherConfig{}) // production's: no loopback, system roots
 	port := s.URL[strings.LastIndex(s.URL, ":"):]
 	cases := []struct {
 		f    *Fetcher
@@ -149,7 +160,7 @@ func TestMetadataDocumentIsCachedByItsHeaders(t *testing.T) {
 		},
 	})
 	now := time.Now()
-	f := testFetcher(s, func() time.Time { return now })
+	f := testFetcher(t, s, func() time.Time { return now })
 	fetches := func(path string, wait time.Duration) int32 {
 		before := s.hits.Load()
 		for range 2 {
@@ -183,7 +194,7 @@ func TestMetadataDocumentFetchIsTimeBounded(t *testing.T) {
 		},
 	})
 	t.Cleanup(func() { close(stop) }) // before the server's Close, which waits for the handler
-	_, err := testFetcher(s, nil).Fetch(context.Background(), s.URL+"/slow.json")
+	_, err := testFetcher(t, s, nil).Fetch(context.Background(), s.URL+"/slow.json")
 	if err == nil || !strings.Contains(err.Error(), "not fetched within 5s") {
 		t.Errorf("a stalled document: %v, want the fetch's timeout", err)
 	}

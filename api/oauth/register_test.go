@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 func registrar(t *testing.T) (*Clients, string) {
 	t.Helper()
 	db := dbtest.New(t, users.Schema, boxes.Schema, Schema)
-	clients := NewClients(db.Pool, NewFetcher(FetcherConfig{}))
+	clients := NewClients(db.Pool, newFetcher(t, FetcherConfig{}))
 	mux := http.NewServeMux()
 	NewRegistration(clients, slog.Default()).Mount(mux)
 	srv := httptest.NewServer(mux)

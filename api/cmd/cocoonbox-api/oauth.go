@@ -60,10 +60,15 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		fc.TestAllowLoopback = true
 		log.Warn("oauth: metadata documents are fetched from loopback with test roots (" + testCIMDRootsEnv + "): never in production")
 	}
-	clients := oauth.NewClients(db.Pool, oauth.NewFetcher(fc))
+	fetcher, err := oauth.NewFetcher(fc)
+	if err != nil {
+		return nil, nil, err
+	}
+	clients := oauth.NewClients(db.Pool, fetcher)
 	oauth.NewRegistration(clients, log).Mount(srv)
 	grants := oauth.NewGrants(db.Pool, db.URL, log)
 	if err := grants.Start(ctx); err != nil {
+		fetcher.Close()
 		return nil, nil, err
 	}
 	// The Agents page: the user's grants, seen, revoked; its notice on
@@ -77,5 +82,5 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		return oauth.User{ID: u.ID, Name: u.Name}, ok
 	}
 	return &agentsOAuth{agents: oauth.NewAgents(cfg.OAuth.PublicURL, clients, grants, session, log), grants: grants,
-		prm: m.ResourceMetadataURL(mcpurl.Path), caps: useragents.NewCaps(db.Pool)}, grants.Stop, nil
+		prm: m.ResourceMetadataURL(mcpurl.Path), caps: useragents.NewCaps(db.Pool)}, func() { grants.Stop(); fetcher.Close() }, nil
 }

@@ -61,14 +61,3 @@ func checkAdmit(n netip.Prefix) error {
 	}
 	return nil
 }
-
-// admitted says whether a is inside one of Config.Admit.
-func (p *Proxy) admitted(a netip.Addr) bool {
-	a = a.Unmap().WithZone("")
-	for _, n := range p.cfg.Admit {
-		if n.Contains(a) {
-			return true
-		}
-	}
-	return false
-}

@@ -83,7 +83,7 @@ func admitInNamespace(t *testing.T) {
 
 	p, proxy := newProxy(t, Config{Admit: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/26")}})
 	wait.Eventually(t, time.Minute, "the proxy seeing 203.0.113.5 as the host's", func() (bool, string) {
-		return p.host.Has(netip.MustParseAddr("203.0.113.5")), fmt.Sprint(*p.host.set.Load())
+		return p.d.host.Has(netip.MustParseAddr("203.0.113.5")), fmt.Sprint(*p.d.host.set.Load())
 	})
 	c, err := net.Dial("tcp", proxy)
 	must(t, err)

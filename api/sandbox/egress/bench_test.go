@@ -17,7 +17,7 @@ import (
 func BenchmarkHTTPSThroughProxy(b *testing.B) {
 	ts, _ := upstream(b)
 	p, proxy, trust := interceptProxy(b, ts, Config{})
-	p.admit = netip.MustParseAddr("127.0.0.1")
+	p.d.admitOne = netip.MustParseAddr("127.0.0.1")
 	roots := x509.NewCertPool()
 	roots.AddCert(ts.Certificate())
 	port := ts.Listener.Addr().(*net.TCPAddr).Port

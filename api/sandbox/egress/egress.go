@@ -24,7 +24,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strings"
-	"syscall"
 	"time"
 )
 
@@ -77,23 +76,18 @@ type Config struct {
 	Resolve map[string]netip.Addr
 }
 
-// Proxy is an http.Handler; serve it on the gateway. It reaches public
-// addresses only (Public, or inside Config.Admit) that are not the host's
-// own (HostAddrs), each
-// checked on the name's resolved addresses and again on the address the
-// socket is about to connect to, before any packet leaves. It answers a
-// request that is neither an absolute http:// URL nor CONNECT with 400, a
-// refused destination (ErrRefused) with 403, and a destination it cannot
-// reach with 502, each with a text/plain line saying why.
+// Proxy is an http.Handler; serve it on the gateway. It dials through a
+// Dialer (public addresses only, not the host's own, each checked on the
+// name's resolved addresses and again on the address the socket is about
+// to connect to, before any packet leaves) and, when Config.Hosts is set,
+// to those names only. It answers a request that is neither an absolute
+// http:// URL nor CONNECT with 400, a refused destination (ErrRefused)
+// with 403, and a destination it cannot reach with 502, each with a
+// text/plain line saying why.
 type Proxy struct {
 	cfg       Config
-	host      *HostAddrs
-	dialer    net.Dialer
+	d         *Dialer
 	transport *http.Transport // forwards plain HTTP
-	// admit is an address check passes, set by this package's tests only
-	// (an unlisted host's upstream on loopback, which a tunnel must reach
-	// to show its bytes are untouched).
-	admit netip.Addr
 }
 
 // The intercepted connection's limits when Config sets none.
@@ -107,37 +101,16 @@ var ErrRefused = errors.New("destination refused")
 
 // New makes a Proxy that follows the host's addresses until Close.
 func New(cfg Config) (*Proxy, error) {
-	host, err := WatchHostAddrs(cfg.Log)
+	d, err := NewDialer(DialerConfig{Admit: cfg.Admit, Resolver: cfg.Resolver, Log: cfg.Log})
 	if err != nil {
 		return nil, err
 	}
-	if cfg.Resolver == nil {
-		cfg.Resolver = net.DefaultResolver
-	}
 	for _, n := range cfg.Admit {
-		if err := checkAdmit(n); err != nil {
-			host.Close()
-			return nil, fmt.Errorf("egress admit %s %w", n, err)
-		}
 		if cfg.Log != nil {
 			cfg.Log.Warn("the egress proxy admits this network although it is not public", "network", n)
 		}
 	}
-	p := &Proxy{cfg: cfg, host: host}
-	// Control runs on the socket before connect(2), with the address the
-	// kernel is about to be given: whatever the resolver, Go's dialer or
-	// a DNS answer that changed between the check and the dial did, a
-	// refused address gets no packet.
-	p.dialer = net.Dialer{Timeout: 30 * time.Second, ControlContext: func(ctx context.Context, _, address string, _ syscall.RawConn) error {
-		ap, err := netip.ParseAddrPort(address)
-		if err != nil {
-			return fmt.Errorf("%w: dial %q: not an address and port", ErrRefused, address)
-		}
-		if to, ok := ctx.Value(resolveTo{}).(netip.Addr); ok && to == ap.Addr().Unmap() {
-			return nil
-		}
-		return p.check(ap.Addr())
-	}}
+	p := &Proxy{cfg: cfg, d: d}
 	p.transport = &http.Transport{DialContext: p.dial, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 90 * time.Second}
 	return p, nil
 }
@@ -145,64 +118,8 @@ func New(cfg Config) (*Proxy, error) {
 // Close stops following the host's addresses and closes idle forwarded
 // connections.
 func (p *Proxy) Close() {
-	p.host.Close()
+	p.d.Close()
 	p.transport.CloseIdleConnections()
-}
-
-// check refuses an address that is not public (nor admitted) or is the
-// host's own.
-func (p *Proxy) check(a netip.Addr) error {
-	if p.admit.IsValid() && a.Unmap() == p.admit {
-		return nil
-	}
-	if why := nonPublic(a); why != "" && !p.admitted(a) {
-		return fmt.Errorf("%w: %s is not a public address: %s", ErrRefused, a, why)
-	}
-	if p.host.Has(a) {
-		return fmt.Errorf("%w: %s is an address of this host", ErrRefused, a)
-	}
-	return nil
-}
-
-// resolve checks a host:port and returns the address to dial: the first
-// address of the host when every one passes check (one that does not
-// refuses the name), so a name that resolves differently at dial time
-// cannot slip past the check.
-func (p *Proxy) resolve(ctx context.Context, hostport string) (string, error) {
-	host, port, err := net.SplitHostPort(hostport)
-	if err != nil {
-		return "", fmt.Errorf("%w: %q is not host:port", ErrRefused, hostport)
-	}
-	// An address is judged by the address rules first, so the answer
-	// names the one that matters (an address is never a listed host).
-	a, err := netip.ParseAddr(host)
-	if err == nil {
-		if err := p.check(a); err != nil {
-			return "", err
-		}
-	}
-	if !p.allowedName(host) {
-		return "", fmt.Errorf("%w: %s is not among the allowed hosts", ErrRefused, host)
-	}
-	if a.IsValid() {
-		return net.JoinHostPort(a.Unmap().String(), port), nil
-	}
-	if to, ok := ctx.Value(resolveTo{}).(netip.Addr); ok {
-		return net.JoinHostPort(to.String(), port), nil
-	}
-	addrs, err := p.cfg.Resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
-		return "", fmt.Errorf("resolve %s: %w", host, err)
-	}
-	for _, a := range addrs {
-		if err := p.check(a); err != nil {
-			return "", fmt.Errorf("%s resolves to a refused address: %w", host, err)
-		}
-	}
-	if len(addrs) == 0 {
-		return "", fmt.Errorf("resolve %s: no address", host)
-	}
-	return net.JoinHostPort(addrs[0].Unmap().String(), port), nil
 }
 
 func (p *Proxy) allowedName(host string) bool {
@@ -218,12 +135,23 @@ func (p *Proxy) allowedName(host string) bool {
 	return false
 }
 
+// dial connects to hostport through p.d when the host is allowed; an
+// address is judged by the address rules first, so the answer names the
+// one that matters (an address is never a listed host).
 func (p *Proxy) dial(ctx context.Context, _, hostport string) (net.Conn, error) {
-	addr, err := p.resolve(ctx, hostport)
+	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%w: %q is not host:port", ErrRefused, hostport)
 	}
-	return p.dialer.DialContext(ctx, "tcp", addr)
+	if a, err := netip.ParseAddr(host); err == nil {
+		if err := p.d.Check(a); err != nil {
+			return nil, err
+		}
+	}
+	if !p.allowedName(host) {
+		return nil, fmt.Errorf("%w: %s is not among the allowed hosts", ErrRefused, host)
+	}
+	return p.d.DialContext(ctx, "tcp", hostport)
 }
 
 // ServeHTTP implements http.Handler.

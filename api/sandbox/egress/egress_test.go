@@ -132,7 +132,7 @@ func TestProxyRefusesEveryAddressOfThisHost(t *testing.T) {
 	port, reached := listen(t)
 	p, proxy := newProxy(t, Config{})
 	want := map[string]string{}
-	for a := range *p.host.set.Load() {
+	for a := range *p.d.host.set.Load() {
 		want[net.JoinHostPort(a.String(), fmt.Sprint(port))] = "refused"
 	}
 	if len(want) < 2 {
@@ -154,7 +154,7 @@ func TestTheDialHookRefusesAnAddressTheResolveStepDidNotCheck(t *testing.T) {
 	p, _ := newProxy(t, Config{})
 	for _, addr := range []string{"127.0.0.1", "::1", "127.0.0.2"} {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		c, err := p.dialer.DialContext(ctx, "tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
+		c, err := p.d.raw.DialContext(ctx, "tcp", net.JoinHostPort(addr, fmt.Sprint(port)))
 		cancel()
 		if err == nil {
 			c.Close()

@@ -196,7 +196,7 @@ func TestUnlistedHostIsTunnelledUntouched(t *testing.T) {
 	}
 	p, proxy, _ := interceptProxy(t, ts, Config{Injections: keys})
 	// The upstream is on loopback, which a tunnel must reach here.
-	p.admit = netip.MustParseAddr("127.0.0.1")
+	p.d.admitOne = netip.MustParseAddr("127.0.0.1")
 	roots := x509.NewCertPool()
 	roots.AddCert(ts.Certificate())
 	port := ts.Listener.Addr().(*net.TCPAddr).Port

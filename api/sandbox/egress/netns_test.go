@@ -79,7 +79,7 @@ func refuseInNamespace(t *testing.T) {
 	for _, a := range late {
 		addr := netip.MustParsePrefix(a).Addr()
 		wait.Eventually(t, time.Minute, "the proxy seeing "+addr.String()+" added", func() (bool, string) {
-			return p.host.Has(addr), fmt.Sprint(*p.host.set.Load())
+			return p.d.host.Has(addr), fmt.Sprint(*p.d.host.set.Load())
 		})
 	}
 
