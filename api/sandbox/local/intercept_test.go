@@ -14,6 +14,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,7 +44,11 @@ func startVaultUpstream() (string, error) {
 		vaultMu.Lock()
 		vaultSeen = append(vaultSeen, fmt.Sprintf("%s %s %s", r.Proto, r.Header.Get("Authorization"), r.UserAgent()))
 		vaultMu.Unlock()
-		fmt.Fprint(w, "upstream saw ", r.Header.Get("Authorization"))
+		// An upstream that reflects the key (issue 37): in a Location
+		// that keeps it as a query parameter, and in the body.
+		auth := r.Header.Get("Authorization")
+		w.Header().Set("Location", "https://"+vaultHost+"/next?key="+url.QueryEscape(strings.TrimPrefix(auth, "Bearer ")))
+		fmt.Fprint(w, "upstream saw ", auth)
 	}))
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -66,6 +71,23 @@ func startVaultUpstream() (string, error) {
 	return f, os.WriteFile(f, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
 }
 
+// bootWithVaultKey boots a box with one key for vaultHost, sent as
+// "Authorization: Bearer {}", whose placeholder ph ends in cbv_ and 32
+// hex digits, as the api's entries do; it answers the box and the
+// upstream's /v1/models URL.
+func bootWithVaultKey(t *testing.T, ph, real string) (sandbox.Machine, string) {
+	t.Helper()
+	m := boot(t, v1)
+	entries := []sandbox.ClaimEntry{
+		{Name: "COCOONBOX_VAULT", Value: "OPENAI_API_KEY=" + ph + ";" + vaultHost + ";Authorization:%20Bearer%20{}", Guest: true},
+		{Name: "CBV_" + ph[len(ph)-32:], Value: "Bearer " + real, Hosts: []string{vaultHost}, How: "Authorization:%20Bearer%20{}"},
+	}
+	if err := sup.SetClaimEnv(context.Background(), m.ID, entries); err != nil {
+		t.Fatal(err)
+	}
+	return m, fmt.Sprintf("https://%s:%d/v1/models", vaultHost, vaultUp.Listener.Addr().(*net.TCPAddr).Port)
+}
+
 func vaultRequests() []string {
 	vaultMu.Lock()
 	defer vaultMu.Unlock()
@@ -78,24 +100,17 @@ func vaultRequests() []string {
 // supervisor sets, and a request to a host the box's key lists reaches the
 // upstream with the value in Authorization, while the box's environment
 // and /run/silkd.env hold only the placeholder. curl and python3 are in
-// the base tier from cbdesk:v23.
+// the base tier from cbdesk:v23. Issue 37: the upstream echoes the value
+// in its body (and curl's Location, below): the box reads the
+// placeholder back, never the value.
 func TestABoxsKeyReachesItsHostOnlyThroughTheProxy(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	m := boot(t, v1)
 	const (
 		ph   = "sk-proj-cbv_0123456789abcdef0123456789abcdef"
 		real = "sk-proj-the-real-secret-26"
 	)
-	entries := []sandbox.ClaimEntry{
-		{Name: "COCOONBOX_VAULT", Value: "OPENAI_API_KEY=" + ph + ";" + vaultHost + ";Authorization:%20Bearer%20{}", Guest: true},
-		{Name: "CBV_0123456789abcdef0123456789abcdef", Value: "Bearer " + real, Hosts: []string{vaultHost}, How: "Authorization:%20Bearer%20{}"},
-	}
-	if err := sup.SetClaimEnv(ctx, m.ID, entries); err != nil {
-		t.Fatal(err)
-	}
+	m, u := bootWithVaultKey(t, ph, real)
 	port := vaultUp.Listener.Addr().(*net.TCPAddr).Port
-	u := fmt.Sprintf("https://%s:%d/v1/models", vaultHost, port)
 	auth := "Authorization: Bearer " + ph
 	clients := map[string]string{
 		"curl": fmt.Sprintf("curl -sS --fail-with-body -A curl -H %q %s", auth, u),
@@ -128,9 +143,12 @@ http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[
 			}
 			continue
 		}
-		if !strings.Contains(out, "upstream saw Bearer "+real) {
-			t.Errorf("%s: %q (the upstream saw %q)", name, out, reqs[before:])
+		if !strings.Contains(out, "upstream saw Bearer "+ph) || strings.Contains(out, real) || len(reqs) == before || !strings.Contains(reqs[len(reqs)-1], "Bearer "+real) {
+			t.Errorf("%s: %q, want the placeholder echoed (the upstream saw %q)", name, out, reqs[before:])
 		}
+	}
+	if loc := mustSh(t, m.ID, fmt.Sprintf(". /etc/profile.d/cocoonbox-egress.sh; curl -sS -o /dev/null -w '%%{redirect_url}|%%header{location}' -H %q %s", auth, u)); strings.Contains(loc, real) || !strings.Contains(loc, "key="+ph) {
+		t.Errorf("curl's Location: %q, want the placeholder", loc)
 	}
 	if env := mustSh(t, m.ID, "cat /run/silkd.env; . /etc/profile.d/cocoonbox-egress.sh; env; cat /proc/1/environ"); strings.Contains(env, real) || !strings.Contains(env, ph) {
 		t.Errorf("the box's environment or /run/silkd.env: %q", env)
@@ -163,5 +181,25 @@ func TestPoolCAIsMadeOnceAndKeptWithItsKey0600(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(dir, caCertFile)); string(b) != "junk" {
 		t.Fatal("the broken certificate was overwritten")
+	}
+}
+
+// Issue 37: "the key's value goes to whatever Host the box names". curl
+// in a booted box, over HTTP/1.1 and HTTP/2, CONNECTs to the host its key
+// lists and names another in Host (:authority): the proxy answers 421
+// naming the rule and the upstream sees no request.
+func TestABoxNamingAnotherHostOnAKeysConnectionGetsNoKey(t *testing.T) {
+	t.Parallel()
+	m, u := bootWithVaultKey(t, "sk-proj-cbv_fedcba9876543210fedcba9876543210", "sk-proj-the-real-secret-37")
+	const ph = "sk-proj-cbv_fedcba9876543210fedcba9876543210"
+	for _, proto := range []string{"--http1.1", "--http2"} {
+		before := len(vaultRequests())
+		out := mustSh(t, m.ID, fmt.Sprintf(". /etc/profile.d/cocoonbox-egress.sh; curl -sS %s -w ' %%{http_code}' -H 'Host: attacker.test' -H 'Authorization: Bearer %s' %s", proto, ph, u))
+		if reqs := vaultRequests(); len(reqs) != before {
+			t.Errorf("%s: the upstream saw %q", proto, reqs[before:])
+		}
+		if !strings.HasSuffix(out, " 421") || !strings.Contains(out, "misdirected request") {
+			t.Errorf("%s with Host attacker.test: %q, want 421 naming the rule", proto, out)
+		}
 	}
 }
