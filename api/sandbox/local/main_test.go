@@ -132,7 +132,14 @@ func sh(t testing.TB, id, line string) (string, int) {
 // shell is sh with another shell (bash for its /dev/tcp).
 func shell(t testing.TB, id, shell, line string) (string, int) {
 	t.Helper()
-	p, err := sup.Exec(context.Background(), id, sandbox.ExecRequest{Args: []string{shell, "-c", line}})
+	return run(t, id, sandbox.ExecRequest{Args: []string{shell, "-c", line}})
+}
+
+// run is sh with any request (another user, no shell).
+func run(t testing.TB, id string, req sandbox.ExecRequest) (string, int) {
+	t.Helper()
+	line := strings.Join(req.Args, " ")
+	p, err := sup.Exec(context.Background(), id, req)
 	if err != nil {
 		t.Fatalf("exec %q: %v", line, err)
 	}

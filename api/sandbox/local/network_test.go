@@ -27,20 +27,18 @@ func canConnect(t *testing.T, id, ip string, port int) bool {
 	return code == 0
 }
 
-// listenIn listens on 0.0.0.0 (a free port) inside a machine's network
-// namespace, from a thread that entered it and is never unlocked.
-func listenIn(t *testing.T, id string) (net.Listener, int) {
-	t.Helper()
-	_, err := sup.Get(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
-	}
+// inNetNS runs fn on a thread that entered the machine's network
+// namespace from the host, with every privilege of the test process (a
+// box root with raw sockets, the strongest attacker). The thread stays
+// locked and ends with its goroutine, so nothing else ever runs in the
+// box's namespace; sockets fn opens stay in it wherever they are used.
+func inNetNS[T any](id string, fn func() (T, error)) (T, error) {
 	nsName, _, _ := linkNames(sup.cfg.Network.Bridge, id)
-	type res struct {
-		ln  net.Listener
+	type result struct {
+		v   T
 		err error
 	}
-	ch := make(chan res, 1)
+	ch := make(chan result, 1)
 	go func() {
 		runtime.LockOSThread()
 		fd, err := unix.Open(netnsPath(nsName), unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -49,19 +47,31 @@ func listenIn(t *testing.T, id string) (net.Listener, int) {
 			unix.Close(fd)
 		}
 		if err != nil {
-			ch <- res{nil, err}
+			ch <- result{err: fmt.Errorf("enter %s: %w", nsName, err)}
 			return
 		}
-		ln, err := net.Listen("tcp", "0.0.0.0:0")
-		ch <- res{ln, err}
+		v, err := fn()
+		ch <- result{v, err}
 	}()
 	r := <-ch
-	if r.err != nil {
-		t.Fatal(r.err)
+	return r.v, r.err
+}
+
+// listenIn listens on 0.0.0.0 (a free port) inside a machine's network
+// namespace (inNetNS).
+func listenIn(t *testing.T, id string) (net.Listener, int) {
+	t.Helper()
+	_, err := sup.Get(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Cleanup(func() { r.ln.Close() })
-	go acceptAll(r.ln)
-	return r.ln, r.ln.Addr().(*net.TCPAddr).Port
+	ln, err := inNetNS(id, func() (net.Listener, error) { return net.Listen("tcp", "0.0.0.0:0") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go acceptAll(ln)
+	return ln, ln.Addr().(*net.TCPAddr).Port
 }
 
 func acceptAll(ln net.Listener) {
