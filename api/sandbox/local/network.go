@@ -12,6 +12,7 @@ import (
 	"runtime"
 
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
@@ -22,6 +23,34 @@ import (
 // isolated (no box-to-box frames), the host's neighbour entry of each box
 // address is permanent, and the firewall (filter.go) lets a box reach only
 // the gateway's allowed ports: the egress proxy and the contract's doors.
+//
+// A box's port accepts only that box's own MAC and IP (issue 37, Deliver
+// 4: the egress proxy knows a box by its source address, so a box root
+// with raw sockets that moved another box's MAC to its own port held TCP
+// connections from that box's address and was given its keys). Two
+// layers, each holding without the other:
+//
+//   - The bridge itself (guardPort): the port is locked, learns nothing and
+//     gets no flooded unknown unicast, and the box's MAC has a static,
+//     sticky forwarding entry on it. So the MAC-to-port map is the
+//     supervisor's alone: no frame moves it, a frame whose ether source is
+//     not the box's MAC is dropped at the port, and what the host sends to
+//     a box reaches that box's port only (a learned entry ages out after
+//     5 minutes, and then the bridge flooded a box's traffic to every
+//     port). Port flags live as long as the veth, whatever happens to the
+//     host's nftables ruleset (a host firewall reload that flushes it).
+//   - nftables, bridge family (filter.go, filterPort): a port's frames
+//     must be IPv4 from the box's MAC and address, or ARP whose ether
+//     source and sender are the box's MAC and address; anything else
+//     (another address, IPv6, VLAN tags, other ether types) is dropped.
+//     The bridge's flags check MACs only; without this, a box keeping its
+//     own MAC could still send blind IPv4 from another box's address.
+//
+// Both go with the veth: its deletion takes its forwarding entries and
+// flags, and unplug removes its nftables chain and map element (found by
+// the veth's name, so a crashed run's leftovers are cleared by the next
+// plug of the same name, clearLeftovers or clearSpareDisks); the whole
+// bridge table goes at removeBridge.
 
 // Network says where the boxes' network is.
 type Network struct {
@@ -149,6 +178,7 @@ func (n Network) plug(id string, addr netip.Prefix) (boxLink, error) {
 	}
 	ns, err := newNamedNetNS(nsName)
 	if err != nil {
+		n.unplug(bl)
 		return bl, fmt.Errorf("network namespace %s: %w", nsName, err)
 	}
 	defer ns.Close()
@@ -163,8 +193,8 @@ func (n Network) plug(id string, addr netip.Prefix) (boxLink, error) {
 			return err
 		}
 		disableIPv6(vethName)
-		if err := netlink.LinkSetIsolated(host, true); err != nil {
-			return fmt.Errorf("isolate %s: %w", vethName, err)
+		if err := guardPort(host); err != nil {
+			return fmt.Errorf("bridge port %s: %w", vethName, err)
 		}
 		peer, err := netlink.LinkByName(peerName)
 		if err != nil {
@@ -176,6 +206,15 @@ func (n Network) plug(id string, addr netip.Prefix) (boxLink, error) {
 		mac, err := n.configureInside(ns, peerName, addr)
 		if err != nil {
 			return err
+		}
+		// The box's MAC on its own port, static (never ages, never
+		// learned) and sticky (never moves, were a port to learn).
+		if err := netlink.NeighSet(&netlink.Neigh{LinkIndex: host.Attrs().Index, Family: unix.AF_BRIDGE,
+			HardwareAddr: mac, Flags: netlink.NTF_MASTER | netlink.NTF_STICKY, State: netlink.NUD_NOARP}); err != nil {
+			return fmt.Errorf("forwarding entry %s on %s: %w", mac, vethName, err)
+		}
+		if err := n.filterPort(vethName, mac, addr.Addr()); err != nil {
+			return fmt.Errorf("filter port %s: %w", vethName, err)
 		}
 		// A permanent neighbour entry: ARP from one box claiming another's
 		// address cannot steer the host's replies to it.
@@ -226,7 +265,9 @@ func (n Network) configureInside(ns netns.NsHandle, peerName string, addr netip.
 }
 
 // unplug removes what plug made; every step tolerates a missing piece.
+// The veth's deletion takes its forwarding entries and port flags.
 func (n Network) unplug(bl boxLink) {
+	n.unfilterPort(bl.Veth)
 	if br, err := netlink.LinkByName(n.Bridge); err == nil && bl.Addr.IsValid() {
 		_ = netlink.NeighDel(&netlink.Neigh{LinkIndex: br.Attrs().Index, IP: bl.Addr.Addr().AsSlice(), Family: unix.AF_INET})
 	}
@@ -240,9 +281,42 @@ func (n Network) unplug(bl boxLink) {
 	}
 }
 
+// guardPort makes a box's bridge port isolated (no frames to or from
+// the other box ports), locked (a frame whose ether source has no
+// forwarding entry on this port is dropped, and no entry moves to it), not
+// learning (the supervisor writes the port's one entry) and not flooded
+// with unknown unicast (the host's frames to an address without an entry
+// never reach every box). One RTM_SETLINK; vishvananda/netlink has a
+// setter for each flag but the lock, so this is its request with the four
+// attributes (iproute2: bridge link set dev VETH isolated on locked on
+// learning off flood off).
+func guardPort(port netlink.Link) error {
+	req := nl.NewNetlinkRequest(unix.RTM_SETLINK, unix.NLM_F_ACK)
+	msg := nl.NewIfInfomsg(unix.AF_BRIDGE)
+	msg.Index = int32(port.Attrs().Index)
+	req.AddData(msg)
+	info := nl.NewRtAttr(unix.IFLA_PROTINFO|unix.NLA_F_NESTED, nil)
+	info.AddRtAttr(nl.IFLA_BRPORT_ISOLATED, []byte{1})
+	info.AddRtAttr(nl.IFLA_BRPORT_LOCKED, []byte{1})
+	info.AddRtAttr(nl.IFLA_BRPORT_LEARNING, []byte{0})
+	info.AddRtAttr(nl.IFLA_BRPORT_UNICAST_FLOOD, []byte{0})
+	req.AddData(info)
+	_, err := req.Execute(unix.NETLINK_ROUTE, 0)
+	return err
+}
+
+// netnsSysctls are set in every box's network namespace when it is made:
+// ping_group_range lets every group open ICMP datagram sockets, so ping
+// needs no CAP_NET_RAW (systemd sets the same range on the host; a box's
+// root in a user namespace has no raw sockets on the host-owned namespace).
+var netnsSysctls = map[string]string{
+	"net/ipv4/ping_group_range": "0 2147483647",
+}
+
 // newNamedNetNS makes /run/netns/NAME on a thread of its own, which is
 // left locked so it ends with its goroutine: the thread sits in the new
-// namespace, and no other goroutine may ever run on it.
+// namespace, and no other goroutine may ever run on it. The thread sets
+// netnsSysctls there (/proc/sys/net is the opening thread's namespace's).
 func newNamedNetNS(name string) (netns.NsHandle, error) {
 	type result struct {
 		h   netns.NsHandle
@@ -252,6 +326,15 @@ func newNamedNetNS(name string) (netns.NsHandle, error) {
 	go func() {
 		runtime.LockOSThread()
 		h, err := netns.NewNamed(name)
+		for key, value := range netnsSysctls {
+			if err != nil {
+				break
+			}
+			if err = os.WriteFile("/proc/sys/"+key, []byte(value), 0o644); err != nil {
+				h.Close()
+				err = fmt.Errorf("sysctl %s: %w", key, err)
+			}
+		}
 		ch <- result{h, err}
 	}()
 	r := <-ch
