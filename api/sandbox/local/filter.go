@@ -74,31 +74,27 @@ func (n Network) installFirewall() error {
 		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: ifname(n.Bridge)},
 	}
 	gw := n.Gateway.Addr().As4()
-	for _, port := range n.Ports {
-		exprs := append(append([]expr.Any{}, fromBridge...),
+	// toGateway matches IPv4 from the bridge to the gateway address whose
+	// transport header has want at offset.
+	toGateway := func(proto byte, offset uint32, want []byte) []expr.Any {
+		return append(append([]expr.Any{}, fromBridge...),
 			&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
 			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: gw[:]},
 			&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_TCP}},
-			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
-			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: binary.BigEndian.AppendUint16(nil, port)},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{proto}},
+			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: offset, Len: uint32(len(want))},
+			&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: want},
 			&expr.Verdict{Kind: expr.VerdictAccept},
 		)
-		c.AddRule(&nftables.Rule{Table: table, Chain: input, Exprs: exprs})
 	}
-	c.AddRule(&nftables.Rule{Table: table, Chain: input, Exprs: append(append([]expr.Any{}, fromBridge...),
-		&expr.Meta{Key: expr.MetaKeyNFPROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.NFPROTO_IPV4}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseNetworkHeader, Offset: 16, Len: 4},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: gw[:]},
-		&expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{unix.IPPROTO_ICMP}},
-		&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 0, Len: 1},
-		&expr.Cmp{Op: expr.CmpOpEq, Register: 1, Data: []byte{icmpEchoRequest}},
-		&expr.Verdict{Kind: expr.VerdictAccept},
-	)})
+	for _, port := range n.Ports {
+		// TCP's destination port.
+		c.AddRule(&nftables.Rule{Table: table, Chain: input, Exprs: toGateway(unix.IPPROTO_TCP, 2, binary.BigEndian.AppendUint16(nil, port))})
+	}
+	// ICMP's type.
+	c.AddRule(&nftables.Rule{Table: table, Chain: input, Exprs: toGateway(unix.IPPROTO_ICMP, 0, []byte{icmpEchoRequest})})
 	drop := &expr.Verdict{Kind: expr.VerdictDrop}
 	c.AddRule(&nftables.Rule{Table: table, Chain: input, Exprs: append(append([]expr.Any{}, fromBridge...), drop)})
 	c.AddRule(&nftables.Rule{Table: table, Chain: forward, Exprs: append(append([]expr.Any{}, fromBridge...), drop)})

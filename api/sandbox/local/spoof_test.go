@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
@@ -255,6 +257,110 @@ func TestABoxPingsTheGatewayAsUserAndAsRoot(t *testing.T) {
 		out, code := run(t, m.ID, sandbox.ExecRequest{User: c.user, Args: []string{"python3", "-c", pingScript, c.socket, gw}})
 		if code != 0 || !strings.Contains(out, "echo reply") {
 			t.Errorf("ping %s from a %s socket as %q: exit %d, %q", gw, c.socket, c.user, code, out)
+		}
+	}
+}
+
+// portFilter answers what the bridge table holds for the box port veth:
+// whether its chain is there, how many map elements name it, and whether
+// one of the chain's rules compares with mac.
+func portFilter(t *testing.T, veth string, mac net.HardwareAddr) (chain bool, elements int, hasMAC bool) {
+	t.Helper()
+	n := sup.cfg.Network
+	c, err := nftables.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	els, err := c.GetSetElements(n.portsMap())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range els {
+		if string(e.Key) == string(ifname(veth)) {
+			elements++
+		}
+	}
+	// A dump of a missing chain's rules is empty, not an error.
+	if _, err := c.ListChain(n.bridgeTable(), portChain(veth)); err != nil {
+		return false, elements, false
+	}
+	rules, err := c.GetRules(n.bridgeTable(), &nftables.Chain{Name: portChain(veth), Table: n.bridgeTable()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rules {
+		for _, e := range r.Exprs {
+			if cmp, ok := e.(*expr.Cmp); ok && string(cmp.Data) == string(mac) {
+				hasMAC = true
+			}
+		}
+	}
+	return true, elements, hasMAC
+}
+
+// Issue 37, Deliver 4 (a crashed run's leftovers): a plug over the
+// namespace, veth and port filter a crashed supervisor left under the
+// same name replaces them (one chain, one map element, the new veth's
+// MAC, its static entry on its own port), and unplug removes the chain
+// and the element, and the veth with its forwarding entries.
+func TestAPlugReplacesALeftoverPortFilterAndUnplugRemovesIt(t *testing.T) {
+	t.Parallel()
+	n := sup.cfg.Network
+	id := newID("plug")
+	off, err := sup.leaseAddress(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sup.releaseAddress(off)
+	addr, err := n.addressAt(off)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.plug(id, addr); err != nil { // the crashed run's, never unplugged
+		t.Fatal(err)
+	}
+	old := boxMAC(t, id)
+	bl, err := n.plug(id, addr)
+	if err != nil {
+		t.Fatalf("a plug over a crashed run's leftovers: %v", err)
+	}
+	mac := boxMAC(t, id)
+	if chain, elements, hasMAC := portFilter(t, bl.Veth, mac); !chain || elements != 1 || !hasMAC {
+		t.Errorf("after the second plug: chain %v, %d map elements, the new MAC %s in the chain %v", chain, elements, mac, hasMAC)
+	}
+	if _, _, hasOld := portFilter(t, bl.Veth, old); hasOld && old.String() != mac.String() {
+		t.Errorf("the chain of %s still names the leftover's MAC %s", bl.Veth, old)
+	}
+	port, err := netlink.LinkByName(bl.Veth)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fdb, err := netlink.NeighList(port.Attrs().Index, unix.AF_BRIDGE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	static := false
+	for _, e := range fdb {
+		static = static || (e.HardwareAddr.String() == mac.String() && e.State&netlink.NUD_NOARP != 0 && e.Flags&netlink.NTF_STICKY != 0)
+	}
+	if !static {
+		t.Errorf("no static sticky entry of %s on %s: %+v", mac, bl.Veth, fdb)
+	}
+
+	n.unplug(bl)
+	if chain, elements, _ := portFilter(t, bl.Veth, mac); chain || elements != 0 {
+		t.Errorf("after unplug: chain %v, %d map elements", chain, elements)
+	}
+	if _, err := netlink.LinkByName(bl.Veth); err == nil {
+		t.Errorf("after unplug the veth %s is still there", bl.Veth)
+	}
+	all, err := netlink.NeighList(0, unix.AF_BRIDGE)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range all {
+		if e.HardwareAddr.String() == mac.String() {
+			t.Errorf("after unplug the bridge still has an entry of %s: %+v", mac, e)
 		}
 	}
 }
