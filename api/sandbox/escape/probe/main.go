@@ -32,48 +32,16 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/sandbox/escape"
 	"golang.org/x/sys/unix"
 )
-
-// Config is what the test tells the probe: where the canaries are and
-// what marks the processes outside the box.
-type Config struct {
-	// HostFiles are host canaries by their host path.
-	HostFiles []string `json:"host_files"`
-	// BoxFiles are another box's canary: its host paths (upper layer and
-	// merged root), and, in the control run inside that box, its own path.
-	BoxFiles []string `json:"box_files"`
-	// BoxPath is the other box's canary as that box names it (/root/…),
-	// tried under every visible process's /proc/PID/root.
-	BoxPath string `json:"box_path"`
-	// Disk is the host's disk holding the canaries, "major:minor"; Loop a
-	// host loop device's.
-	Disk string `json:"disk"`
-	Loop string `json:"loop"`
-	// HostMarker is in the command line of a host process; BoxMarker of a
-	// process in the other box; SupervisorMarker of the supervisor's.
-	HostMarker       string `json:"host_marker"`
-	BoxMarker        string `json:"box_marker"`
-	SupervisorMarker string `json:"supervisor_marker"`
-	// Abstract is the name of an abstract unix socket the other box
-	// listens on (without the leading NUL).
-	Abstract string `json:"abstract"`
-	// StateDir is the supervisor's state directory on the host.
-	StateDir string `json:"state_dir"`
-}
-
-// result is the probe's one line of output.
-type result struct {
-	Case    string `json:"case"`
-	Escaped bool   `json:"escaped"`
-	Detail  string `json:"detail"`
-}
 
 // nsEnv marks the probe's own re-execution in a new mount namespace.
 const nsEnv = "COCOONBOX_PROBE_NS"
@@ -83,7 +51,7 @@ const nsEnv = "COCOONBOX_PROBE_NS"
 // cannot unshare its mount namespace once it runs threads).
 var cases = map[string]struct {
 	ns  bool
-	run func(*Config) (bool, string)
+	run func(*escape.Config) (bool, string)
 }{
 	"open_by_handle_at/host-root": {false, handleRoot},
 	"bind-mount/write":            {false, bindWrite},
@@ -148,7 +116,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "probe: no case %q\n", name)
 		os.Exit(2)
 	}
-	var cfg Config
+	var cfg escape.Config
 	data, err := os.ReadFile(*configFile)
 	if err == nil {
 		err = json.Unmarshal(data, &cfg)
@@ -175,7 +143,7 @@ func main() {
 	default:
 		escaped, detail = c.run(&cfg)
 	}
-	out, _ := json.Marshal(result{Case: name, Escaped: escaped, Detail: detail})
+	out, _ := json.Marshal(escape.Result{Case: name, Escaped: escaped, Detail: detail})
 	fmt.Println(string(out))
 }
 
@@ -194,7 +162,7 @@ func inNamespace(configFile, name string) (bool, string) {
 		if err != nil && len(out) == 0 {
 			return false, "", fmt.Errorf("%v: %s", err, strings.TrimSpace(stderr.String()))
 		}
-		var r result
+		var r escape.Result
 		if err := json.Unmarshal(lastLine(out), &r); err != nil {
 			return false, "", fmt.Errorf("the child's output %q: %v", out, err)
 		}
@@ -235,7 +203,11 @@ func mounts() []mountEntry {
 		if len(f) < 7 || i < 0 || i+1 >= len(f) {
 			continue
 		}
-		out = append(out, mountEntry{dev: f[2], root: unescape(f[3]), point: unescape(f[4]), opts: f[5], fstype: f[i+1]})
+		opts := f[5]
+		if i+3 < len(f) {
+			opts += " " + f[i+3] // the super block's: a cgroup's controllers
+		}
+		out = append(out, mountEntry{dev: f[2], root: unescape(f[3]), point: unescape(f[4]), opts: opts, fstype: f[i+1]})
 	}
 	return out
 }
@@ -314,13 +286,15 @@ func findUnder(dirfd int, targets []string) (string, int, bool) {
 	return "", 0, false
 }
 
-func (c *Config) targets() []string { return append(append([]string{}, c.HostFiles...), c.BoxFiles...) }
+func targets(c *escape.Config) []string {
+	return append(append([]string{}, c.HostFiles...), c.BoxFiles...)
+}
 
 // handleRoot is the "shocker" attack: a handle made up for the root of
 // the file system under each mount (inode 2 on ext4, 128 on xfs;
 // generation 0), opened by open_by_handle_at with the mount's own file as
 // the mount fd, then the canaries opened by name under it.
-func handleRoot(c *Config) (bool, string) {
+func handleRoot(c *escape.Config) (bool, string) {
 	var tried []string
 	seen := map[string]bool{}
 	for _, m := range mounts() {
@@ -350,7 +324,7 @@ func handleRoot(c *Config) (bool, string) {
 				tried = append(tried, fmt.Sprintf("%s (%s %s): open_by_handle_at(inode %d): %v", m.point, m.fstype, m.dev, ino, err))
 				continue
 			}
-			t, n, ok := findUnder(fd, c.targets())
+			t, n, ok := findUnder(fd, targets(c))
 			unix.Close(fd)
 			if ok {
 				unix.Close(mfd)
@@ -365,7 +339,7 @@ func handleRoot(c *Config) (bool, string) {
 
 // bindWrite tries to open every bound file for writing (no byte is
 // written) and asks the kernel whether every bound directory is writable.
-func bindWrite(c *Config) (bool, string) {
+func bindWrite(c *escape.Config) (bool, string) {
 	var tried []string
 	for _, m := range binds() {
 		var st unix.Stat_t
@@ -399,9 +373,9 @@ func bindWrite(c *Config) (bool, string) {
 
 // bindRead looks for the canaries by name under every bound directory
 // and through ".." beside every bound file.
-func bindRead(c *Config) (bool, string) {
+func bindRead(c *escape.Config) (bool, string) {
 	names := map[string]string{}
-	for _, t := range c.targets() {
+	for _, t := range targets(c) {
 		names[filepath.Base(t)] = t
 	}
 	var tried []string
@@ -459,7 +433,7 @@ func parseDev(s string) (uint32, uint32, error) {
 // mountDisk makes a node of the host's disk and mounts it (read and
 // write, as ext4 shares the host's own superblock only so; made read-only
 // before anything is read), then opens the canaries under it.
-func mountDisk(c *Config) (bool, string) {
+func mountDisk(c *escape.Config) (bool, string) {
 	maj, min, err := parseDev(c.Disk)
 	if err != nil {
 		return false, err.Error()
@@ -489,7 +463,7 @@ func mountDisk(c *Config) (bool, string) {
 		if err != nil {
 			return false, fmt.Sprintf("open the mount: %v", err)
 		}
-		t, n, ok := findUnder(fd, c.targets())
+		t, n, ok := findUnder(fd, targets(c))
 		unix.Close(fd)
 		unix.Unmount(mnt, unix.MNT_DETACH)
 		if ok {
@@ -533,7 +507,7 @@ func under(dir string, rel []string) []string {
 }
 
 // mountProc mounts a new proc and opens its host-wide files for writing.
-func mountProc(c *Config) (bool, string) {
+func mountProc(c *escape.Config) (bool, string) {
 	dir, err := os.MkdirTemp("", "probe-proc-")
 	if err != nil {
 		return false, err.Error()
@@ -551,7 +525,7 @@ func mountProc(c *Config) (bool, string) {
 
 // mountSysfs mounts a new sysfs, and remounts the box's /sys read-write,
 // and opens host-wide attributes for writing.
-func mountSysfs(c *Config) (bool, string) {
+func mountSysfs(c *escape.Config) (bool, string) {
 	var notes []string
 	dir, err := os.MkdirTemp("", "probe-sys-")
 	if err != nil {
@@ -580,7 +554,7 @@ func mountSysfs(c *Config) (bool, string) {
 // umountProc unmounts whatever is mounted over parts of /proc (the
 // read-only /proc/sys, the masked files) and opens the host-wide files
 // for writing.
-func umountProc(c *Config) (bool, string) {
+func umountProc(c *escape.Config) (bool, string) {
 	var notes []string
 	ms := mounts()
 	for i := len(ms) - 1; i >= 0; i-- {
@@ -604,7 +578,7 @@ func umountProc(c *Config) (bool, string) {
 
 // pivotRoot pivots onto a tmpfs and looks for the canaries under the old
 // root.
-func pivotRoot(c *Config) (bool, string) {
+func pivotRoot(c *escape.Config) (bool, string) {
 	dir, err := scratch()
 	if err != nil {
 		return false, err.Error()
@@ -624,7 +598,7 @@ func pivotRoot(c *Config) (bool, string) {
 		return false, fmt.Sprintf("pivoted; open the old root: %v", err)
 	}
 	defer unix.Close(fd)
-	for _, t := range c.targets() {
+	for _, t := range targets(c) {
 		if n, err := readAt(fd, strings.TrimPrefix(t, "/")); err == nil {
 			return true, fmt.Sprintf("pivoted; opened %s under the old root, read %d bytes", t, n)
 		}
@@ -635,7 +609,7 @@ func pivotRoot(c *Config) (bool, string) {
 // chrootBreakout is the classic chroot escape: chroot into a directory
 // with a descriptor of the old root held, fchdir out, climb "..", chroot
 // there, and look for the canaries.
-func chrootBreakout(c *Config) (bool, string) {
+func chrootBreakout(c *escape.Config) (bool, string) {
 	dir, err := os.MkdirTemp("", "probe-chroot-")
 	if err != nil {
 		return false, err.Error()
@@ -656,7 +630,7 @@ func chrootBreakout(c *Config) (bool, string) {
 	if err := unix.Chroot("."); err != nil {
 		return false, fmt.Sprintf("chroot back: %v", err)
 	}
-	for _, t := range c.targets() {
+	for _, t := range targets(c) {
 		if n, err := readAt(unix.AT_FDCWD, t); err == nil {
 			return true, fmt.Sprintf("broke out of a chroot; opened %s, read %d bytes", t, n)
 		}
@@ -693,11 +667,11 @@ func moduleVerdict(call string, err error) (bool, string) {
 	}
 }
 
-func initModule(c *Config) (bool, string) {
+func initModule(c *escape.Config) (bool, string) {
 	return moduleVerdict("init_module", unix.InitModule([]byte("not a kernel module"), ""))
 }
 
-func finitModule(c *Config) (bool, string) {
+func finitModule(c *escape.Config) (bool, string) {
 	f, err := os.CreateTemp("", "probe-module-")
 	if err != nil {
 		return false, err.Error()
@@ -708,7 +682,7 @@ func finitModule(c *Config) (bool, string) {
 	return moduleVerdict("finit_module", unix.FinitModule(int(f.Fd()), "", 0))
 }
 
-func procSysWrite(c *Config) (bool, string) {
+func procSysWrite(c *escape.Config) (bool, string) {
 	if p, errs := openWrite(under("/proc", procWrites[:3])); p != "" {
 		return true, p + " opened for writing"
 	} else {
@@ -717,7 +691,7 @@ func procSysWrite(c *Config) (bool, string) {
 }
 
 // sysrqWrite opens /proc/sysrq-trigger for writing, and never writes.
-func sysrqWrite(c *Config) (bool, string) {
+func sysrqWrite(c *escape.Config) (bool, string) {
 	if p, errs := openWrite([]string{"/proc/sysrq-trigger"}); p != "" {
 		return true, p + " opened for writing"
 	} else {
@@ -725,7 +699,7 @@ func sysrqWrite(c *Config) (bool, string) {
 	}
 }
 
-func sysWrite(c *Config) (bool, string) {
+func sysWrite(c *escape.Config) (bool, string) {
 	if p, errs := openWrite(under("/sys", sysWrites)); p != "" {
 		return true, p + " opened for writing"
 	} else {
@@ -770,7 +744,7 @@ func mknodOpen(kind uint32, maj, min uint32) (bool, string) {
 	return false, strings.Join(tried, "; ")
 }
 
-func mknodDisk(c *Config) (bool, string) {
+func mknodDisk(c *escape.Config) (bool, string) {
 	maj, min, err := parseDev(c.Disk)
 	if err != nil {
 		return false, err.Error()
@@ -778,7 +752,7 @@ func mknodDisk(c *Config) (bool, string) {
 	return mknodOpen(unix.S_IFBLK, maj, min)
 }
 
-func mknodLoop(c *Config) (bool, string) {
+func mknodLoop(c *escape.Config) (bool, string) {
 	maj, min, err := parseDev(c.Loop)
 	if err != nil {
 		return false, err.Error()
@@ -788,7 +762,7 @@ func mknodLoop(c *Config) (bool, string) {
 
 // openDevices opens every block device and /dev/mem, /dev/kmem,
 // /dev/port the box's /dev holds, for reading.
-func openDevices(c *Config) (bool, string) {
+func openDevices(c *escape.Config) (bool, string) {
 	var tried []string
 	_ = filepath.WalkDir("/dev", func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() && strings.Count(p, "/") > 3 {
@@ -813,19 +787,48 @@ func openDevices(c *Config) (bool, string) {
 	return false, "none opened: " + strings.Join(tried, ", ")
 }
 
-// cgroupV1 mounts a cgroup v1 hierarchy of the probe's own (a named one,
-// no controller, so no host hierarchy is shared) and answers its
-// directory.
+// cgroupV1 mounts a cgroup v1 hierarchy and answers its directory: one
+// of the probe's own (a named one, no controller) where the kernel lets
+// it make one, else the first existing hierarchy (a controller /proc/cgroups
+// lists as mounted) whose root, with its release_agent, it can mount.
 func cgroupV1() (string, error) {
 	dir, err := os.MkdirTemp("", "probe-cgroup-")
 	if err != nil {
 		return "", err
 	}
 	name := fmt.Sprintf("none,name=cbprobe%d", os.Getpid())
-	if err := unix.Mount("cgroup", dir, "cgroup", 0, name); err != nil {
-		return "", fmt.Errorf("mount cgroup v1 (%s): %w", name, err)
+	err = unix.Mount("cgroup", dir, "cgroup", 0, name)
+	if err == nil {
+		return dir, nil
 	}
-	return dir, nil
+	errs := []string{fmt.Sprintf("%s: %v", name, err)}
+	data, _ := os.ReadFile("/proc/cgroups")
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 4 || strings.HasPrefix(f[0], "#") || f[1] == "0" {
+			continue
+		}
+		if err := unix.Mount("cgroup", dir, "cgroup", 0, f[0]); err != nil {
+			errs = append(errs, fmt.Sprintf("%s: %v", f[0], err))
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, "release_agent")); err == nil {
+			return dir, nil
+		}
+		errs = append(errs, f[0]+": mounted below its root (no release_agent)")
+		unix.Unmount(dir, unix.MNT_DETACH)
+	}
+	return "", fmt.Errorf("mount cgroup v1: %s", strings.Join(errs, "; "))
+}
+
+// hierarchy names the mount at dir (its options).
+func hierarchy(dir string) string {
+	for _, m := range mounts() {
+		if m.point == dir {
+			return m.fstype + " " + m.opts
+		}
+	}
+	return "?"
 }
 
 // rewriteAgent writes release_agent's own value back to it: the write is
@@ -849,7 +852,7 @@ func rewriteAgent(dir string) error {
 	return err
 }
 
-func releaseAgent(c *Config) (bool, string) {
+func releaseAgent(c *escape.Config) (bool, string) {
 	dir, err := cgroupV1()
 	if err != nil {
 		return false, err.Error()
@@ -858,27 +861,30 @@ func releaseAgent(c *Config) (bool, string) {
 	if err := rewriteAgent(dir); err != nil {
 		return false, fmt.Sprintf("mounted cgroup v1; write release_agent: %v", err)
 	}
-	return true, "mounted cgroup v1 and wrote its release_agent (its own value back)"
+	return true, fmt.Sprintf("mounted cgroup v1 and wrote its release_agent (its own value back; %s)", hierarchy(dir))
 }
 
-func notifyOnRelease(c *Config) (bool, string) {
+func notifyOnRelease(c *escape.Config) (bool, string) {
 	dir, err := cgroupV1()
 	if err != nil {
 		return false, err.Error()
 	}
 	defer unix.Unmount(dir, unix.MNT_DETACH)
-	child := filepath.Join(dir, "x")
+	child := filepath.Join(dir, fmt.Sprintf("probe-%d", os.Getpid()))
 	if err := os.Mkdir(child, 0o755); err != nil {
 		return false, fmt.Sprintf("mounted cgroup v1; mkdir a child: %v", err)
 	}
 	defer os.Remove(child)
-	if err := os.WriteFile(filepath.Join(child, "notify_on_release"), []byte("1\n"), 0); err != nil {
+	notify := filepath.Join(child, "notify_on_release")
+	if err := os.WriteFile(notify, []byte("1\n"), 0); err != nil {
 		return false, fmt.Sprintf("mounted cgroup v1; notify_on_release: %v", err)
 	}
+	// Off again before the child goes: its removal releases nothing.
+	defer os.WriteFile(notify, []byte("0\n"), 0)
 	if err := rewriteAgent(dir); err != nil {
 		return false, fmt.Sprintf("mounted cgroup v1, set notify_on_release, but release_agent: %v", err)
 	}
-	return true, "mounted cgroup v1, set a child's notify_on_release and wrote release_agent: a release would run the agent on the host"
+	return true, fmt.Sprintf("mounted cgroup v1, set a child's notify_on_release and wrote release_agent (%s): a release would run the agent on the host", hierarchy(dir))
 }
 
 // process is one entry of /proc.
@@ -921,7 +927,7 @@ func marked(marker string) []process {
 
 // ptraceOutside seizes the host's marked process (seize does not stop
 // it; the probe's exit detaches).
-func ptraceOutside(c *Config) (bool, string) {
+func ptraceOutside(c *escape.Config) (bool, string) {
 	ps := marked(c.HostMarker)
 	if len(ps) == 0 {
 		return false, fmt.Sprintf("no process outside the box in sight (%d visible)", len(processes()))
@@ -934,7 +940,7 @@ func ptraceOutside(c *Config) (bool, string) {
 	return true, fmt.Sprintf("the host's process %d is in sight (ptrace refused)", ps[0].pid)
 }
 
-func otherDisk(c *Config) (bool, string) {
+func otherDisk(c *escape.Config) (bool, string) {
 	for _, t := range c.BoxFiles {
 		if n, err := readAt(unix.AT_FDCWD, t); err == nil {
 			return true, fmt.Sprintf("opened %s, read %d bytes", t, n)
@@ -951,7 +957,7 @@ func otherDisk(c *Config) (bool, string) {
 	return false, fmt.Sprintf("none of %s, nor %s under any visible process's root", strings.Join(c.BoxFiles, ", "), c.BoxPath)
 }
 
-func otherProcesses(c *Config) (bool, string) {
+func otherProcesses(c *escape.Config) (bool, string) {
 	ps := marked(c.BoxMarker)
 	if len(ps) == 0 {
 		return false, fmt.Sprintf("no process of the other box in sight (%d visible)", len(processes()))
@@ -960,7 +966,7 @@ func otherProcesses(c *Config) (bool, string) {
 	return true, fmt.Sprintf("the other box's process %d is in sight (signal 0: %v)", ps[0].pid, err)
 }
 
-func otherSocket(c *Config) (bool, string) {
+func otherSocket(c *escape.Config) (bool, string) {
 	conn, err := net.DialTimeout("unix", "@"+c.Abstract, 2*time.Second)
 	if err != nil {
 		return false, fmt.Sprintf("connect @%s: %v", c.Abstract, err)
@@ -969,7 +975,7 @@ func otherSocket(c *Config) (bool, string) {
 	return true, fmt.Sprintf("connected to the other box's @%s", c.Abstract)
 }
 
-func supervisorEnviron(c *Config) (bool, string) {
+func supervisorEnviron(c *escape.Config) (bool, string) {
 	ps := marked(c.SupervisorMarker)
 	if len(ps) == 0 {
 		return false, "the supervisor is not in sight"
@@ -981,7 +987,7 @@ func supervisorEnviron(c *Config) (bool, string) {
 	return true, fmt.Sprintf("read the supervisor's (%d) environment: %d bytes", ps[0].pid, len(b))
 }
 
-func supervisorMemory(c *Config) (bool, string) {
+func supervisorMemory(c *escape.Config) (bool, string) {
 	ps := marked(c.SupervisorMarker)
 	if len(ps) == 0 {
 		return false, "the supervisor is not in sight"
@@ -1015,7 +1021,7 @@ func supervisorMemory(c *Config) (bool, string) {
 	return true, fmt.Sprintf("the supervisor (%d) is in sight; no mapping read", pid)
 }
 
-func supervisorState(c *Config) (bool, string) {
+func supervisorState(c *escape.Config) (bool, string) {
 	if ents, err := os.ReadDir(c.StateDir); err == nil {
 		return true, fmt.Sprintf("listed the state directory %s: %d entries", c.StateDir, len(ents))
 	}
@@ -1069,11 +1075,20 @@ func persist(marker string) (bool, string) {
 	if err := cmd.Run(); err != nil {
 		return false, fmt.Sprintf("start the holder: %v", err)
 	}
+	// Root also starts one as a unit of the box's systemd, which outlives
+	// a login session (logind's KillUserProcesses=yes ends the first with
+	// the session that started it) and the unit the probe may run in.
+	unit := ""
+	if os.Geteuid() == 0 {
+		exe, _ := os.Executable()
+		out, err := exec.Command("systemd-run", "--no-block", "--collect", "--quiet", "--unit=probe-hold-"+marker, exe, "persist/hold", marker+".unit").CombinedOutput()
+		unit = fmt.Sprintf("; a unit holder: %v %s", err, bytes.TrimSpace(out))
+	}
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) {
 		if b, err := os.ReadFile(report); err == nil && bytes.HasSuffix(b, []byte("\n")) {
 			s := strings.TrimSpace(string(b))
-			return strings.HasPrefix(s, "escaped"), s
+			return strings.HasPrefix(s, "escaped"), s + unit
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -1087,7 +1102,16 @@ func persist(marker string) (bool, string) {
 func persistHold(marker string) {
 	var notes []string
 	me := []byte(strconv.Itoa(os.Getpid()))
+	// left says whether the holder is outside its cgroup namespace's
+	// root: the kernel shows it a path that climbs out ("0::/..").
+	left := func() bool {
+		cg, _ := os.ReadFile("/proc/self/cgroup")
+		return strings.Contains("\n"+string(cg), "\n0::/..")
+	}
 	try := func(what, procs string) {
+		if left() {
+			return // out already: a later try would move it back in
+		}
 		if err := os.WriteFile(procs, me, 0); err != nil {
 			notes = append(notes, fmt.Sprintf("%s: %v", what, err))
 		} else {
@@ -1095,30 +1119,51 @@ func persistHold(marker string) {
 		}
 	}
 	try("the cgroup namespace's root", "/sys/fs/cgroup/cgroup.procs")
-	if h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, "/sys/fs/cgroup", 0); err == nil && h.Size() == 8 {
-		mfd, err := unix.Open("/sys/fs/cgroup", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-		if err == nil {
-			for _, id := range []uint64{1, 1 | 1<<32} {
-				b := make([]byte, 8)
-				binary.LittleEndian.PutUint64(b, id)
-				fd, err := unix.OpenByHandleAt(mfd, unix.NewFileHandle(h.Type(), b), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
-				if err != nil {
-					notes = append(notes, fmt.Sprintf("open the root cgroup by handle %#x: %v", id, err))
-					continue
-				}
-				try("the root cgroup by handle", fmt.Sprintf("/proc/self/fd/%d/cgroup.procs", fd))
-				unix.Close(fd)
-			}
+	for _, m := range mounts() {
+		if m.fstype != "cgroup2" {
+			continue
 		}
-	} else {
-		notes = append(notes, fmt.Sprintf("name_to_handle_at /sys/fs/cgroup: %v", err))
+		h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, m.point, 0)
+		if err != nil || h.Size() != 8 {
+			notes = append(notes, fmt.Sprintf("name_to_handle_at %s: %v (%d bytes)", m.point, err, h.Size()))
+			continue
+		}
+		mfd, err := unix.Open(m.point, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		// kernfs's handle is the node's 64-bit id; the root's is 1 (its
+		// generation 1 above).
+		for _, id := range []uint64{1, 1 | 1<<32} {
+			b := make([]byte, 8)
+			binary.LittleEndian.PutUint64(b, id)
+			fd, err := unix.OpenByHandleAt(mfd, unix.NewFileHandle(h.Type(), b), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+			if err != nil {
+				notes = append(notes, fmt.Sprintf("open the root cgroup by handle %#x beside %s: %v", id, m.point, err))
+				continue
+			}
+			try("the root cgroup by handle", fmt.Sprintf("/proc/self/fd/%d/cgroup.procs", fd))
+			unix.Close(fd)
+		}
+		unix.Close(mfd)
+	}
+	// A cgroup2 mount of its own (on this thread, in a mount namespace of
+	// its own), whose root is the cgroup namespace's.
+	runtime.LockOSThread()
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		notes = append(notes, fmt.Sprintf("unshare a mount namespace: %v", err))
+	} else if dir, err := os.MkdirTemp("", "probe-cgroup2-"); err == nil {
+		unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, "")
+		if err := unix.Mount("cgroup2", dir, "cgroup2", 0, ""); err != nil {
+			notes = append(notes, fmt.Sprintf("mount cgroup2: %v", err))
+		} else {
+			try("the root of a new cgroup2 mount", filepath.Join(dir, "cgroup.procs"))
+		}
 	}
 	cg, _ := os.ReadFile("/proc/self/cgroup")
 	verdict := "stayed"
-	for _, line := range strings.Split(string(cg), "\n") {
-		if strings.HasPrefix(line, "0::/..") {
-			verdict = "escaped"
-		}
+	if left() {
+		verdict = "escaped"
 	}
 	report := filepath.Join(os.TempDir(), "probe-persist-"+marker)
 	os.WriteFile(report, []byte(fmt.Sprintf("%s: pid %d in %s; %s\n", verdict, os.Getpid(), strings.TrimSpace(string(cg)), strings.Join(notes, "; "))), 0o644)
