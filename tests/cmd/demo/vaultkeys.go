@@ -142,10 +142,13 @@ func useKey(d *demo, r *report, what, want string, within time.Duration) {
 			got = ""
 			return false, fmt.Sprintf("curl: exit %d %v %q; the upstream got no request", res.ExitCode, err, out)
 		}
+		if got == want && what != "removed" && strings.Contains(out, strings.TrimPrefix(want, "Bearer ")) {
+			return false, fmt.Sprintf("the value came back into the box in the upstream's echo: %q", redact(out))
+		}
 		return got == want, fmt.Sprintf("the upstream saw Authorization %q", redact(got))
 	}
 	err := box.Until(within, "the upstream sees "+redact(want), try)
-	r.check(what, err, "in the box `curl %s -H 'Authorization: Bearer <the placeholder>'` reached the demo's upstream, which saw Authorization %q (%.2f s after the call); curl printed %q",
+	r.check(what, err, "in the box `curl %s -H 'Authorization: Bearer <the placeholder>'` reached the demo's upstream, which saw Authorization %q (%.2f s after the call) and echoed it; curl printed %q (the placeholder: the proxy swaps the value back in answers)",
 		d.upstream.url("/v1/models"), redact(want), time.Since(start).Seconds(), out)
 }
 

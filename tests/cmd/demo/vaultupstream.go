@@ -28,8 +28,10 @@ const keyHost = "api.example.com"
 // loopback whose certificate for keyHost a CA made at the start signs
 // (the CA is api.yaml's sandbox.local.egress.upstream_ca_file, so the
 // proxy verifies it as it verifies a real host against the system roots).
-// It keeps the Authorization header of every request and answers nothing
-// of it, so the value never comes back into the box.
+// It keeps the Authorization header of every request and echoes it in
+// its answer, as a careless or hostile host would: the proxy swaps the
+// value back for the placeholder on the way to the box (issue 37), which
+// the report shows.
 type upstream struct {
 	srv    *httptest.Server
 	caFile string
@@ -74,7 +76,7 @@ func startUpstream(dir string) (*upstream, error) {
 		u.mu.Lock()
 		u.seen = append(u.seen, r.Header.Get("Authorization"))
 		u.mu.Unlock()
-		fmt.Fprintf(w, "the demo's %s got %s\n", keyHost, r.URL.Path)
+		fmt.Fprintf(w, "the demo's %s got %s with Authorization: %s\n", keyHost, r.URL.Path, r.Header.Get("Authorization"))
 	}))
 	u.srv.Listener, err = net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
