@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,187 +43,6 @@ type unitDoor struct {
 
 	mu  sync.Mutex
 	bus *boxBus // nil until the first Start, and after its connection ended
-}
-
-// boxBus is one connection to a box's system bus and the dispatch of the
-// units' property changes to the commands that wait on them.
-type boxBus struct {
-	conn    *dbus.Conn
-	mu      sync.Mutex
-	waiters map[dbus.ObjectPath]chan struct{}
-	// subscribed: Manager.Subscribe answered on this connection (a second
-	// call is an error).
-	subscribed bool
-}
-
-const (
-	systemdName = "org.freedesktop.systemd1"
-	systemdPath = dbus.ObjectPath("/org/freedesktop/systemd1")
-	managerIf   = "org.freedesktop.systemd1.Manager"
-)
-
-// dialBus connects to the box's system bus as the box's root, Hello'd,
-// subscribed to the units' changes.
-func (d *unitDoor) dialBus() (*boxBus, error) {
-	type result struct {
-		c   *dbus.Conn
-		err error
-	}
-	ch := make(chan result, 1)
-	path := fmt.Sprintf("/proc/%d/root/run/dbus/system_bus_socket", d.leader)
-	go func() {
-		// This thread's ids become the box root's and are never given
-		// back: it ends with this goroutine (LockOSThread without an
-		// unlock). Its capabilities are raised again from the permitted
-		// set, which the change of effective uid kept, to pass the
-		// leader's root as the supervisor would.
-		runtime.LockOSThread()
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESGID, ^uintptr(0), uintptr(d.base), ^uintptr(0)); e != 0 {
-			ch <- result{nil, fmt.Errorf("setresgid: %w", e)}
-			return
-		}
-		if _, _, e := unix.RawSyscall(unix.SYS_SETRESUID, ^uintptr(0), uintptr(d.base), ^uintptr(0)); e != 0 {
-			ch <- result{nil, fmt.Errorf("setresuid: %w", e)}
-			return
-		}
-		if err := raiseEffective(); err != nil {
-			ch <- result{nil, err}
-			return
-		}
-		c, err := dbus.Dial("unix:path=" + path)
-		ch <- result{c, err}
-	}()
-	r := <-ch
-	if r.err != nil {
-		return nil, fmt.Errorf("the box's system bus: %w", r.err)
-	}
-	c := r.c
-	// uid 0, as the box sees the connection's credentials.
-	if err := c.Auth([]dbus.Auth{dbus.AuthExternal("0")}); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("the box's system bus: %w", err)
-	}
-	if err := c.Hello(); err != nil {
-		c.Close()
-		return nil, fmt.Errorf("the box's system bus: %w", err)
-	}
-	b := &boxBus{conn: c, waiters: map[dbus.ObjectPath]chan struct{}{}}
-	err := c.AddMatchSignal(dbus.WithMatchSender(systemdName), dbus.WithMatchInterface("org.freedesktop.DBus.Properties"),
-		dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace("/org/freedesktop/systemd1/unit"))
-	if err != nil {
-		c.Close()
-		return nil, fmt.Errorf("the box's system bus: %w", err)
-	}
-	signals := make(chan *dbus.Signal, 256)
-	c.Signal(signals)
-	go b.dispatch(signals)
-	return b, nil
-}
-
-// raiseEffective makes the calling thread's permitted capabilities
-// effective.
-func raiseEffective() error {
-	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
-	var data [2]unix.CapUserData
-	if err := unix.Capget(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capget: %w", err)
-	}
-	data[0].Effective, data[1].Effective = data[0].Permitted, data[1].Permitted
-	if err := unix.Capset(&hdr, &data[0]); err != nil {
-		return fmt.Errorf("capset: %w", err)
-	}
-	return nil
-}
-
-// subscribe asks the box's systemd for the units' changes, once.
-func (b *boxBus) subscribe(ctx context.Context) error {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	if b.subscribed {
-		return nil
-	}
-	err := b.conn.Object(systemdName, systemdPath).CallWithContext(ctx, managerIf+".Subscribe", 0).Err
-	b.subscribed = err == nil
-	return err
-}
-
-// dispatch wakes the command waiting on a unit whose properties changed;
-// it ends when the connection does.
-func (b *boxBus) dispatch(signals chan *dbus.Signal) {
-	for s := range signals {
-		b.mu.Lock()
-		if w := b.waiters[s.Path]; w != nil {
-			select {
-			case w <- struct{}{}:
-			default:
-			}
-		}
-		b.mu.Unlock()
-	}
-	b.mu.Lock()
-	for _, w := range b.waiters {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
-	}
-	b.mu.Unlock()
-}
-
-// busFor answers the box's bus, connecting at the first call and again
-// after a connection ended. Early in a boot the bus is not there yet: it
-// is tried again every 10 ms until ctx ends.
-func (d *unitDoor) busFor(ctx context.Context) (*boxBus, error) {
-	for {
-		d.mu.Lock()
-		if d.bus != nil && !d.bus.conn.Connected() {
-			d.bus = nil
-		}
-		b := d.bus
-		var err error
-		if b == nil {
-			if b, err = d.dialBus(); err == nil {
-				d.bus = b
-			}
-		}
-		d.mu.Unlock()
-		if err == nil {
-			return b, nil
-		}
-		if _, serr := os.Stat(fmt.Sprintf("/proc/%d", d.leader)); serr != nil {
-			return nil, fmt.Errorf("the box's PID 1 is gone: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w (%v)", err, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
-		}
-	}
-}
-
-// close ends the door's bus connection (the box is going).
-func (d *unitDoor) close() {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	if d.bus != nil {
-		d.bus.conn.Close()
-		d.bus = nil
-	}
-}
-
-// unitPath is the object path of unit name, escaped as systemd escapes a
-// bus label: every byte but [A-Za-z0-9] as _ and two hex digits.
-func unitPath(name string) dbus.ObjectPath {
-	var b strings.Builder
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' {
-			b.WriteByte(c)
-		} else {
-			fmt.Fprintf(&b, "_%02x", c)
-		}
-	}
-	return dbus.ObjectPath("/org/freedesktop/systemd1/unit/" + b.String())
 }
 
 type unitProperty struct {
@@ -264,15 +82,15 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 	// RemainAfterExit: the unit stays, active (exited) or failed, until
 	// its status is read and the door lets it go (an ended unit is
 	// collected at once, and a read after that sees an empty one: exit 0
-	// for any command). The box's journal gets failures, not a line per
-	// command (the idle check runs one a minute).
+	// for any command). No LogLevelMax: it would drop what the command
+	// itself logs too (systemd-cat at info), so the box's journal has
+	// systemd's start and end lines of each command, as for systemd-run.
 	props := []unitProperty{
 		{"Description", dbus.MakeVariant("cocoonbox: a command from the supervisor")},
 		{"ExecStartEx", dbus.MakeVariant([]unitExec{{Path: "/usr/bin/env", Args: argv, Flags: []string{"no-env-expand"}}})},
 		{"Type", dbus.MakeVariant("exec")},
 		{"KillMode", dbus.MakeVariant("process")},
 		{"RemainAfterExit", dbus.MakeVariant(true)},
-		{"LogLevelMax", dbus.MakeVariant(int32(5))},
 	}
 	var closeAfter []*os.File
 	defer func() {
