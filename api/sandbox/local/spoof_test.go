@@ -270,7 +270,7 @@ while True:
 // net.ipv4.ping_group_range open, as systemd sets it, so ping needs no
 // capability). A raw socket is refused, to root too: the box's network
 // namespace belongs to the host's user namespace, not the box's
-// (docs/boxes.md, "User namespaces"), so box root holds no CAP_NET_RAW
+// (docs/boxes.md, "The local supervisor": user namespaces), so box root holds no CAP_NET_RAW
 // over it and cannot forge a frame at all.
 func TestABoxPingsTheGatewayAndOpensNoRawSocket(t *testing.T) {
 	t.Parallel()

@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Box root is not host root (docs/boxes.md, "User namespaces"): every box
+// Box root is not host root (docs/boxes.md, "The local supervisor": user namespaces): every box
 // runs in a user namespace of its own, whose 65536 ids map to a range of
 // host ids no other running box holds, so uid 0 in a box is an
 // unprivileged host uid and no host capability is in its reach.
