@@ -110,7 +110,8 @@ func carriedFindings(rf *repoFiles) []Finding {
 }
 
 // excludeLines are rsync's exclude lines besides the ignored paths:
-// notCarried, each submodule's contents, and the opted-in file: secrets.
+// notCarried, each submodule's contents, and the opted-in file: secrets,
+// their paths matched literally.
 func excludeLines(top string, secretPaths []string) ([]string, error) {
 	lines := append([]string{}, notCarried...)
 	subs, err := submodules(top)
@@ -118,10 +119,10 @@ func excludeLines(top string, secretPaths []string) ([]string, error) {
 		return nil, err
 	}
 	for _, s := range subs {
-		lines = append(lines, "/"+s+"/*")
+		lines = append(lines, "/"+offload.RsyncEscape(s)+"/*")
 	}
 	for _, p := range secretPaths {
-		lines = append(lines, "/"+p)
+		lines = append(lines, "/"+offload.RsyncLiteral(p))
 	}
 	return lines, nil
 }

@@ -104,18 +104,14 @@ func TestCorpusThroughTheHostPacker(t *testing.T) {
 	}
 }
 
-// boxCopy is the box's copy as send leaves it: the contract's rsync with
-// the packer's excludes into a new directory (a linked worktree without
+// boxCopy is the box's copy as send leaves it: the packer's rsync
+// arguments (rsyncFilter) with its excludes into a new directory (a linked worktree without
 // its .git, its HEAD and index put in a fresh .git as the stream does),
 // and the repository's objects and refs where the bundle puts them.
 func boxCopy(t *testing.T, repo Repo, excludes string) string {
 	t.Helper()
 	dst := t.TempDir()
-	args := []string{"-a", "--delete", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
-	if repo.Linked {
-		args = append(args, "--exclude=/.git")
-	}
-	run(t, "rsync", append(args, repo.Top+"/", dst+"/")...)
+	run(t, "rsync", append(rsyncFilter(repo, excludes), repo.Top+"/", dst+"/")...)
 	common := must(gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--path-format=absolute", "--git-common-dir"))
 	if repo.Linked {
 		git(t, dst, "init", "-q")

@@ -360,11 +360,15 @@ func (p *Packer) clearStale(ctx context.Context, repo Repo) (*OffloadResult, err
 	return nil, p.Dirs.RemoveRecord(repo.Key)
 }
 
-// writeExcludes is rsync's --exclude-from file: git's ignored paths here
-// and begin's ignored in the box, each anchored at the top (/<path>), so
-// the box's own ignored files stay (no --delete-excluded); then what is
-// never carried (excludeLines: the history, LFS objects, submodules,
-// git's lock files, the opted-in file: secrets).
+// writeExcludes is rsync's --exclude-from file (read with --from0, one
+// rule per NUL): git's ignored paths here and begin's ignored in the box,
+// each anchored at the top (/<path>) and matched literally
+// (offload.RsyncLiteral: a name with [ * ? or \ is no wildcard, and one
+// with a newline is one rule), so what git lists as ignored is what rsync
+// leaves out, and the preflight's "not sent" holds; the box's own ignored
+// files stay (no --delete-excluded). Then what is never carried
+// (excludeLines: the history, LFS objects, submodules, git's lock files,
+// the opted-in file: secrets).
 func (p *Packer) writeExcludes(repo Repo, begin verbResult, secretPaths []string) (string, error) {
 	ign, err := gitcmd.Ignored(repo.Top)
 	if err != nil {
@@ -379,33 +383,23 @@ func (p *Packer) writeExcludes(repo Repo, begin verbResult, secretPaths []string
 			ign = append(ign, s)
 		}
 	}
-	var b strings.Builder
+	var rules []string
 	for _, l := range uniq(ign) {
-		if strings.ContainsAny(l, "\n\r") {
-			continue // git quotes no name with -z; rsync's file is one pattern a line
-		}
-		b.WriteString("/" + l + "\n")
-	}
-	for _, l := range extra {
-		if !strings.ContainsAny(l, "\n\r") {
-			b.WriteString(l + "\n")
-		}
+		rules = append(rules, "/"+offload.RsyncLiteral(l))
 	}
 	path := filepath.Join(p.Dirs.Repo(repo.Key), "excludes")
-	return path, offload.WriteFile(path, []byte(b.String()))
+	return path, offload.WriteFile(path, offload.RsyncRules(append(rules, extra...)))
 }
 
 var totalSizeRe = regexp.MustCompile(`Total transferred file size: ([0-9,]+) bytes`)
 
 // rsync runs the contract's rsync (a dry run first, for the size):
 // rsync -az --delete --exclude-from=<ignored> --exclude=/.git/objects/
-// -e "<rsh>" <top>/ box:/workspace/<name>/; a linked worktree also leaves
-// out its .git file. It returns the bytes rsync sends.
+// -e "<rsh>" <top>/ box:/workspace/<name>/, with --from0 for the excludes
+// file (rsyncFilter); a linked worktree also leaves out its .git file. It
+// returns the bytes rsync sends.
 func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dry bool) (int64, error) {
-	args := []string{"-az", "--delete", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
-	if repo.Linked {
-		args = append(args, "--exclude=/.git")
-	}
+	args := append([]string{"-z"}, rsyncFilter(repo, excludes)...)
 	if dry {
 		args = append(args, "--dry-run", "--stats")
 	} else {
@@ -451,6 +445,18 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dr
 		return 0, fmt.Errorf("rsync into the box: %w: %s", err, strings.TrimSpace(errb.String()))
 	}
 	return size, nil
+}
+
+// rsyncFilter is the copy's rsync arguments besides compression, output
+// and the ends: -a --delete, the excludes file (NUL-separated:
+// --from0), the history (/.git/objects/, which travels as the bundle),
+// and a linked worktree's .git file.
+func rsyncFilter(repo Repo, excludes string) []string {
+	args := []string{"-a", "--delete", "--from0", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
+	if repo.Linked {
+		args = append(args, "--exclude=/.git")
+	}
+	return args
 }
 
 // scanCRLF splits rsync's output at \n and at the \r its progress line

@@ -7,11 +7,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
 )
 
 // Sync is how a test's Mac side fills the box's copy: rsync -a --delete
-// with the excludes file, --exclude=/.git/objects/, and for a linked
+// with the excludes file (--from0, each path literal, as the packer
+// writes it), --exclude=/.git/objects/, and for a linked
 // worktree --exclude=/.git, into the copy (locally or through a remote
 // shell).
 type Sync func(rsyncArgs []string)
@@ -38,7 +40,6 @@ func MacStream(t testing.TB, host, id, handover string, begin map[string]any, sy
 	}
 	Git(t, host, "update-ref", "refs/cocoonbox/base/"+id, s)
 
-	var ex strings.Builder
 	ignored, err := gitcmd.Ignored(host)
 	if err != nil {
 		t.Fatal(err)
@@ -47,17 +48,16 @@ func MacStream(t testing.TB, host, id, handover string, begin map[string]any, sy
 	for _, l := range list {
 		ignored = append(ignored, l.(string))
 	}
+	var rules []string
 	for _, l := range ignored {
-		if !strings.ContainsAny(l, "\n\r") { // rsync's file is one pattern a line
-			ex.WriteString("/" + l + "\n")
-		}
+		rules = append(rules, "/"+offload.RsyncLiteral(l))
 	}
 	dir := t.TempDir()
 	excludes := filepath.Join(dir, "excludes")
-	if err := os.WriteFile(excludes, []byte(ex.String()), 0o600); err != nil {
+	if err := os.WriteFile(excludes, offload.RsyncRules(rules), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	args := []string{"-a", "--delete", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
+	args := []string{"-a", "--delete", "--from0", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
 	if linked {
 		args = append(args, "--exclude=/.git")
 	}
