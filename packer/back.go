@@ -107,7 +107,7 @@ func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackRes
 			boxHead, _ = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", "-q", "refs/cocoonbox/box/"+b)
 		}
 		t = time.Now()
-		m, err := Merge(MergeInput{Top: repo.Top, ID: rec.ID, S: rec.Base, SPrime: sPrime, BoxHead: boxHead, Now: p.now(), Keep: rec.SecretPaths})
+		m, err := Merge(MergeInput{Top: repo.Top, ID: rec.ID, S: rec.Base, SPrime: sPrime, BoxHead: boxHead, Now: p.now(), Keep: append(append([]string{}, rec.SecretPaths...), rec.Worktrees...)})
 		if err != nil {
 			var r *Refusal
 			if errors.As(err, &r) {

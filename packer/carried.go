@@ -144,3 +144,29 @@ func fileSecretPaths(top string, entries []string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// linkedWorktrees is each linked worktree inside the work tree: an
+// untracked directory whose .git is a file. Its .git names a directory of
+// this machine's .git, which the box lacks, so there the copy could never
+// equal S: rsync hides it (and deletes it from the box's copy), S leaves
+// it out, back never writes it, and stderr names it.
+func (p *Packer) linkedWorktrees(repo Repo) ([]string, error) {
+	// git lists a nested repository as its directory, with a slash, and
+	// does not look inside it.
+	untracked, err := gitcmd.Paths(repo.Top, nil, nil, "ls-files", "-z", "-o", "--exclude-standard")
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, u := range untracked {
+		dir, ok := strings.CutSuffix(u, "/")
+		if !ok {
+			continue
+		}
+		if fi, err := os.Lstat(filepath.Join(repo.Top, dir, ".git")); err == nil && fi.Mode().IsRegular() {
+			p.Progress.Printf("%s is a linked worktree (its .git names a directory on this machine): it is not sent, and back leaves it as it is", dir)
+			out = append(out, dir)
+		}
+	}
+	return out, nil
+}

@@ -108,10 +108,15 @@ func TestCorpusThroughTheHostPacker(t *testing.T) {
 // arguments (rsyncFilter) with its excludes into a new directory (a linked worktree without
 // its .git, its HEAD and index put in a fresh .git as the stream does),
 // and the repository's objects and refs where the bundle puts them.
-func boxCopy(t *testing.T, repo Repo, excludes string) string {
+func boxCopy(t *testing.T, repo Repo, excludes string, hide ...string) string {
 	t.Helper()
-	dst := t.TempDir()
-	run(t, "rsync", append(rsyncFilter(repo, excludes), repo.Top+"/", dst+"/")...)
+	return boxCopyAt(t, t.TempDir(), repo, excludes, hide...)
+}
+
+// boxCopyAt is boxCopy into dst, which may hold an earlier copy.
+func boxCopyAt(t *testing.T, dst string, repo Repo, excludes string, hide ...string) string {
+	t.Helper()
+	run(t, "rsync", append(rsyncFilter(repo, excludes, hide), repo.Top+"/", dst+"/")...)
 	common := must(gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--path-format=absolute", "--git-common-dir"))
 	if repo.Linked {
 		git(t, dst, "init", "-q")

@@ -72,6 +72,9 @@ type Record struct {
 	// by rsync, left out of S, and never written by back (in the box they
 	// are links to its tmpfs). Ours, like the fields below.
 	SecretPaths []string `json:"secret_paths,omitempty"`
+	// Worktrees are the linked worktrees inside the work tree: never
+	// sent, left out of S, and never written by back (linkedWorktrees).
+	Worktrees []string `json:"worktrees,omitempty"`
 
 	// Ours, beyond the contract's fields, so that every offload
 	// converges (issue 22): a rerun after a lost answer or a kill goes on

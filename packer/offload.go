@@ -147,6 +147,10 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err != nil {
 		return nil, err
 	}
+	worktrees, err := p.linkedWorktrees(repo)
+	if err != nil {
+		return nil, err
+	}
 
 	res.ID = p.newID()
 	t = time.Now()
@@ -193,7 +197,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		return nil, rollback("excludes", err)
 	}
 	t = time.Now()
-	size, err := p.rsync(ctx, repo, excludes, name, true)
+	size, err := p.rsync(ctx, repo, excludes, worktrees, name, true)
 	if err != nil {
 		return nil, rollback("rsync --dry-run", err)
 	}
@@ -222,11 +226,11 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	}
 	// offload.json before S's ref: a packer killed after it leaves a
 	// record the next offload finds stale and clears, ref and all.
-	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false, secretPaths...); err != nil {
+	if res.Base, err = gitcmd.Snapshot(repo.Top, "cocoonbox offload "+res.ID, false, append(append([]string{}, secretPaths...), worktrees...)...); err != nil {
 		return nil, rollback("S", err)
 	}
 	rec := &Record{ID: res.ID, Repo: repo.Key, Box: p.Box.ID, BoxName: p.Box.Name, Name: name, Dir: res.Dir,
-		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli(), SecretPaths: secretPaths}
+		Kind: o.Kind, Base: res.Base, Top: repo.Top, StartedAtMs: p.now().UnixMilli(), SecretPaths: secretPaths, Worktrees: worktrees}
 	if err := p.Dirs.SaveRecord(rec); err != nil {
 		return nil, rollback("offload.json", err)
 	}
@@ -237,7 +241,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 
 	t = time.Now()
 	p.Progress.Printf("rsync: %s/ to the box's %s (%d bytes to send)", repo.Top, res.Dir, size)
-	if _, err := p.rsync(ctx, repo, excludes, name, false); err != nil {
+	if _, err := p.rsync(ctx, repo, excludes, worktrees, name, false); err != nil {
 		return nil, rollback("rsync", err)
 	}
 	step("rsync", t)
@@ -396,10 +400,10 @@ var totalSizeRe = regexp.MustCompile(`Total transferred file size: ([0-9,]+) byt
 // rsync runs the contract's rsync (a dry run first, for the size):
 // rsync -az --delete --exclude-from=<ignored> --exclude=/.git/objects/
 // -e "<rsh>" <top>/ box:/workspace/<name>/, with --from0 for the excludes
-// file (rsyncFilter); a linked worktree also leaves out its .git file. It
-// returns the bytes rsync sends.
-func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dry bool) (int64, error) {
-	args := append([]string{"-z"}, rsyncFilter(repo, excludes)...)
+// file (rsyncFilter); a linked worktree also leaves out its .git file, and
+// the linked worktrees inside are hidden. It returns the bytes rsync sends.
+func (p *Packer) rsync(ctx context.Context, repo Repo, excludes string, hide []string, name string, dry bool) (int64, error) {
+	args := append([]string{"-z"}, rsyncFilter(repo, excludes, hide)...)
 	if dry {
 		args = append(args, "--dry-run", "--stats")
 	} else {
@@ -450,11 +454,16 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes, name string, dr
 // rsyncFilter is the copy's rsync arguments besides compression, output
 // and the ends: -a --delete, the excludes file (NUL-separated:
 // --from0), the history (/.git/objects/, which travels as the bundle),
-// and a linked worktree's .git file.
-func rsyncFilter(repo Repo, excludes string) []string {
+// a linked worktree's .git file, and a hide rule (H: left out of what is
+// sent, and deleted from the box's copy, where an earlier offload may
+// have put it) for each path of hide (the linked worktrees inside).
+func rsyncFilter(repo Repo, excludes string, hide []string) []string {
 	args := []string{"-a", "--delete", "--from0", "--exclude-from=" + excludes, "--exclude=/.git/objects/"}
 	if repo.Linked {
 		args = append(args, "--exclude=/.git")
+	}
+	for _, h := range hide {
+		args = append(args, "--filter=H /"+offload.RsyncLiteral(h))
 	}
 	return args
 }
