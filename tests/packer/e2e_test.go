@@ -184,6 +184,39 @@ func TestOffloadAndBack(t *testing.T) {
 		}
 	})
 
+	// Issue 39, Deliver 1 and 2, through the box's own rsync: the ignored
+	// app/[locale]/.env.local (Next.js) and a[b].log never reach the box,
+	// the tracked ab.log does, and a linked worktree inside the work tree
+	// is not sent, so the copy equals S and back is the fast-forward.
+	t.Run("WildcardNamesAndALinkedWorktree", func(t *testing.T) {
+		p := r.packer(t, t.TempDir())
+		top, _ := repo(t, p, "literal")
+		write(t, top, ".gitignore", "target/\nnode_modules/\n.env*\n*.log\n")
+		write(t, top, "ab.log", "tracked\n")
+		git(t, top, "add", "-f", ".gitignore", "ab.log")
+		git(t, top, "commit", "-q", "-m", "logs")
+		write(t, top, "app/[locale]/.env.local", "TOKEN=next-local-never-sent\n")
+		write(t, top, "a[b].log", "ignored\n")
+		git(t, top, "worktree", "add", "-q", "wt")
+		res := offload(t, p, top)
+		copyDir := "/workspace/" + res.Name
+		for _, f := range []string{"app/[locale]/.env.local", "a[b].log", "wt"} {
+			if _, err := r.b.Run("test", "-e", copyDir+"/"+f); err == nil {
+				t.Errorf("%s reached the box", f)
+			}
+		}
+		if _, err := r.b.Run("test", "-f", copyDir+"/ab.log"); err != nil {
+			t.Errorf("the tracked ab.log did not reach the box: %v", err)
+		}
+		back, err := p.Back(context.Background(), top, false)
+		if err != nil {
+			t.Fatalf("back: %v\nprogress:\n%s", err, r.progress)
+		}
+		if back.Merge.Case != packer.CaseFastForward {
+			t.Errorf("back: %+v, want the fast-forward", back.Merge)
+		}
+	})
+
 	// Contract: Offload, Preflight: a box CLI that is signed out is begin's
 	// block with its remedy, and nothing changed here.
 	t.Run("SignedOutCLIBlocks", func(t *testing.T) {
