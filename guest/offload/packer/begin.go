@@ -231,6 +231,9 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 		if err := os.MkdirAll(filepath.Join(res.Dir, ".git/objects"), 0o755); err != nil {
 			return res, err
 		}
+		if err := p.removeTempPacks(res.Dir); err != nil {
+			return res, err
+		}
 		res.Refs = gitcmd.Refs(res.Dir)
 		// Every ignored path, files too: the host leaves each out of rsync,
 		// and without --delete-excluded that keeps it, so the box's own
@@ -259,6 +262,25 @@ func (p *Packer) Begin(key, name, kind, id string, noRepo bool, sessions int) (*
 	}
 	p.Progress("begin: copy %s (%s) taken for offload %s", res.Dir, res.Copy, id)
 	return res, nil
+}
+
+// removeTempPacks removes what a killed send's git index-pack left in the
+// copy (.git/objects/pack/tmp_pack_*, tmp_idx_*, tmp_rev_*: a pack being
+// written, hundreds of MB for a large history). Send indexes under the
+// repo's lock, which the caller holds, so no index-pack of ours is
+// writing them now.
+func (p *Packer) removeTempPacks(dir string) error {
+	tmp, err := filepath.Glob(filepath.Join(dir, ".git/objects/pack/tmp_*"))
+	if err != nil {
+		return err
+	}
+	for _, f := range tmp {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove a killed send's temporary pack: %w", err)
+		}
+		p.Progress("begin: removed %s, left by a send that was stopped", f)
+	}
+	return nil
 }
 
 // Refusal is a verb's refusal: nothing changed (exit 3).
