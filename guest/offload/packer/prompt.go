@@ -30,7 +30,7 @@ func Preamble(name, handoverPath, base string) string {
 	b.WriteString("The user is away and nobody answers prompts: decide for yourself, and ask only through a question post.\n\n")
 	b.WriteString("- First run `cocoonbox-agent offload env` to see which tools and dependencies are ready.\n")
 	b.WriteString("- HTTP_PROXY and HTTPS_PROXY are set in this box and can break tests that read them.\n")
-	fmt.Fprintf(&b, "- Before blaming your change for a failure, compare against S, the state you started from (%s): `git stash`, or `git worktree add /tmp/s %s`.\n", base, base)
+	fmt.Fprintf(&b, "- Before blaming your change for a failure, compare against S, the state you started from (%s), in a worktree of its own: `git worktree add --detach /tmp/cocoonbox-s %s` (remove it with `git worktree remove /tmp/cocoonbox-s`). Do not use git stash: the uncommitted files in this copy are the user's work, and what stays stashed never goes back to the user.\n", base, base)
 	b.WriteString("- Commit as you go and never push.\n")
 	fmt.Fprintf(&b, "- Keep your hand-over in %s, written with the template below; post progress with `cocoonbox-agent offload post --progress < %s`, ", handoverPath, handoverPath)
 	fmt.Fprintf(&b, "a question with `echo '...' | cocoonbox-agent offload post --question`, and when you are done (or told BACK) `cocoonbox-agent offload post --back < %s`.\n\n", handoverPath)
