@@ -46,6 +46,10 @@ type BackResult struct {
 	SPrime string       `json:"s_prime"`
 	BackMD string       `json:"back_md"`
 	Merge  *MergeResult `json:"merge"`
+	// Warnings are what the person should know beside the merge
+	// (backWarnings: a stash in the box holding their uncommitted files,
+	// a detached HEAD's commits), also on stderr; empty when none.
+	Warnings []string `json:"warnings"`
 	// Timings are back's steps, in milliseconds.
 	Timings map[string]int64 `json:"timings_ms"`
 }
@@ -55,7 +59,8 @@ type BackResult struct {
 // already holds this offload's back, the outbox read until that back (at
 // most BackWait in all, then a *Failure with the session's status, the
 // BACK left queued), the fetch over the transport into
-// refs/cocoonbox/box/* and refs/cocoonbox/back/<id>, the merge against S
+// refs/cocoonbox/box/*, refs/cocoonbox/back/<id> and the box's stash at
+// refs/cocoonbox/stash/<id>, the merge against S
 // (Merge), then end, and offload.json goes. A merge that refuses (a held
 // index.lock, a path in the way) or fails changes nothing and keeps the
 // offload in flight, so back can run again.
@@ -94,7 +99,7 @@ func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackRes
 		t = time.Now()
 		p.Progress.Printf("fetch: the box's branches and %s from %s", backRef, rec.Dir)
 		env := []string{"GIT_SSH_COMMAND=" + p.Transport.Shell(), "GIT_SSH_VARIANT=simple"}
-		if _, err := gitcmd.Run(repo.Top, env, nil, "fetch", "-q", "box:"+rec.Dir, "+refs/heads/*:refs/cocoonbox/box/*", "+"+backRef+":"+backRef); err != nil {
+		if _, err := gitcmd.Run(repo.Top, env, nil, append([]string{"fetch", "-q", "box:" + rec.Dir}, fetchRefspecs(rec.ID)...)...); err != nil {
 			return nil, &Failure{Step: "fetch", Err: err, Left: "nothing changed; the offload stays in flight, run cocoonbox back again"}
 		}
 		step("fetch", t)
@@ -128,6 +133,10 @@ func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackRes
 	res.Merge = rec.Merged
 	res.SPrime, _ = gitcmd.Run(repo.Top, nil, nil, "rev-parse", "--verify", "-q", backRef)
 	p.Progress.Printf("%s", describeMerge(res.Merge))
+	res.Warnings = backWarnings(repo.Top, rec.ID, rec.Base, res.SPrime)
+	for _, w := range res.Warnings {
+		p.Progress.Printf("warning: %s", w)
+	}
 
 	t := time.Now()
 	end, err := p.verb(ctx, nil, "end", "--repo", rec.Repo)
