@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bufio"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -10,6 +11,7 @@ import (
 	"crypto/x509/pkix"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"math/big"
 	"net"
 	"net/http"
@@ -201,5 +203,76 @@ func TestABoxNamingAnotherHostOnAKeysConnectionGetsNoKey(t *testing.T) {
 		if !strings.HasSuffix(out, " 421") || !strings.Contains(out, "misdirected request") {
 			t.Errorf("%s with Host attacker.test: %q, want 421 naming the rule", proto, out)
 		}
+	}
+}
+
+// oneConnection is a Python client in the box: two requests with the
+// placeholder on one connection through the proxy (http.client, one
+// CONNECT), the second only once a line comes on its stdin; it prints
+// what it read back after each, and "same socket" if the second went on
+// the first's.
+const oneConnection = `import http.client, os, ssl, sys
+from urllib.parse import urlsplit
+p, u = urlsplit(os.environ["HTTPS_PROXY"]), urlsplit(sys.argv[1])
+c = http.client.HTTPSConnection(p.hostname, p.port, context=ssl.create_default_context(cafile=os.environ["SSL_CERT_FILE"]))
+c.set_tunnel(u.hostname, u.port)
+def ask():
+    c.request("GET", u.path, headers={"Authorization": "Bearer " + sys.argv[2], "User-Agent": "one-connection"})
+    print(c.getresponse().read().decode(), flush=True)
+ask()
+first = c.sock
+sys.stdin.readline()
+ask()
+print("same socket" if c.sock is first else "another socket", flush=True)
+`
+
+// Issue 37, Deliver 5: a key deleted in the api stops at once on a
+// connection the box opened before: the proxy reads the box's keys at
+// each request, not once per CONNECT.
+func TestAKeyDeletedBetweenTwoRequestsOnOneConnectionIsNotSentAgain(t *testing.T) {
+	t.Parallel()
+	const (
+		ph   = "sk-proj-cbv_37d37d37d37d37d37d37d37d37d37d37"
+		real = "sk-proj-deleted-between-requests-37"
+	)
+	m, u := bootWithVaultKey(t, ph, real)
+	before := len(vaultRequests())
+	p, err := sup.Exec(context.Background(), m.ID, sandbox.ExecRequest{Args: []string{"sh", "-c",
+		". /etc/profile.d/cocoonbox-egress.sh; exec python3 -c \"$1\" \"$2\" \"$3\"", "sh", oneConnection, u, ph}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var errOut strings.Builder
+	go func() { _, _ = io.Copy(&errOut, p.Stderr()) }()
+	out := bufio.NewReader(p.Stdout())
+	first, err := out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("the first request: %v (stderr %s)", err, errOut.String())
+	}
+	// The key deleted: the api's claim env without its host-only entry.
+	if err := sup.SetClaimEnv(context.Background(), m.ID, []sandbox.ClaimEntry{
+		{Name: "COCOONBOX_VAULT", Value: "OPENAI_API_KEY=" + ph + ";" + vaultHost + ";Authorization:%20Bearer%20{}", Guest: true}}); err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintln(p.Stdin(), "go")
+	p.Stdin().Close()
+	rest, _ := io.ReadAll(out)
+	if st, err := p.Wait(); err != nil || st.Code != 0 {
+		t.Fatalf("the client ended %+v %v; it printed %q %q (stderr %s)", st, err, first, rest, errOut.String())
+	}
+	var seen []string
+	for _, r := range vaultRequests()[before:] {
+		if strings.HasSuffix(r, " one-connection") {
+			seen = append(seen, r)
+		}
+	}
+	if !strings.Contains(string(rest), "same socket") || len(seen) != 2 {
+		t.Fatalf("want two requests on one connection; the box printed %q %q, the upstream saw %q", first, rest, seen)
+	}
+	if !strings.Contains(seen[0], "Bearer "+real) || !strings.Contains(seen[1], "Bearer "+ph) {
+		t.Fatalf("the upstream saw %q: want the value, then (the key deleted) the placeholder", seen)
+	}
+	if strings.Contains(first+string(rest), real) {
+		t.Fatalf("the value came back into the box: %q %q", first, rest)
 	}
 }
