@@ -18,7 +18,7 @@ import (
 type boxBus struct {
 	conn    *dbus.Conn
 	mu      sync.Mutex
-	waiters map[dbus.ObjectPath]chan struct{}
+	waiters map[dbus.ObjectPath]*unitWatch
 	// subscribed: Manager.Subscribe answered on this connection (a second
 	// call is an error).
 	subscribed bool
@@ -75,7 +75,7 @@ func (d *unitDoor) dialBus() (*boxBus, error) {
 		c.Close()
 		return nil, fmt.Errorf("the box's system bus: %w", err)
 	}
-	b := &boxBus{conn: c, waiters: map[dbus.ObjectPath]chan struct{}{}}
+	b := &boxBus{conn: c, waiters: map[dbus.ObjectPath]*unitWatch{}}
 	err := c.AddMatchSignal(dbus.WithMatchSender(systemdName), dbus.WithMatchInterface("org.freedesktop.DBus.Properties"),
 		dbus.WithMatchMember("PropertiesChanged"), dbus.WithMatchPathNamespace("/org/freedesktop/systemd1/unit"))
 	if err != nil {
@@ -115,25 +115,62 @@ func (b *boxBus) subscribe(ctx context.Context) error {
 	return err
 }
 
-// dispatch wakes the command waiting on a unit whose properties changed;
-// it ends when the connection does.
+// unitWatch is what a command waiting on its unit has heard of it: the
+// properties its PropertiesChanged signals carried (systemd sends the
+// values of ActiveState, SubState, Job, ExecMainCode and ExecMainStatus
+// with each change), and a wake-up for each signal.
+type unitWatch struct {
+	mu      sync.Mutex
+	props   map[string]dbus.Variant
+	changed chan struct{}
+}
+
+func newUnitWatch() *unitWatch {
+	return &unitWatch{props: map[string]dbus.Variant{}, changed: make(chan struct{}, 1)}
+}
+
+// prop answers the last value heard of property name.
+func (w *unitWatch) prop(name string) (dbus.Variant, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	v, ok := w.props[name]
+	return v, ok
+}
+
+func (w *unitWatch) wake() {
+	select {
+	case w.changed <- struct{}{}:
+	default:
+	}
+}
+
+// dispatch hands each unit's property changes to the command waiting on
+// it; when the connection ends it wakes them all.
 func (b *boxBus) dispatch(signals chan *dbus.Signal) {
 	for s := range signals {
 		b.mu.Lock()
-		if w := b.waiters[s.Path]; w != nil {
-			select {
-			case w <- struct{}{}:
-			default:
-			}
-		}
+		w := b.waiters[s.Path]
 		b.mu.Unlock()
+		if w == nil {
+			continue
+		}
+		if len(s.Body) >= 3 {
+			changed, _ := s.Body[1].(map[string]dbus.Variant)
+			gone, _ := s.Body[2].([]string)
+			w.mu.Lock()
+			for k, v := range changed {
+				w.props[k] = v
+			}
+			for _, k := range gone {
+				delete(w.props, k)
+			}
+			w.mu.Unlock()
+		}
+		w.wake()
 	}
 	b.mu.Lock()
 	for _, w := range b.waiters {
-		select {
-		case w <- struct{}{}:
-		default:
-		}
+		w.wake()
 	}
 	b.mu.Unlock()
 }

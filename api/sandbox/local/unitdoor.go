@@ -75,7 +75,7 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		return nil, err
 	}
 	name := "cocoonbox-door-" + hex.EncodeToString(rnd[:]) + ".service"
-	p := &unitProcess{door: d, name: name, path: unitPath(name), changed: make(chan struct{}, 1), done: make(chan struct{})}
+	p := &unitProcess{door: d, name: name, path: unitPath(name), watch: newUnitWatch(), done: make(chan struct{})}
 	argv := doorCommand(req)
 	// KillMode=process: what the command leaves running on purpose
 	// (setsid -f, a tmux server) outlives it as it would a login.
@@ -145,7 +145,7 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 			break
 		}
 		p.bus.mu.Lock()
-		p.bus.waiters[p.path] = p.changed
+		p.bus.waiters[p.path] = p.watch
 		p.bus.mu.Unlock()
 		obj := p.bus.conn.Object(systemdName, systemdPath)
 		// Subscribed once per connection: the box's systemd sends the
@@ -185,7 +185,7 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		}
 		return nil, err
 	}
-	go p.watch()
+	go p.wait()
 	go func() {
 		select {
 		case <-ctx.Done():
@@ -262,7 +262,7 @@ type unitProcess struct {
 	bus            *boxBus
 	name           string
 	path           dbus.ObjectPath
-	changed        chan struct{} // the unit's properties changed, or the bus ended
+	watch          *unitWatch // what the unit's signals said
 	stdin          io.WriteCloser
 	stdout, stderr io.Reader
 	pipes          []*os.File
@@ -279,54 +279,57 @@ func (p *unitProcess) unwatch() {
 	p.bus.mu.Unlock()
 }
 
-// watch waits for the unit's end and reads its main process's status.
-func (p *unitProcess) watch() {
+// wait waits for the unit's end and reads its main process's status,
+// from what the unit's signals carried (a property they did not carry is
+// asked for). Ended: exited (RemainAfterExit) or failed, with no job
+// left; right after StartTransientUnit the unit is inactive with its
+// start job queued, not yet begun.
+func (p *unitProcess) wait() {
 	defer close(p.done)
 	defer p.unwatch()
 	unit := p.bus.conn.Object(systemdName, p.path)
-	ended := false
+	get := func(iface, name string) (dbus.Variant, error) {
+		if v, ok := p.watch.prop(name); ok {
+			return v, nil
+		}
+		return unit.GetProperty(iface + "." + name)
+	}
+	const unitIf, serviceIf = "org.freedesktop.systemd1.Unit", "org.freedesktop.systemd1.Service"
 	for {
-		// Ended: exited (RemainAfterExit) or failed, with no job left.
-		// Right after StartTransientUnit the unit is inactive with its
-		// start job queued, not yet begun.
-		v, err := unit.GetProperty("org.freedesktop.systemd1.Unit.ActiveState")
-		if err != nil {
+		state, err1 := get(unitIf, "ActiveState")
+		sub, err2 := get(unitIf, "SubState")
+		job, err3 := get(unitIf, "Job")
+		if err := errors.Join(err1, err2, err3); err != nil {
 			p.err = fmt.Errorf("the command's unit: %w", err)
 			return
 		}
-		j, err := unit.GetProperty("org.freedesktop.systemd1.Unit.Job")
-		if err != nil {
-			p.err = fmt.Errorf("the command's unit: %w", err)
-			return
-		}
-		sub, err := unit.GetProperty("org.freedesktop.systemd1.Unit.SubState")
-		if err != nil {
-			p.err = fmt.Errorf("the command's unit: %w", err)
-			return
-		}
-		state, _ := v.Value().(string)
-		if ended = state == "failed" || state == "active" && sub.Value() == "exited"; ended && noJob(j) {
+		s, _ := state.Value().(string)
+		if (s == "failed" || s == "active" && sub.Value() == "exited") && noJob(job) {
 			break
 		}
-		<-p.changed
+		<-p.watch.changed
 		if !p.bus.conn.Connected() {
 			p.err = errors.New("the command's unit: the box's bus connection ended")
 			return
 		}
 	}
-	code, err1 := unit.GetProperty("org.freedesktop.systemd1.Service.ExecMainCode")
-	status, err2 := unit.GetProperty("org.freedesktop.systemd1.Service.ExecMainStatus")
-	// Let it go: a failed unit is collected once reset, an exited one
-	// once stopped (which, KillMode=process, ends nothing it left).
+	// Asked, never taken from the signals: the service's own change
+	// signal may come after the unit's, so what was heard of these can
+	// be the start's.
+	var svc map[string]dbus.Variant
+	err := unit.Call("org.freedesktop.DBus.Properties.GetAll", 0, serviceIf).Store(&svc)
+	// Let it go, without waiting for the answers: a failed unit is
+	// collected once reset, an exited one once stopped (which,
+	// KillMode=process, ends nothing it left).
 	manager := p.bus.conn.Object(systemdName, systemdPath)
-	_ = manager.Call(managerIf+".ResetFailedUnit", 0, p.name).Err
-	_ = manager.Call(managerIf+".StopUnit", 0, p.name, "replace").Err
-	if err := errors.Join(err1, err2); err != nil {
+	manager.Go(managerIf+".ResetFailedUnit", dbus.FlagNoReplyExpected, nil, p.name)
+	manager.Go(managerIf+".StopUnit", dbus.FlagNoReplyExpected, nil, p.name, "replace")
+	if err != nil {
 		p.err = fmt.Errorf("the command's unit: %w", err)
 		return
 	}
-	c, _ := code.Value().(int32)
-	st, _ := status.Value().(int32)
+	c, _ := svc["ExecMainCode"].Value().(int32)
+	st, _ := svc["ExecMainStatus"].Value().(int32)
 	switch c {
 	case 2, 3: // CLD_KILLED, CLD_DUMPED
 		sig := syscall.Signal(st)
