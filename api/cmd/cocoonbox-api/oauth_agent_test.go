@@ -16,10 +16,13 @@ import (
 	"testing"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
+	"github.com/cocoonbox/cocoonbox/api/apiserver"
+	sandboxv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1/sandboxv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
@@ -28,7 +31,7 @@ import (
 // agentAPI is the built api with OAuth for agents on at its own loopback
 // address, alice a user, and (with docs) a Client ID Metadata Document
 // server on https loopback whose certificate the api trusts (the test
-// hook testCIMDRootsEnv).
+// hook apiserver.TestCIMDRootsEnv).
 type agentAPI struct {
 	iss, mcpURL string
 	docURL      string
@@ -57,7 +60,7 @@ func startAgentAPI(t *testing.T) *agentAPI {
 	a.docURL = docs.URL + "/agent.json"
 	roots := filepath.Join(t.TempDir(), "roots.pem")
 	os.WriteFile(roots, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: docs.Certificate().Raw}), 0o600)
-	t.Setenv(testCIMDRootsEnv, roots)
+	t.Setenv(apiserver.TestCIMDRootsEnv, roots)
 
 	addr := freeAddr(t)
 	a.iss = "http://" + addr
@@ -66,6 +69,19 @@ func startAgentAPI(t *testing.T) *agentAPI {
 	startServeAt(t, dir, addr, "--config", conf)
 	a.mcpURL = a.iss + "/cocoonbox.mcp/control"
 	return a
+}
+
+// oneImage is a sandboxd that answers Images with one image to a caller
+// with the bearer token.
+type oneImage struct {
+	sandboxv1connect.UnimplementedSandboxHandler
+}
+
+func (oneImage) Images(_ context.Context, r *connect.Request[sandboxv1.ImagesRequest]) (*connect.Response[sandboxv1.ImagesResponse], error) {
+	if r.Header().Get("Authorization") != "Bearer "+strings.Repeat("t", 40) {
+		return nil, connect.NewError(connect.CodeUnauthenticated, nil)
+	}
+	return connect.NewResponse(&sandboxv1.ImagesResponse{Images: []*sandboxv1.Image{{Ref: "cbdesk:v7-base", Version: 7, Tier: "base"}}}), nil
 }
 
 // stubSandbox is the sandbox: section of a supervisor that answers

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cocoonbox/cocoonbox/api/apiserver"
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -129,7 +130,7 @@ func usersCmd(args []string) error {
 		}
 	}
 	ctx := context.Background()
-	db, err := openDB(ctx, cfg, newLogger(cfg, io.Discard), true)
+	db, err := apiserver.OpenDB(ctx, cfg, newLogger(cfg, io.Discard), true)
 	if err != nil {
 		return err
 	}
@@ -157,7 +158,7 @@ func usersCmd(args []string) error {
 			return printAdmitted(ctx, db)
 		}
 	case "delete":
-		held, err := deleteUser(ctx, db.Pool, store, name)
+		held, err := apiserver.DeleteUser(ctx, db.Pool, store, name)
 		if err != nil {
 			return err
 		}
@@ -182,7 +183,7 @@ func usersCmd(args []string) error {
 // Sign-in with GitHub and signup, "It runs on ... a user deleted or
 // disabled") and says how many came in from the queue.
 func printAdmitted(ctx context.Context, db *database.DB) error {
-	n, err := admitAfter(ctx, db.Pool, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+	n, err := apiserver.AdmitAfter(ctx, db.Pool, slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if err != nil {
 		return err
 	}

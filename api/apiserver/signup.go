@@ -1,4 +1,4 @@
-package main
+package apiserver
 
 import (
 	"context"
@@ -28,7 +28,7 @@ func mountSignup(ctx context.Context, srv *server.Server, cfg config.Config, poo
 	con *console.Console, index *tokens.Index, log *slog.Logger) *signup.Signup {
 	s := signup.New(signup.Deps{Pool: pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie,
 		DeleteUser: func(ctx context.Context, name string) error {
-			_, err := deleteUser(ctx, pool, store, name)
+			_, err := DeleteUser(ctx, pool, store, name)
 			return err
 		},
 		Secure: strings.HasPrefix(cfg.Issuer(), "https:")})
@@ -47,13 +47,13 @@ func addSignupSections(con *console.Console) {
 	con.AddSection(console.Section{Title: "Admin", Path: "/cb/admin", Blurb: "Signup, the queue, invites, invite-scoped tokens and agent-box caps.", AdminsOnly: true})
 }
 
-// deleteUser is the admin delete (cocoonbox-api users delete, and a
+// DeleteUser is the admin delete (cocoonbox-api users delete, and a
 // self-delete from the console): the row goes with its tokens, sessions,
 // identities, grants and queue entry (ON DELETE CASCADE) and every api is
 // told (NOTIFY); its boxes' rows go with it, and their machines and saves
 // are removed by a running api's next recovery pass. It answers how many
 // boxes the user held.
-func deleteUser(ctx context.Context, pool *pgxpool.Pool, store *users.Store, name string) (int, error) {
+func DeleteUser(ctx context.Context, pool *pgxpool.Pool, store *users.Store, name string) (int, error) {
 	held, err := boxes.Held(ctx, pool, name)
 	if err != nil {
 		return 0, err
@@ -61,10 +61,10 @@ func deleteUser(ctx context.Context, pool *pgxpool.Pool, store *users.Store, nam
 	return held, store.Delete(ctx, name)
 }
 
-// admitAfter runs signup's admission once from an admin command that freed
+// AdmitAfter runs signup's admission once from an admin command that freed
 // a seat (users delete, users disable), answering how many it admitted;
 // the running apis also admit on the change's NOTIFY.
-func admitAfter(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (int, error) {
+func AdmitAfter(ctx context.Context, pool *pgxpool.Pool, log *slog.Logger) (int, error) {
 	admitted, err := signup.New(signup.Deps{Pool: pool, Log: log}).Admit(ctx)
 	return len(admitted), err
 }

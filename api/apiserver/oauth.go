@@ -1,4 +1,4 @@
-package main
+package apiserver
 
 import (
 	"context"
@@ -17,11 +17,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
 
-// testCIMDRootsEnv names a PEM file of roots the Client ID Metadata
+// TestCIMDRootsEnv names a PEM file of roots the Client ID Metadata
 // Document fetcher trusts, and lets it dial loopback: for the built api's
 // tests, whose documents are served by an httptest TLS server on
 // 127.0.0.1. Never set in production (docs/oauth.md says so).
-const testCIMDRootsEnv = "COCOONBOX_TEST_OAUTH_CIMD_ROOTS"
+const TestCIMDRootsEnv = "COCOONBOX_TEST_OAUTH_CIMD_ROOTS"
 
 // agentsOAuth is OAuth for agents as mounted: what the sign-in shares
 // its endpoints with, what the control MCP checks cba_ tokens with, and
@@ -48,17 +48,17 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	m := oauth.NewMetadata(cfg.OAuth.PublicURL)
 	m.Mount(srv)
 	fc := oauth.FetcherConfig{}
-	if path := os.Getenv(testCIMDRootsEnv); path != "" {
+	if path := os.Getenv(TestCIMDRootsEnv); path != "" {
 		pem, err := os.ReadFile(path)
 		if err != nil {
-			return nil, nil, fmt.Errorf("%s: %w", testCIMDRootsEnv, err)
+			return nil, nil, fmt.Errorf("%s: %w", TestCIMDRootsEnv, err)
 		}
 		fc.TestRoots = x509.NewCertPool()
 		if !fc.TestRoots.AppendCertsFromPEM(pem) {
-			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", testCIMDRootsEnv, path)
+			return nil, nil, fmt.Errorf("%s: %s holds no PEM certificate", TestCIMDRootsEnv, path)
 		}
 		fc.TestAllowLoopback = true
-		log.Warn("oauth: metadata documents are fetched from loopback with test roots (" + testCIMDRootsEnv + "): never in production")
+		log.Warn("oauth: metadata documents are fetched from loopback with test roots (" + TestCIMDRootsEnv + "): never in production")
 	}
 	fetcher, err := oauth.NewFetcher(fc)
 	if err != nil {
