@@ -37,11 +37,18 @@ const bridgeWait = 5 * time.Second
 // configured supervisors and mounts cocoonbox.control.v1.Boxes behind the
 // token check. An api whose supervisor does not start (not root, the
 // bridge held by another) serves the rest and answers every Boxes call
-// UNAVAILABLE with why. The handler is what the rest of the api calls in
-// process (its Service for Locate and WaitOperation); the returned func
-// stops the service and the local supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, index *tokens.Index, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func()) {
-	h, stop, err := startBoxes(ctx, cfg, db, keys, log)
+// UNAVAILABLE with why. sups, when not nil, answers the supervisors in
+// place of the configured ones (Options.Supervisors). The handler is what
+// the rest of the api calls in process (its Service for Locate and
+// WaitOperation); the returned func stops the service and the local
+// supervisor.
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func()) {
+	if sups == nil {
+		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+			return supervisors(ctx, cfg.Sandbox, log)
+		}
+	}
+	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
@@ -51,8 +58,12 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	return h, stop
 }
 
-func startBoxes(ctx context.Context, cfg config.Config, db *database.DB, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func(), error) {
-	hosts, closeHosts, err := supervisors(ctx, cfg.Sandbox, log)
+// supervisorsFunc answers the box supervisors by host name and a func
+// that closes them.
+type supervisorsFunc = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+
+func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func(), error) {
+	hosts, closeHosts, err := sups(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}

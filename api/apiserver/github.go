@@ -55,11 +55,11 @@ func gitHubApp(cfg config.Config, getenv func(string) string) (signup.GitHubApp,
 // mountGitHub mounts the GitHub sign-in (package signup): the providers
 // call, begin and the callback, which hands a new identity to sg's Arrive,
 // and the user's identities; the console's sign-in page offers it when the
-// OAuth App is configured.
+// OAuth App is configured (read with getenv).
 //
 // Contract: Sign-in with GitHub and signup.
-func mountGitHub(srv *server.Server, cfg config.Config, pool *pgxpool.Pool, con *console.Console, sg *signup.Signup, log *slog.Logger) error {
-	app, err := gitHubApp(cfg, os.Getenv)
+func mountGitHub(srv *server.Server, cfg config.Config, getenv func(string) string, pool *pgxpool.Pool, con *console.Console, sg *signup.Signup, log *slog.Logger) error {
+	app, err := gitHubApp(cfg, getenv)
 	if err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -27,5 +28,14 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	return apiserver.Serve(ctx, cfg, log)
+	api, err := apiserver.New(ctx, cfg, apiserver.Options{Log: log})
+	if err != nil {
+		return err
+	}
+	defer api.Close()
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	return api.Serve(ctx, ln)
 }

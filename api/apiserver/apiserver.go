@@ -1,0 +1,190 @@
+// Package apiserver builds the api: the one composition root of its
+// services (users, tokens, the console, sign-in and devices, OAuth for
+// agents, boxes, sessions, keys, the control MCP, signup and GitHub
+// sign-in) on one server.Server, for cocoonbox-api serve and for every test
+// that needs the api as the product runs it (package apitest). Nothing
+// else knows about all of them.
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/oauth"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signup"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+// Options are what New takes beside the configuration. The zero Options
+// are what cocoonbox-api serve uses; the rest are for tests.
+type Options struct {
+	// Log is where the api logs (nil: nowhere).
+	Log *slog.Logger
+	// Getenv reads the login OAuth App's variables (nil: os.Getenv).
+	Getenv func(string) string
+	// Now is the console's sign-in limits' clock (nil: time.Now).
+	Now func() time.Time
+	// KDF, when set, is the users store's password hashing cost in place
+	// of users.DefaultKDF (a test's cheap one).
+	KDF *users.KDF
+	// Supervisors, when set, answers the box supervisors by host name, and
+	// a func that closes them, in place of sandbox.hosts' daemons or the
+	// local supervisor; an error leaves the api without boxes (every Boxes
+	// call UNAVAILABLE with it), as a supervisor that does not start.
+	Supervisors func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+}
+
+// Server is the api as New built it: its handler, and the services a test
+// reaches past HTTP (the database, the users and tokens, the console).
+// Serve it on a listener, or mount Handler on another server (httptest);
+// Close it once.
+type Server struct {
+	// DB is the api's database, opened and migrated by New.
+	DB *database.DB
+	// Users and Tokens are the account and personal-token stores the
+	// console uses; Index is the live token index (started).
+	Users  *users.Store
+	Tokens *tokens.Store
+	Index  *tokens.Index
+	// Console is the console (/cb/) with its sections.
+	Console *console.Console
+	// Signup is signup's queue, admission and invites (running).
+	Signup *signup.Signup
+	// Grants are OAuth for agents' grants (started); nil with OAuth off
+	// (oauth.public_url empty).
+	Grants *oauth.Grants
+	// Boxes is the Boxes service's handler: an Unavailable one without a
+	// supervisor.
+	Boxes *boxes.Handler
+
+	cfg     config.Config
+	log     *slog.Logger
+	srv     *server.Server
+	start   time.Time
+	cancel  context.CancelFunc
+	closers []func()
+}
+
+// New opens and migrates cfg's database (the embedded cluster without
+// database.url) and builds the api on it: every service mounted on one
+// server, the token index, the grants, signup's admission and the vault's
+// audit sweeper started. Their background work runs until Close (or ctx's
+// end). An error comes from the database, the vault's master key, OAuth's
+// metadata fetcher or grants, the GitHub App's settings or the token
+// index; what New started is stopped before it answers one. A supervisor
+// that does not start is no error: the api serves the rest and logs why
+// (Boxes answers UNAVAILABLE).
+func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err error) {
+	log := opts.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	s := &Server{cfg: cfg, log: log, start: time.Now(), cancel: cancel}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+
+	db, err := OpenDB(ctx, cfg, log, false)
+	if err != nil {
+		return nil, err
+	}
+	s.DB = db
+	s.closing(func() { db.Close(context.Background()) })
+	var pushKeys keysPush
+	keys, err := startVault(ctx, cfg, db, pushKeys.push, log)
+	if err != nil {
+		return nil, err
+	}
+
+	// The token index keeps every live token of the database in memory and
+	// follows every api's changes (NOTIFY cocoonbox_users).
+	index := tokens.NewIndex(db.Pool, db.URL, log)
+
+	srv := server.New(log, func(ctx context.Context) error { return db.Pool.Ping(ctx) })
+	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Read: cfg.HTTP.ReadTimeout, Idle: cfg.HTTP.IdleTimeout,
+		PingAfter: cfg.HTTP.PingAfter, PingTimeout: cfg.HTTP.PingTimeout})
+	srv.SetConnLimit(cfg.HTTP.MaxConnsPerAddress, cfg.TrustedPrefixes())
+	userStore := users.NewStore(db.Pool)
+	if opts.KDF != nil {
+		userStore.KDF = *opts.KDF
+	}
+	tokenStore := tokens.NewStore(db.Pool, index)
+	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,
+		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log, Now: opts.Now,
+		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
+			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
+	con.Mount(srv)
+	agents, stopOAuth, err := mountOAuth(ctx, srv, cfg, db, con, log)
+	if err != nil {
+		return nil, err
+	}
+	s.closing(stopOAuth)
+	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, log)
+	s.closing(stopBoxes)
+	mountSession(srv, bh, index, bh.CallInterceptor(), log)
+	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
+	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
+	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
+	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {
+		return nil, err
+	}
+	// Started once everything that follows its changes is mounted (OnChange).
+	if err := index.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.closing(index.Stop)
+
+	s.srv, s.Users, s.Tokens, s.Index, s.Console, s.Signup, s.Boxes = srv, userStore, tokenStore, index, con, sg, bh
+	if agents != nil {
+		s.Grants = agents.grants
+	}
+	return s, nil
+}
+
+// closing adds f to what Close runs, after what was added later.
+func (s *Server) closing(f func()) { s.closers = append(s.closers, f) }
+
+// Handler is the api's whole handler (every route, the request log, the
+// invite-scoped token check), for a listener of the caller's (httptest).
+func (s *Server) Handler() http.Handler { return s.srv.Handler() }
+
+// Serve serves the api on ln until ctx ends (then it shuts down the
+// server, see server.Server.Serve); it answers that Serve's error. It does
+// not Close s.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	s.log.Info("serving", "addr", ln.Addr().String(), "issuer", s.cfg.Issuer(), "state_dir", s.cfg.StateDir,
+		"database", map[bool]string{true: "embedded", false: "database.url"}[s.cfg.Database.URL == ""], "ready_in", time.Since(s.start).Round(time.Millisecond))
+	return s.srv.Serve(ctx, ln)
+}
+
+// Close ends New's background work and stops what it started, the last
+// started first: the token index, the box service and its supervisors,
+// OAuth's grants and fetcher, then the database (the embedded cluster
+// with it). Call it once, after Serve returned.
+func (s *Server) Close() {
+	s.cancel()
+	for i := len(s.closers) - 1; i >= 0; i-- {
+		s.closers[i]()
+	}
+	s.closers = nil
+}
