@@ -1,0 +1,101 @@
+// Package apitest runs the api as the product builds it (apiserver.New)
+// for a test: on a fresh test database, served on a loopback listener,
+// with a user signed in to the console. coder's coderdtest.New is the
+// model: a test that needs the api never wires its services by hand, so a
+// dependency added to apiserver.New is in every api test.
+//
+// The test package's TestMain must call dbtest.Main (the test cluster).
+package apitest
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/apiserver"
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/users"
+)
+
+// Password is the password of every user apitest makes.
+const Password = "correct horse"
+
+// fastKDF is a password hash cost that keeps a sign-in well under a
+// millisecond (users.DefaultKDF takes 64 MiB and tens of ms).
+var fastKDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
+
+// API is one api for one test: apiserver.New's Server, serving at URL
+// until the test ends (then Closed, its database dropped after).
+type API struct {
+	*apiserver.Server
+	t testing.TB
+	// URL is the api's origin (http://127.0.0.1:PORT), its issuer and,
+	// with OAuth on, oauth.public_url.
+	URL string
+	// Config is the configuration New built the api from.
+	Config config.Config
+	// User is alice, a user (not an admin) with Password; Console is a
+	// browser signed in as her (see SignIn).
+	User    users.User
+	Console *Browser
+}
+
+// New builds and serves an api for t. By default: OAuth for agents on
+// (oauth.public_url is URL), GitHub sign-in off, no box supervisor (every
+// Boxes call UNAVAILABLE), the console's sign-in limits at 100 per user and
+// per address a minute, passwords hashed cheaply, nothing logged; opts
+// change that. It fails t when the api does not start.
+func New(t testing.TB, opts ...Option) *API {
+	t.Helper()
+	o := settings{}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	db := dbtest.New(t, apiserver.Schemas...)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &API{t: t, URL: "http://" + ln.Addr().String()}
+	cfg := config.Default()
+	cfg.Listen, cfg.StateDir = ln.Addr().String(), t.TempDir()
+	cfg.Database.URL = db.URL
+	cfg.Console.SignIn = config.SignIn{PerUser: 100, PerAddress: 100, Window: time.Minute}
+	cfg.OAuth.PublicURL = a.URL
+	for _, f := range o.config {
+		f(&cfg)
+	}
+	a.Config = cfg
+	log := o.log
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.supervisors == nil {
+		o.supervisors = func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+			return nil, nil, ErrNoSupervisor
+		}
+	}
+	if o.getenv == nil { // the test's environment never switches GitHub sign-in on
+		o.getenv = func(string) string { return "" }
+	}
+	kdf := fastKDF
+	ctx, stop := context.WithCancel(context.Background())
+	a.Server, err = apiserver.New(ctx, cfg, apiserver.Options{Log: log, Getenv: o.getenv, Now: o.now, KDF: &kdf, Supervisors: o.supervisors})
+	if err != nil {
+		stop()
+		ln.Close()
+		t.Fatalf("apitest: apiserver.New: %v", err)
+	}
+	served := make(chan struct{})
+	go func() { a.Server.Serve(ctx, ln); close(served) }()
+	t.Cleanup(func() { stop(); <-served; a.Server.Close() })
+
+	a.User = a.AddUser("alice", false)
+	a.Console = a.SignIn("alice")
+	return a
+}

@@ -1,0 +1,50 @@
+package apitest_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+)
+
+func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// New answers a served api: alice signed in to the console, a browser
+// without a session refused, OAuth's discovery on at the URL, Boxes
+// without a supervisor; WithoutOAuth switches the discovery off.
+func TestNewServesTheApiWithASignedInUser(t *testing.T) {
+	t.Parallel()
+	a := apitest.New(t)
+	if resp, body := a.Console.Send("GET", "/cb/api/me", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"name":"alice"`) {
+		t.Fatalf("GET /cb/api/me signed in: %d %s", resp.StatusCode, body)
+	}
+	if resp, body := a.Browser().Send("GET", "/cb/api/me", "", ""); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("GET /cb/api/me without a session: %d %s, want 401", resp.StatusCode, body)
+	}
+	if resp, body := a.Browser().Send("GET", "/.well-known/oauth-authorization-server", "", ""); resp.StatusCode != 200 || !strings.Contains(body, a.URL) {
+		t.Fatalf("OAuth discovery: %d %s", resp.StatusCode, body)
+	}
+	if _, err := a.Boxes.Service(); !errors.Is(err, apitest.ErrNoSupervisor) {
+		t.Fatalf("the box service: %v, want ErrNoSupervisor", err)
+	}
+	if n := a.PersonalToken(a.User.ID); !strings.HasPrefix(string(n), tokens.Prefix) {
+		t.Fatalf("the personal token %q", n)
+	}
+	var held int
+	if err := a.DB.Pool.QueryRow(context.Background(), "SELECT count(*) FROM users").Scan(&held); err != nil || held != 1 {
+		t.Fatalf("users in the database: %d, %v", held, err)
+	}
+
+	off := apitest.New(t, apitest.WithoutOAuth())
+	if resp, _ := off.Browser().Send("GET", "/.well-known/oauth-authorization-server", "", ""); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("OAuth discovery with OAuth off: %d, want 404", resp.StatusCode)
+	}
+	if off.Grants != nil {
+		t.Fatal("grants with OAuth off")
+	}
+}

@@ -1,0 +1,78 @@
+package apitest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
+)
+
+// Option changes what New builds.
+type Option func(*settings)
+
+type settings struct {
+	config      []func(*config.Config)
+	log         *slog.Logger
+	now         func() time.Time
+	getenv      func(string) string
+	supervisors func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+}
+
+// ErrNoSupervisor is why an api of New without WithSupervisor has no boxes.
+var ErrNoSupervisor = errors.New("apitest: no box supervisor (apitest.WithSupervisor)")
+
+// WithConfig changes the configuration New builds the api from, after
+// its defaults (the listener, the state directory, the database and
+// oauth.public_url are set when f runs).
+func WithConfig(f func(*config.Config)) Option {
+	return func(s *settings) { s.config = append(s.config, f) }
+}
+
+// WithoutOAuth switches OAuth for agents off (oauth.public_url empty): no
+// discovery, registration, grants or Agents page.
+func WithoutOAuth() Option {
+	return WithConfig(func(c *config.Config) { c.OAuth.PublicURL = "" })
+}
+
+// WithLog logs the api's lines to log (default: nowhere).
+func WithLog(log *slog.Logger) Option { return func(s *settings) { s.log = log } }
+
+// WithClock is the console's sign-in limits' clock.
+func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
+
+// WithSupervisor gives the api the supervisor sup under the host name
+// host (a fake one: sandbox.Supervisor's contract is the test's to keep);
+// several add several hosts. Nothing closes them.
+func WithSupervisor(host string, sup sandbox.Supervisor) Option {
+	return func(s *settings) {
+		prev := s.supervisors
+		s.supervisors = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+			hosts := map[string]sandbox.Supervisor{}
+			if prev != nil {
+				var err error
+				if hosts, _, err = prev(ctx, log); err != nil {
+					return nil, nil, err
+				}
+			}
+			hosts[host] = sup
+			return hosts, func() {}, nil
+		}
+	}
+}
+
+// WithGitHub switches GitHub sign-in on against the stand-in gh: the
+// login OAuth App's variables are gh's client, signup.github's keys its
+// URLs and certificate.
+func WithGitHub(gh *githubtest.Server) Option {
+	return func(s *settings) {
+		env := map[string]string{"LOGIN_GITHUB_CLIENT_ID": gh.ClientID, "LOGIN_GITHUB_CLIENT_SECRET": gh.ClientSecret}
+		s.getenv = func(k string) string { return env[k] }
+		s.config = append(s.config, func(c *config.Config) {
+			c.Signup.GitHub = config.SignupGitHub{WebURL: gh.WebURL, APIURL: gh.APIURL, CAFile: gh.CAFile}
+		})
+	}
+}
