@@ -2,47 +2,25 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/console"
-	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/ratelimit"
-	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/signup"
-	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/api/apitest"
 )
 
-// inviteAPI is the api's signup (the real handlers and the token check
+// inviteAPI is the api (apitest: signup's handlers and the token check
 // around the mux, on real PostgreSQL) and an admin's invite-scoped token.
 func inviteAPI(t *testing.T) (url, token string) {
 	t.Helper()
-	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, signup.Schema)
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	us := users.NewStore(db.Pool)
-	us.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	admin, err := us.Add(ctx, "boss", "correct horse", true)
+	a := apitest.New(t)
+	admin := a.AddUser("boss", true)
+	tok, err := a.Signup.MintInviteToken(context.Background(), admin.ID, "the CLI test")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := signup.New(signup.Deps{Pool: db.Pool, Log: log, Session: func(*http.Request) (users.User, bool) { return users.User{}, false }})
-	tok, err := s.MintInviteToken(ctx, admin.ID, "the CLI test")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := server.New(log, nil)
-	s.Mount(srv)
-	srv.Wrap(s.GuardInviteTokens)
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(hs.Close)
-	return hs.URL, tok.Token
+	return a.URL, tok.Token
 }
 
 // cocoonbox invite create and list with the token from the environment or
