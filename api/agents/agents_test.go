@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
@@ -40,7 +41,7 @@ func TestTheAgentsPageListsTheGrantsAndMarksThemSeen(t *testing.T) {
 	if c.LastUsedAt == nil || !c.LastUsedAt.Equal(c.LastUsedAt.Truncate(time.Minute)) || time.Since(*c.LastUsedAt) > 2*time.Minute {
 		t.Errorf("codex last used %v: want its token's issue, to the minute", c.LastUsedAt)
 	}
-	if len(c.Boxes) != 1 || c.Boxes[0] != (Box{BoxID: box, Name: "agent", State: "running"}) {
+	if len(c.Boxes) != 1 || c.Boxes[0] != (agents.Box{BoxID: box, Name: "agent", State: "running"}) {
 		t.Errorf("codex's boxes %+v, want only the one it created", c.Boxes)
 	}
 	if len(list[0].Boxes) != 0 {
@@ -178,7 +179,7 @@ func TestEndAllEndsEveryGrantOfTheUserOnly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := EndAll(ctx, tx, e.alice.ID); err != nil {
+	if err := agents.EndAll(ctx, tx, e.alice.ID); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := e.grants.Check(a1); err != nil {

@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -49,7 +50,7 @@ func TestTheAgentsPageInARealBrowser(t *testing.T) {
 			strings.Contains(text, "unverified") && strings.Contains(text, "2 boxes, 1 running") && strings.Contains(text, "agent (running)")
 	}))
 	wait.Eventually(t, 10*time.Second, "opening the page marks the agent seen", func() (bool, string) {
-		list, err := NewStore(e.db.Pool, e.grants).List(ctx, e.alice.ID)
+		list, err := agents.NewStore(e.db.Pool, e.grants).List(ctx, e.alice.ID)
 		return err == nil && len(list) == 1 && !list[0].New, fmt.Sprint(list, err)
 	})
 	step("home again", b.Go(ctx, e.url+"/cb/"))

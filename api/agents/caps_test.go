@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -27,7 +28,7 @@ func (e *env) check(g *oauth.Grant, kind, boxID string) error {
 		if _, err = tx.Exec(ctx, "SELECT 1 FROM users WHERE id = $1 FOR NO KEY UPDATE", g.UserID); err != nil {
 			return err
 		}
-		err = NewCaps(e.db.Pool).Agent(g).Check(ctx, tx, kind, boxID)
+		err = agents.NewCaps(e.db.Pool).Agent(g).Check(ctx, tx, kind, boxID)
 		return err
 	})
 	return err
@@ -94,7 +95,7 @@ func TestCapsAreRaceFreeUnderTheOwnersRowLock(t *testing.T) {
 	e := newEnv(t)
 	_, g := e.signIn("alice").grant("codex", 1, 1)
 	ctx := context.Background()
-	caps := NewCaps(e.db.Pool)
+	caps := agents.NewCaps(e.db.Pool)
 	// create is begin's order: the owner's row lock, the grant's check,
 	// the insert, the box recorded; then hold, then commit.
 	create := func(hold func()) error {

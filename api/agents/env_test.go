@@ -1,4 +1,4 @@
-package agents
+package agents_test
 
 import (
 	"bytes"
@@ -10,93 +10,39 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
-	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/boxes"
-	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/agents"
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
-	"github.com/cocoonbox/cocoonbox/api/ratelimit"
-	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-const password = "correct horse"
+const password = apitest.Password
 
-// env is the console, OAuth for agents and the Agents page as the api
-// wires them, in process on a fresh database, users alice and bob.
+// env is the api (apitest.New: the console, OAuth for agents and the
+// Agents page as apiserver wires them) on a fresh database, users alice
+// and bob.
 type env struct {
 	t          *testing.T
+	api        *apitest.API
 	url        string
-	db         *dbtest.DB
+	db         *database.DB
 	grants     *oauth.Grants
 	alice, bob users.User
 }
 
 func newEnv(t *testing.T) *env {
 	t.Helper()
-	ctx := context.Background()
-	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, boxes.Schema, oauth.Schema)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	us := users.NewStore(db.Pool)
-	us.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	ix := tokens.NewIndex(db.Pool, db.URL, log)
-	if err := ix.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ix.Stop)
-	con := console.New(console.Deps{Pool: db.Pool, Users: us, Tokens: tokens.NewStore(db.Pool, ix), Log: log,
-		SignIn: console.SignInLimits{PerUser: 100, PerAddress: 100, Window: 60e9}})
-	srv := server.New(log, nil)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	e := &env{t: t, url: ts.URL, db: db}
-
-	con.Mount(srv)
-	fetcher, ferr := oauth.NewFetcher(oauth.FetcherConfig{})
-	if ferr != nil {
-		t.Fatal(ferr)
-	}
-	t.Cleanup(fetcher.Close)
-	clients := oauth.NewClients(db.Pool, fetcher)
-	oauth.NewRegistration(clients, log).Mount(srv)
-	e.grants = oauth.NewGrants(db.Pool, db.URL, log)
-	if err := e.grants.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(e.grants.Stop)
-	authz := oauth.NewAgents(ts.URL, clients, e.grants, func(r *http.Request) (oauth.User, bool) {
-		u, ok := con.Session(r)
-		return oauth.User{ID: u.ID, Name: u.Name}, ok
-	}, log)
-	for _, p := range []string{"POST /cb/api/oauth/approve", "POST " + oauth.TokenPath} {
-		srv.Handle(p, authz)
-	}
-	// As api/cmd/cocoonbox-api wires it.
-	pages := NewConsole(NewStore(db.Pool, e.grants), func(r *http.Request) (string, bool) {
-		u, ok := con.Session(r)
-		return u.ID, ok
-	}, log)
-	pages.Mount(srv)
-	con.AddSection(console.Section{Title: "Agents", Path: "/cb/agents", Notice: pages.Notice, Blurb: "The agents you allowed."})
-
-	var err error
-	if e.alice, err = us.Add(ctx, "alice", password, false); err != nil {
-		t.Fatal(err)
-	}
-	if e.bob, err = us.Add(ctx, "bob", password, false); err != nil {
-		t.Fatal(err)
-	}
-	return e
+	a := apitest.New(t)
+	return &env{t: t, api: a, url: a.URL, db: a.DB, grants: a.Grants, alice: a.User, bob: a.AddUser("bob", false)}
 }
 
 // session is a console session of name: a cookie-keeping client that does
@@ -108,12 +54,7 @@ type session struct {
 
 func (e *env) signIn(name string) *session {
 	e.t.Helper()
-	jar, _ := cookiejar.New(nil)
-	s := &session{e: e, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
-	if code, body := s.do("POST", "/cb/api/session", "application/json", fmt.Sprintf(`{"user": %q, "password": %q}`, name, password)); code != 200 {
-		e.t.Fatalf("sign %s in: %d %s", name, code, body)
-	}
-	return s
+	return &session{e: e, c: e.api.SignIn(name).Client}
 }
 
 // do sends a request on the session; its status and body.
@@ -136,10 +77,10 @@ func (s *session) do(method, path, ctype, body string) (int, string) {
 }
 
 // agents is GET /cb/api/agents on the session.
-func (s *session) agents() []Agent {
+func (s *session) agents() []agents.Agent {
 	s.e.t.Helper()
 	code, body := s.do("GET", "/cb/api/agents", "", "")
-	var list []Agent
+	var list []agents.Agent
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		s.e.t.Fatalf("GET /cb/api/agents: %d %s", code, body)
 	}
