@@ -39,15 +39,16 @@ type API struct {
 	URL string
 	// Config is the configuration New built the api from.
 	Config config.Config
-	// User is alice, a user (not an admin) with Password; Console is a
-	// browser signed in as her (see SignIn).
+	// User is alice, a user (not an admin) with Password; Session is a
+	// browser signed in to the console as her (see SignIn), nil with
+	// WithoutSession.
 	User    users.User
-	Console *Browser
+	Session *Browser
 }
 
 // New builds and serves an api for t. By default: OAuth for agents on
 // (oauth.public_url is URL), GitHub sign-in off, no box supervisor (every
-// Boxes call UNAVAILABLE), the console's sign-in limits at 100 per user and
+// Boxes call UNAVAILABLE), alice signed in, the console's sign-in limits at 100 per user and
 // per address a minute, passwords hashed cheaply, nothing logged; opts
 // change that. It fails t when the api does not start.
 func New(t testing.TB, opts ...Option) *API {
@@ -96,6 +97,8 @@ func New(t testing.TB, opts ...Option) *API {
 	t.Cleanup(func() { stop(); <-served; a.Server.Close() })
 
 	a.User = a.AddUser("alice", false)
-	a.Console = a.SignIn("alice")
+	if !o.noSession {
+		a.Session = a.SignIn("alice")
+	}
 	return a
 }

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { dbtest.Main(m) }
 func TestNewServesTheApiWithASignedInUser(t *testing.T) {
 	t.Parallel()
 	a := apitest.New(t)
-	if resp, body := a.Console.Send("GET", "/cb/api/me", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"name":"alice"`) {
+	if resp, body := a.Session.Send("GET", "/cb/api/me", "", ""); resp.StatusCode != 200 || !strings.Contains(body, `"name":"alice"`) {
 		t.Fatalf("GET /cb/api/me signed in: %d %s", resp.StatusCode, body)
 	}
 	if resp, body := a.Browser().Send("GET", "/cb/api/me", "", ""); resp.StatusCode != http.StatusUnauthorized {

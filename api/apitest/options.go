@@ -16,6 +16,7 @@ type Option func(*settings)
 
 type settings struct {
 	config      []func(*config.Config)
+	noSession   bool
 	log         *slog.Logger
 	now         func() time.Time
 	getenv      func(string) string
@@ -37,6 +38,10 @@ func WithConfig(f func(*config.Config)) Option {
 func WithoutOAuth() Option {
 	return WithConfig(func(c *config.Config) { c.OAuth.PublicURL = "" })
 }
+
+// WithoutSession leaves alice signed out (API.Session nil): no console
+// session and no sign-in counted by the limits before the test's own.
+func WithoutSession() Option { return func(s *settings) { s.noSession = true } }
 
 // WithLog logs the api's lines to log (default: nowhere).
 func WithLog(log *slog.Logger) Option { return func(s *settings) { s.log = log } }

@@ -1,13 +1,11 @@
-package console
+package console_test
 
 import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,57 +13,55 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/ratelimit"
-	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
+// env is the api (apitest.New) with alice and bob signed out, its
+// console's sign-in limits and clock the test's.
 type env struct {
 	t       *testing.T
 	url     string
-	db      *dbtest.DB
+	db      *database.DB
 	users   *users.Store
 	index   *tokens.Index
-	console *Console
+	console *console.Console
 	// clock is the sign-in limits' time in Unix nanoseconds, moved by the test.
 	clock *atomic.Int64
 }
 
 // roomy are limits no test but the limits' own reaches.
-var roomy = SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}
+var roomy = console.SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}
 
 func newEnv(t *testing.T, secure bool) *env { return newLimitedEnv(t, secure, roomy) }
 
-func newLimitedEnv(t *testing.T, secure bool, limits SignInLimits) *env {
+// newLimitedEnv is an api whose console has limits (console.sign_in, and
+// trusted_proxies from limits.TrustedProxies) and, when secure, an https
+// public_url (its cookies Secure).
+func newLimitedEnv(t *testing.T, secure bool, limits console.SignInLimits) *env {
 	t.Helper()
-	db := dbtest.New(t, users.Schema, Schema, ratelimit.Schema)
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	us := users.NewStore(db.Pool)
-	us.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	ix := tokens.NewIndex(db.Pool, db.URL, log)
-	if err := ix.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ix.Stop)
 	clock := new(atomic.Int64)
 	clock.Store(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC).UnixNano())
-	c := New(Deps{Pool: db.Pool, Users: us, Tokens: tokens.NewStore(db.Pool, ix), Secure: secure, Log: log,
-		SignIn: limits, Now: func() time.Time { return time.Unix(0, clock.Load()) }})
-	c.AddSection(Section{Title: "Devices", Path: "/cb/devices", Blurb: "Your sign-ins."})
-	srv := server.New(log, nil)
-	c.Mount(srv)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	for _, name := range []string{"alice", "bob"} {
-		if _, err := us.Add(context.Background(), name, "correct horse", false); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return &env{t: t, url: ts.URL, db: db, users: us, index: ix, console: c, clock: clock}
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithClock(func() time.Time { return time.Unix(0, clock.Load()) }),
+		apitest.WithConfig(func(c *config.Config) {
+			c.Console.SignIn = config.SignIn{PerUser: limits.PerUser, PerAddress: limits.PerAddress, Window: limits.Window}
+			c.TrustedProxies = nil
+			for _, p := range limits.TrustedProxies {
+				c.TrustedProxies = append(c.TrustedProxies, p.String())
+			}
+			if secure {
+				c.PublicURL = "https://" + c.Listen
+			}
+		}))
+	a.AddUser("bob", false)
+	return &env{t: t, url: a.URL, db: a.DB, users: a.Users, index: a.Index, console: a.Server.Console, clock: clock}
 }
 
 // browser is a cookie-keeping client that does not follow redirects.

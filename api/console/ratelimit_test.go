@@ -1,7 +1,8 @@
-package console
+package console_test
 
 import (
 	"encoding/json"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"io"
 	"net/http"
 	"net/netip"
@@ -46,7 +47,7 @@ func throttled(resp *http.Response, body string, want int) bool {
 // alike, so 429 tells no name apart.
 func TestSignInFailuresPerUserNameAreLimited(t *testing.T) {
 	t.Parallel()
-	e := newLimitedEnv(t, false, SignInLimits{PerUser: 3, PerAddress: 1000, Window: 15 * time.Minute, TrustedProxies: loopback})
+	e := newLimitedEnv(t, false, console.SignInLimits{PerUser: 3, PerAddress: 1000, Window: 15 * time.Minute, TrustedProxies: loopback})
 	for _, name := range []string{"alice", "nosuchuser"} {
 		for i := range 3 {
 			// Each guess from another address: the name's limit is not the address's.
@@ -74,7 +75,7 @@ func TestSignInFailuresPerUserNameAreLimited(t *testing.T) {
 // give the name's attempt back: a user who signs in often is never held.
 func TestSignInsThatSucceedDoNotCount(t *testing.T) {
 	t.Parallel()
-	e := newLimitedEnv(t, false, SignInLimits{PerUser: 2, PerAddress: 1000, Window: time.Hour, TrustedProxies: loopback})
+	e := newLimitedEnv(t, false, console.SignInLimits{PerUser: 2, PerAddress: 1000, Window: time.Hour, TrustedProxies: loopback})
 	for i := range 5 {
 		if resp, body := e.signInFrom("198.51.100.1", "alice", "correct horse"); resp.StatusCode != 200 {
 			t.Fatalf("sign-in %d: %d %s", i+1, resp.StatusCode, body)
@@ -101,7 +102,7 @@ func TestSignInsThatSucceedDoNotCount(t *testing.T) {
 // the trusted proxy forwarded, and another address is not held by it.
 func TestSignInsPerClientAddressAreLimited(t *testing.T) {
 	t.Parallel()
-	e := newLimitedEnv(t, false, SignInLimits{PerUser: 1000, PerAddress: 4, Window: time.Minute, TrustedProxies: loopback})
+	e := newLimitedEnv(t, false, console.SignInLimits{PerUser: 1000, PerAddress: 4, Window: time.Minute, TrustedProxies: loopback})
 	for i, name := range []string{"alice", "bob", "Not A Name", "carol"} {
 		password := "wrong"
 		if i == 0 {
@@ -120,7 +121,7 @@ func TestSignInsPerClientAddressAreLimited(t *testing.T) {
 	}
 	// Without a trusted proxy the header is the client's own claim: every
 	// request counts under the peer (loopback here), whatever it forwards.
-	e2 := newLimitedEnv(t, false, SignInLimits{PerUser: 1000, PerAddress: 1, Window: time.Minute})
+	e2 := newLimitedEnv(t, false, console.SignInLimits{PerUser: 1000, PerAddress: 1, Window: time.Minute})
 	e2.signInFrom("203.0.113.7", "alice", "correct horse")
 	if resp, body := e2.signInFrom("203.0.113.8", "alice", "correct horse"); resp.StatusCode != 429 {
 		t.Fatalf("an untrusted peer's X-Forwarded-For gave it a fresh key: %d %s", resp.StatusCode, body)
