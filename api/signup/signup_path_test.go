@@ -1,68 +1,48 @@
-package signup
+package signup_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/console"
-	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/ratelimit"
-	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
-	"github.com/cocoonbox/cocoonbox/api/tokens"
-	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
-// pathEnv is one api wired as cmd/cocoonbox-api wires it: the console,
-// GitHub sign-in against the stand-in (handing unknown identities to the
-// real Arrive), signup mounted behind its token check, the token index's
-// changes triggering admission and Run going.
+// pathEnv is the api as the product builds it (apitest.New): the console,
+// GitHub sign-in against the stand-in (handing unknown identities to
+// signup's Arrive), signup behind its token check, the token index's
+// changes triggering admission and Run going; alice signed out.
 type pathEnv struct {
-	*qenv
-	gh *githubtest.Server
+	*apitest.API
+	t   *testing.T
+	ctx context.Context
+	gh  *githubtest.Server
 }
 
 func newPathEnv(t *testing.T) *pathEnv {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(cancel)
-	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, Schema)
-	e := &pathEnv{qenv: &qenv{t: t, db: db, ctx: context.Background()}, gh: githubtest.New(t)}
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	e.users = users.NewStore(db.Pool)
-	e.users.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	ix := tokens.NewIndex(db.Pool, db.URL, log)
-	con := console.New(console.Deps{Pool: db.Pool, Users: e.users, Tokens: tokens.NewStore(db.Pool, ix), Log: log,
-		SignIn: console.SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}})
-	e.s = New(Deps{Pool: db.Pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie, DeleteUser: e.users.Delete})
-	srv := server.New(log, nil)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	e.url = ts.URL
-	app := GitHubApp{ClientID: e.gh.ClientID, Secret: Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
-	g, err := NewGitHub(GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
-		Arrive: e.s.Arrive, SetQueueCookie: e.s.SetQueueCookie, Log: log})
-	if err != nil {
-		t.Fatal(err)
+	gh := githubtest.New(t)
+	return &pathEnv{API: apitest.New(t, apitest.WithoutSession(), apitest.WithGitHub(gh)), t: t, ctx: context.Background(), gh: gh}
+}
+
+// exec runs SQL on the api's database.
+func (e *pathEnv) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.DB.Pool.Exec(e.ctx, sql, args...); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
 	}
-	con.Mount(srv)
-	g.Mount(srv)
-	con.OfferGitHub()
-	e.s.Mount(srv)
-	srv.Wrap(e.s.GuardInviteTokens)
-	ix.OnChange(func(string) { e.s.Trigger() })
-	if err := ix.Start(ctx); err != nil {
-		t.Fatal(err)
+}
+
+func (e *pathEnv) count(sql string, args ...any) int {
+	e.t.Helper()
+	var n int
+	if err := e.DB.Pool.QueryRow(e.ctx, sql, args...).Scan(&n); err != nil {
+		e.t.Fatalf("%s: %v", sql, err)
 	}
-	t.Cleanup(ix.Stop)
-	go e.s.Run(ctx)
-	return e
+	return n
 }
 
 // The whole browser path in headless Chromium (Must show): a new person
@@ -71,11 +51,8 @@ func newPathEnv(t *testing.T) *pathEnv {
 // page's GitHub sign-in. Then, with signup invite-only, a second person
 // without an invite is refused, and with an invite link gets past it.
 func TestANewPersonWaitsIsAdmittedWhenASeatFreesAndIsSignedIn(t *testing.T) {
-	e := newPathEnv(t)
-	if _, err := e.users.Add(e.ctx, "alice", "correct horse", false); err != nil {
-		t.Fatal(err)
-	}
-	e.open(1, 50) // alice holds the one seat
+	e := newPathEnv(t) // alice holds the one seat
+	e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = 1, hourly_accounts = 50")
 	e.gh.SignInAs(githubtest.Verified(2001, "New-Person", "new@example.com"))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -100,7 +77,7 @@ func TestANewPersonWaitsIsAdmittedWhenASeatFreesAndIsSignedIn(t *testing.T) {
 			return true
 		}
 	}
-	step("the sign-in page", b.Go(ctx, e.url+"/cb/"))
+	step("the sign-in page", b.Go(ctx, e.URL+"/cb/"))
 	step("sign in with GitHub", b.Click(ctx, "#github-signin"))
 	step("in the queue", b.WaitFor(ctx, "the queue page", func(url, text string) bool {
 		return strings.HasSuffix(url, "/cb/queue") && strings.Contains(text, "Place 1 of 1 waiting") && strings.Contains(text, "new@example.com")
@@ -110,7 +87,7 @@ func TestANewPersonWaitsIsAdmittedWhenASeatFreesAndIsSignedIn(t *testing.T) {
 	}
 	// The admin delete (cocoonbox-api users delete's store call, on the
 	// database alone): the api hears it and admits.
-	if err := e.users.Delete(e.ctx, "alice"); err != nil {
+	if err := e.Users.Delete(e.ctx, "alice"); err != nil {
 		t.Fatal(err)
 	}
 	step("admitted, as the page sees on its own", b.WaitFor(ctx, "the admitted page", has("You're in")))
@@ -126,11 +103,11 @@ func TestANewPersonWaitsIsAdmittedWhenASeatFreesAndIsSignedIn(t *testing.T) {
 	step("refused", b.WaitFor(ctx, "invite_required", func(url, text string) bool {
 		return strings.Contains(url, "login_error=invite_required") && strings.Contains(text, "Signup is by invite only")
 	}))
-	inv, err := e.s.CreateInvite(e.ctx, "", "", 1, 1)
+	inv, err := e.Signup.CreateInvite(e.ctx, "", "", 1, 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	step("the invite link", b.Go(ctx, e.url+inv.Link))
+	step("the invite link", b.Go(ctx, e.URL+inv.Link))
 	step("sign in with GitHub, the invite along", b.Click(ctx, "#github-signin"))
 	step("signed in", b.WaitFor(ctx, "the console's home", has("Hello, second")))
 	if n := e.count("SELECT used FROM invites WHERE id::text = $1", inv.ID); n != 1 {
