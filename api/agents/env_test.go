@@ -45,35 +45,22 @@ func newEnv(t *testing.T) *env {
 	return &env{t: t, api: a, url: a.URL, db: a.DB, grants: a.Grants, alice: a.User, bob: a.AddUser("bob", false)}
 }
 
-// session is a console session of name: a cookie-keeping client that does
-// not follow redirects.
+// session is a console session of name (apitest's browser).
 type session struct {
 	e *env
-	c *http.Client
+	b *apitest.Browser
 }
 
 func (e *env) signIn(name string) *session {
 	e.t.Helper()
-	return &session{e: e, c: e.api.SignIn(name).Client}
+	return &session{e: e, b: e.api.SignIn(name)}
 }
 
 // do sends a request on the session; its status and body.
 func (s *session) do(method, path, ctype, body string) (int, string) {
 	s.e.t.Helper()
-	req, err := http.NewRequest(method, s.e.url+path, strings.NewReader(body))
-	if err != nil {
-		s.e.t.Fatal(err)
-	}
-	if ctype != "" {
-		req.Header.Set("Content-Type", ctype)
-	}
-	resp, err := s.c.Do(req)
-	if err != nil {
-		s.e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, string(b)
+	resp, text := s.b.Send(method, path, ctype, body)
+	return resp.StatusCode, text
 }
 
 // agents is GET /cb/api/agents on the session.
