@@ -236,8 +236,7 @@ func TestHookReportWithTheSameIDIsAppliedOnce(t *testing.T) {
 		t.Fatal("send failed")
 	}
 	e.waitFor("idle", func() (bool, string) { s := e.status("kdup"); return s == "idle", s })
-	e.mustVerb([]byte("standin: hold"), "send", "--repo", "kdup", "--message")
-	e.waitFor("working", func() (bool, string) { s := e.status("kdup"); return s == "working", s })
+	e.hold("kdup")
 	for _, m := range []string{"first queued", "second queued"} {
 		if r := e.mustVerb([]byte(m), "send", "--repo", "kdup", "--message"); r["delivery"] != "queued" {
 			t.Fatalf("%s: %v", m, r)

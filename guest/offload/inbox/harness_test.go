@@ -275,6 +275,27 @@ func (e *env) status(key string) string {
 	return st
 }
 
+// hold sends "standin: hold" to the repo's session and waits until the
+// stand-in holds that turn. Waiting for the status working is not
+// enough: the inbox says working from its own paste on, before the CLI
+// has read the message, and that turn's prompt hook (UserPromptSubmit)
+// may then still be on its way. Under load it came after a Stop the test
+// reported next, inside the KeySettle before that Stop's delivery, and
+// made the session working again, so the queued message waited for an
+// idle that never came. The stand-in records holding after the prompt
+// hook has been answered, so from then on the turn reports nothing until
+// it is released.
+func (e *env) hold(repo string) {
+	e.t.Helper()
+	holding := func() int { return strings.Count(e.standin("claude", "events.jsonl"), `"holding"`) }
+	before := holding()
+	e.mustVerb([]byte("standin: hold"), "send", "--repo", repo, "--message")
+	e.waitFor("the CLI holding its turn", func() (bool, string) {
+		n := holding()
+		return n > before, fmt.Sprintf("%d holding events (%d before); status %s", n, before, e.status(repo))
+	})
+}
+
 // waitParked waits until n read requests are parked in a long poll (the
 // status op's parked).
 func (e *env) waitParked(n int) {

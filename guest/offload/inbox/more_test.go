@@ -243,8 +243,7 @@ func TestInterruptAndASecondBack(t *testing.T) {
 		t.Fatal("send failed")
 	}
 	e.waitFor("idle", func() (bool, string) { s := e.status("ki"); return s == "idle", s })
-	e.mustVerb([]byte("standin: hold"), "send", "--repo", "ki", "--message")
-	e.waitFor("working", func() (bool, string) { s := e.status("ki"); return s == "working", s })
+	e.hold("ki")
 	b1 := e.mustVerb([]byte("first back"), "send", "--repo", "ki", "--back")
 	b2 := e.mustVerb([]byte("second back"), "send", "--repo", "ki", "--back")
 	if b1["delivery"] != "queued" || b2["delivery"] != "queued" {

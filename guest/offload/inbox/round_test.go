@@ -138,8 +138,7 @@ func TestOffloadRoundClaude(t *testing.T) {
 
 	// Busy: a held turn keeps the session working; a message then queues
 	// and is pasted at the next idle.
-	e.mustVerb([]byte("standin: hold"), "send", "--repo", "k1", "--message")
-	e.waitFor("working", func() (bool, string) { s := e.status("k1"); return s == "working", s })
+	e.hold("k1")
 	queued := e.mustVerb([]byte("after the hold\nstandin: commit\nstandin: progress\nstandin: question"), "send", "--repo", "k1", "--message")
 	if queued["delivery"] != "queued" {
 		t.Fatalf("a message to a busy session: %v", queued)
