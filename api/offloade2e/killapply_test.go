@@ -13,10 +13,40 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
-// generated is how many files the box adds under gen/: enough that back
-// writes them aside for about a second here, so the kill lands while it
-// writes (the test checks that it did).
-const generated = 2000
+// generated is how many files the box adds under gen/, and gated the
+// one whose write aside the test holds (gate): back has written the files
+// before it and none after when the kill lands.
+const (
+	generated = 200
+	gated     = generated / 2
+)
+
+// gate holds back at the write aside of gen/f<gated>.txt, through the
+// repository's own smudge filter (back writes the box's files aside with
+// git checkout-index, so the user's filters apply, as a git-lfs smudge
+// that downloads would): the filter touches reached, then blocks reading
+// the FIFO release, which the test never opens, until the kill. The work
+// is held where the test wants it, never guessed from how long 2,000
+// files take (that kill once came after back had finished). ungate takes
+// the filter away.
+func gate(t testing.TB, top string) (reached string, ungate func()) {
+	t.Helper()
+	dir := t.TempDir()
+	reached, release := filepath.Join(dir, "reached"), filepath.Join(dir, "release")
+	if err := syscall.Mkfifo(release, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	git(t, top, "config", "filter.cbgate.smudge", fmt.Sprintf("touch '%s' && cat '%s' >/dev/null && cat", reached, release))
+	attrs := filepath.Join(top, ".git/info/attributes")
+	write(t, filepath.Dir(attrs), filepath.Base(attrs), fmt.Sprintf("/gen/f%04d.txt filter=cbgate\n", gated))
+	return reached, func() {
+		t.Helper()
+		git(t, top, "config", "--remove-section", "filter.cbgate")
+		if err := os.Remove(attrs); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
 
 // Contract: Offload, "Back, Mac side", the merge rules, and issue 22's
 // Deliver 3 (back is all or nothing): a `cocoonbox back` killed (its
@@ -44,6 +74,8 @@ func TestBackKilledWhileItWritesTheBoxsFiles(t *testing.T) {
 	mine := work(t, top)
 	lock := filepath.Join(top, ".git/index.lock")
 
+	reached, ungate := gate(t, top)
+
 	cmd := command(top, data, "back", "--json")
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -53,17 +85,33 @@ func TestBackKilledWhileItWritesTheBoxsFiles(t *testing.T) {
 	}
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
-	wait.Eventually(t, 3*time.Minute, "back's first file of the box's written aside", func() (bool, string) {
+	kill := func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+	}
+	defer kill() // a failure before the kill leaves no back held at the gate
+	wait.Eventually(t, 3*time.Minute, fmt.Sprintf("back held at the gate, writing gen/f%04d.txt aside", gated), func() (bool, string) {
 		select {
 		case <-exited:
-			t.Fatalf("back ended before it wrote anything: %s", out.String())
+			t.Fatalf("back ended before it reached the gate: %s", out.String())
 		default:
 		}
-		m, err := filepath.Glob(filepath.Join(top, ".git/cocoonbox-back/*/new/gen/f0000.txt"))
-		return len(m) > 0, fmt.Sprint(m, err)
+		_, err := os.Stat(reached)
+		return err == nil, fmt.Sprint(err)
 	})
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-exited
+	kill()
+
+	// It was killed while it wrote the box's files aside: those before
+	// the gated one are in its stage, none after.
+	stage, _ := filepath.Glob(filepath.Join(top, ".git/cocoonbox-back/*/new/gen"))
+	if len(stage) != 1 {
+		t.Fatalf("the killed back's stage: %v, want one new/gen", stage)
+	}
+	es, err := os.ReadDir(stage[0])
+	if err != nil || len(es) != gated {
+		t.Fatalf("the killed back had written %d of the box's files aside (%v), want the %d before the gate", len(es), err, gated)
+	}
+	ungate()
 
 	if _, err := os.Lstat(lock); err != nil {
 		t.Fatalf("the kill did not land while back held index.lock: %v", err)
@@ -89,7 +137,7 @@ func TestBackKilledWhileItWritesTheBoxsFiles(t *testing.T) {
 	if _, err := os.Lstat(lock); err == nil {
 		t.Error("index.lock left behind")
 	}
-	if got := read(t, top, "gen/f1999.txt"); !strings.Contains(got, "of the box file 1999") {
+	if got, last := read(t, top, fmt.Sprintf("gen/f%04d.txt", generated-1)), fmt.Sprint("of the box file ", generated-1); !strings.Contains(got, last) {
 		t.Errorf("the box's last file: %q", got)
 	}
 }
