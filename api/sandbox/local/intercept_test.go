@@ -127,15 +127,16 @@ print(u.urlopen(r).read().decode())' %s`, ph, u),
 const http = require("http"), https = require("https"), tls = require("tls");
 const p = new URL(process.env.HTTPS_PROXY);
 http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[2]d"}).on("connect", (res, sock) => {
+  if (res.statusCode !== 200) { console.error("the proxy answered the CONNECT", res.statusCode, res.statusMessage); process.exit(1); }
   https.get({host: "%[1]s", port: %[2]d, path: "/v1/models", headers: {Authorization: "Bearer %[3]s", "User-Agent": "node"},
     createConnection: () => tls.connect({socket: sock, servername: "%[1]s"})}, r => { r.setEncoding("utf8"); r.on("data", d => process.stdout.write(d)); })
     .on("error", e => { console.error(e); process.exit(1); });
-}).end();'`, vaultHost, port, ph),
+}).on("error", e => { console.error("the CONNECT to the proxy:", e); process.exit(1); }).end();'`, vaultHost, port, ph),
 		"git": fmt.Sprintf("git -c http.extraHeader=%q ls-remote %s/repo.git 2>&1 || true", auth, u),
 	}
 	for name, line := range clients {
 		before := len(vaultRequests())
-		out := mustSh(t, m.ID, ". /etc/profile.d/cocoonbox-egress.sh; "+line)
+		out := request(t, m, name, line, auth, u)
 		reqs := vaultRequests()
 		if name == "git" {
 			// git gets "upstream saw ..." where it wanted refs, and says
@@ -149,12 +150,50 @@ http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[
 			t.Errorf("%s: %q, want the placeholder echoed (the upstream saw %q)", name, out, reqs[before:])
 		}
 	}
-	if loc := mustSh(t, m.ID, fmt.Sprintf(". /etc/profile.d/cocoonbox-egress.sh; curl -sS -o /dev/null -w '%%{redirect_url}|%%header{location}' -H %q %s", auth, u)); strings.Contains(loc, real) || !strings.Contains(loc, "key="+ph) {
+	if loc := request(t, m, "curl (Location)", fmt.Sprintf("curl -sS -o /dev/null -w '%%{redirect_url}|%%header{location}' -H %q %s", auth, u), auth, u); strings.Contains(loc, real) || !strings.Contains(loc, "key="+ph) {
 		t.Errorf("curl's Location: %q, want the placeholder", loc)
 	}
 	if env := mustSh(t, m.ID, "cat /run/silkd.env; . /etc/profile.d/cocoonbox-egress.sh; env; cat /proc/1/environ"); strings.Contains(env, real) || !strings.Contains(env, ph) {
 		t.Errorf("the box's environment or /run/silkd.env: %q", env)
 	}
+}
+
+// request runs a client's line in the box, after the egress profile,
+// and answers its stdout. A failure says the client's stdout and stderr
+// and what the box saw (boxSaw): a CI run once failed with only "exited
+// 1" after 136 s, and nothing said which client, or why.
+func request(t *testing.T, m sandbox.Machine, name, line, auth, u string) string {
+	t.Helper()
+	out, errOut, code := runAll(t, m.ID, sandbox.ExecRequest{Args: []string{"sh", "-c", ". /etc/profile.d/cocoonbox-egress.sh; " + line}})
+	if code != 0 {
+		t.Fatalf("%s in the box exited %d: %s\nstdout: %s\nstderr: %s\n%s", name, code, line, out, errOut, boxSaw(t, m, auth, u))
+	}
+	return out
+}
+
+// boxSaw is what a failing request's box saw: its proxy and CA
+// variables, resolv.conf, addresses, routes and neighbours, curl -v of
+// the same request through the proxy, what the upstream got, and what
+// the supervisor logged (the egress proxy says at Info why it refused
+// or failed a CONNECT or a request, naming the box's address).
+func boxSaw(t *testing.T, m sandbox.Machine, auth, u string) string {
+	t.Helper()
+	out, errOut, code := runAll(t, m.ID, sandbox.ExecRequest{Args: []string{"sh", "-c", fmt.Sprintf(`. /etc/profile.d/cocoonbox-egress.sh
+echo "== the egress environment"; env | grep -E '^(HTTPS?_PROXY|https?_proxy|NO_PROXY|no_proxy|SSL_CERT_FILE|CURL_CA_BUNDLE|NODE_EXTRA_CA_CERTS|GIT_SSL_CAINFO)=' | sort
+echo "== /etc/resolv.conf"; cat /etc/resolv.conf
+echo "== ip addr"; ip -br addr
+echo "== ip route"; ip route
+echo "== ip neigh"; ip neigh
+echo "== systemctl is-system-running"; systemctl is-system-running
+echo "== curl -v"; curl -v -sS --max-time 120 -o /dev/null -H %q %s 2>&1`, auth, u)}})
+	var log []string
+	for _, l := range strings.Split(supLog.String(), "\n") {
+		if m.Address != "" && strings.Contains(l, m.Address) || strings.Contains(l, "egress") {
+			log = append(log, l)
+		}
+	}
+	return fmt.Sprintf("what the box %s (%s) saw (exit %d):\n%s%s\nthe upstream's requests: %q\nthe supervisor's egress lines:\n%s",
+		m.ID, m.Address, code, out, errOut, vaultRequests(), strings.Join(log, "\n"))
 }
 
 // The pool CA is made once (key 0600) and read back the same at the next

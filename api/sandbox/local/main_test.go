@@ -17,6 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
 // These tests boot real cbdesk machines under systemd-nspawn (root, and
@@ -29,6 +30,8 @@ var (
 	sup      *Supervisor
 	testRoot = "/var/tmp/cocoonbox-sandboxd-test"
 	seq      atomic.Int64
+	// supLog is what the supervisor logged at Info and above.
+	supLog syncbuf.Buffer
 	// v1, v2 are the base image as two versions (v2 a hard-linked copy
 	// with another /etc/cocoonbox/image), for rebase.
 	v1, v2 = "cbdesk:v1-base", "cbdesk:v2-base"
@@ -69,7 +72,11 @@ func setUp(ctx context.Context, image string) error {
 		EgressUpstreamCAFile: caFile,
 		EgressAdmit:          admit,
 		DefaultMaxClaims:     1000,
-		Log:                  slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
+		// Warnings on stderr; everything from Info kept for a failing
+		// test to print (the egress proxy says why it refused or failed
+		// a request at Info).
+		Log: slog.New(slog.NewMultiHandler(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}),
+			slog.NewTextHandler(&supLog, &slog.HandlerOptions{Level: slog.LevelInfo}))),
 	})
 	if err != nil {
 		return err
@@ -138,6 +145,13 @@ func shell(t testing.TB, id, shell, line string) (string, int) {
 // run is sh with any request (another user, no shell).
 func run(t testing.TB, id string, req sandbox.ExecRequest) (string, int) {
 	t.Helper()
+	out, _, code := runAll(t, id, req)
+	return out, code
+}
+
+// runAll is run that answers the command's stderr too.
+func runAll(t testing.TB, id string, req sandbox.ExecRequest) (stdout, stderr string, code int) {
+	t.Helper()
 	line := strings.Join(req.Args, " ")
 	p, err := sup.Exec(context.Background(), id, req)
 	if err != nil {
@@ -153,15 +167,16 @@ func run(t testing.TB, id string, req sandbox.ExecRequest) (string, int) {
 	if err != nil {
 		t.Fatalf("exec %q: %v (stderr %s)", line, err, errOut.String())
 	}
-	return string(out), st.Code
+	return string(out), errOut.String(), st.Code
 }
 
-// mustSh is sh that fails the test on a non-zero exit.
+// mustSh is sh that fails the test on a non-zero exit, saying what the
+// command wrote on stdout and on stderr.
 func mustSh(t testing.TB, id, line string) string {
 	t.Helper()
-	out, code := sh(t, id, line)
+	out, errOut, code := runAll(t, id, sandbox.ExecRequest{Args: []string{"sh", "-c", line}})
 	if code != 0 {
-		t.Fatalf("%q exited %d: %s", line, code, out)
+		t.Fatalf("%q exited %d\nstdout: %s\nstderr: %s", line, code, out, errOut)
 	}
 	return out
 }
