@@ -208,7 +208,7 @@ func TestSessionSaveWithoutXfceSessionFailsAndKeepsThePreviousSave(t *testing.T)
 		t.Errorf("the previous save changed:\nbefore %s\nafter  %s", before, after)
 	}
 	// journald stores the entry a moment after session-save sent it.
-	box.Eventually(t, 10*time.Second, "the failure in the journal", func() (bool, string) {
+	box.Eventually(t, 2*time.Minute, "the failure in the journal", func() (bool, string) {
 		out, _ := b.Run("journalctl", "-t", "cocoonbox-session-save", "--no-pager", "-o", "cat")
 		return strings.Contains(out, "desktop session not saved"), out
 	})

@@ -23,7 +23,7 @@ func TestDesktopStartsWhenTheSessionCacheIsARegularFile(t *testing.T) {
 		t.Errorf("cocoonbox-session.service is %s after the start", got)
 	}
 	// The failed prepare is logged, not hidden.
-	box.Eventually(t, 10*time.Second, "the prepare failure in the journal", func() (bool, string) {
+	box.Eventually(t, 2*time.Minute, "the prepare failure in the journal", func() (bool, string) {
 		out, _ := b.Run("journalctl", "-t", "cocoonbox-desktop-session", "--no-pager", "-o", "cat")
 		return strings.Contains(out, "neither a directory nor a link"), out
 	})

@@ -24,12 +24,12 @@ func TestXauthorityInitFollowsNoSymlinkOfTheUser(t *testing.T) {
 	b.Must(t, "runuser", "-u", "user", "--", "setsid", "-f", "sh", "-c", swap)
 	// The control: the swapper does replace a file root makes there.
 	b.MustSh(t, "touch /run/cocoonbox-x/.probe")
-	box.Eventually(t, 10*time.Second, "user's loop swaps a file of root's for a symlink", func() (bool, string) {
+	box.Eventually(t, 2*time.Minute, "user's loop swaps a file of root's for a symlink", func() (bool, string) {
 		out, _ := b.Sh("readlink /run/cocoonbox-x/.probe")
 		return strings.TrimSpace(out) == victim, out
 	})
 	b.MustSh(t, "for i in $(seq 200); do /usr/local/lib/cocoonbox/xauthority-init 2>/dev/null; done; touch /tmp/swap-stop")
-	box.Eventually(t, 10*time.Second, "user's loop ends", func() (bool, string) {
+	box.Eventually(t, 2*time.Minute, "user's loop ends", func() (bool, string) {
 		_, err := b.Run("test", "-e", "/tmp/swap-done")
 		return err == nil, "no /tmp/swap-done"
 	})

@@ -127,7 +127,7 @@ func TestExecTTYAndResize(t *testing.T) {
 	if err := p.Resize(ctx, sandbox.WindowSize{Rows: 0, Cols: 80}); !errors.Is(err, sandbox.ErrInvalid) {
 		t.Errorf("resize to zero rows: %v", err)
 	}
-	wait.Eventually(t, 10*time.Second, "the first stty", func() (bool, string) { return strings.Contains(out.String(), "24 80"), out.String() })
+	wait.Eventually(t, 2*time.Minute, "the first stty", func() (bool, string) { return strings.Contains(out.String(), "24 80"), out.String() })
 	if err := p.Resize(ctx, sandbox.WindowSize{Rows: 40, Cols: 100}); err != nil {
 		t.Fatal(err)
 	}

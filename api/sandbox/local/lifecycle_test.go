@@ -229,7 +229,7 @@ func TestClaimEnvGuestEntriesLandInSilkdEnvHostEntriesStayOut(t *testing.T) {
 	if strings.Contains(env, "the-real-secret") || strings.Contains(mustSh(t, m.ID, "grep -rlE 'the-real-(s)ecret' /run /etc 2>/dev/null || true"), "/") {
 		t.Fatalf("a host-only entry reached the box: %q", env)
 	}
-	wait.Eventually(t, 10*time.Second, "the vault to render the record", func() (bool, string) {
+	wait.Eventually(t, 2*time.Minute, "the vault to render the record", func() (bool, string) {
 		out, _ := sh(t, m.ID, "cat /run/cocoonbox-vault/vault.sh")
 		return strings.Contains(out, "export OPENAI_API_KEY='sk-proj-cbv_"), out
 	})

@@ -208,7 +208,7 @@ func TestPortRelayReachesEachBoxsOwnLoopback(t *testing.T) {
 	}
 	for _, m := range boxes {
 		var got string
-		wait.Eventually(t, 10*time.Second, "the relay to "+m.ID+":7443", func() (bool, string) {
+		wait.Eventually(t, 2*time.Minute, "the relay to "+m.ID+":7443", func() (bool, string) {
 			c, err := sup.Dial(ctx, m.ID, 7443)
 			if err != nil {
 				return false, err.Error()

@@ -284,7 +284,7 @@ func TestAMachineBootingItselfStopsASpareStillBooting(t *testing.T) {
 	}
 	// Its name never comes back, so no later boot would reuse and clear
 	// its cgroups.
-	wait.Eventually(t, 10*time.Second, "the stopped spare's cgroups removed", func() (bool, string) {
+	wait.Eventually(t, 2*time.Minute, "the stopped spare's cgroups removed", func() (bool, string) {
 		var left []string
 		for _, d := range stopped.cg.Dirs {
 			if statErr(d) == nil {
@@ -327,7 +327,7 @@ func TestAWakeFreezesTheSpareBootingUntilTheQuietEnds(t *testing.T) {
 	if !frozen {
 		t.Fatal("the spare booting when a box woke was not frozen")
 	}
-	wait.Eventually(t, 10*time.Second, "the kernel freezing the spare's boot", func() (bool, string) {
+	wait.Eventually(t, 2*time.Minute, "the kernel freezing the spare's boot", func() (bool, string) {
 		ev, _ := os.ReadFile(filepath.Join(b.cg.Unified, "cgroup.events"))
 		return strings.Contains(string(ev), "frozen 1"), string(ev)
 	})
@@ -578,7 +578,7 @@ func TestABootCancelledAtOnceLeavesNoProcess(t *testing.T) {
 			t.Fatalf("try %d: the cancelled boot's process %d outlived start", i, pid)
 		}
 		var left []int
-		_ = wait.Until(10*time.Second, "the cancelled boot's processes gone", func() (bool, string) {
+		_ = wait.Until(2*time.Minute, "the cancelled boot's processes gone", func() (bool, string) {
 			left = processesNaming("--machine=" + id)
 			return len(left) == 0, fmt.Sprint(left)
 		})

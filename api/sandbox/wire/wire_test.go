@@ -207,7 +207,7 @@ func TestWireRelayHibernateWakeEventsAndErrors(t *testing.T) {
 	if _, _, st := execAll(t, m.ID, nil, "sh", "-c", "setsid -f systemd-socket-activate -l 127.0.0.1:7443 -a --inetd sh -c 'echo relayed; cat' </dev/null >/dev/null 2>&1"); st.Code != 0 {
 		t.Fatalf("listener: %+v", st)
 	}
-	wait.Eventually(t, 10*time.Second, "the relay to 127.0.0.1:7443 in the box", func() (bool, string) {
+	wait.Eventually(t, 2*time.Minute, "the relay to 127.0.0.1:7443 in the box", func() (bool, string) {
 		c, err := client.Dial(ctx, m.ID, 7443)
 		if errors.Is(err, sandbox.ErrUnavailable) {
 			return false, "not listening yet: " + err.Error()
