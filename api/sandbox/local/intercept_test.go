@@ -96,6 +96,24 @@ func vaultRequests() []string {
 	return append([]string(nil), vaultSeen...)
 }
 
+// vaultRequestsWith are the upstream's requests from the from-th on that
+// hold every one of words. The package's tests share the upstream and run
+// in parallel (the spoof tests ask it too), so a test picks out its own
+// requests, never the last or a count of all.
+func vaultRequestsWith(from int, words ...string) []string {
+	var out []string
+	for _, r := range vaultRequests()[from:] {
+		all := true
+		for _, w := range words {
+			all = all && strings.Contains(r, w)
+		}
+		if all {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // Issue 26, Deliver 5: in a booted box curl (HTTPS_PROXY, CURL_CA_BUNDLE),
 // Python's urllib (HTTPS_PROXY, SSL_CERT_FILE), Node (NODE_EXTRA_CA_CERTS)
 // and git (GIT_SSL_CAINFO) trust the pool CA through the environment the
@@ -134,20 +152,23 @@ http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[
 }).on("error", e => { console.error("the CONNECT to the proxy:", e); process.exit(1); }).end();'`, vaultHost, port, ph),
 		"git": fmt.Sprintf("git -c http.extraHeader=%q ls-remote %s/repo.git 2>&1 || true", auth, u),
 	}
+	// Each client's User-Agent, by which its request is told from the
+	// other tests' (git's is git/VERSION).
+	agents := map[string]string{"curl": " curl", "python3": " python3", "node": " node", "git": " git/"}
 	for name, line := range clients {
 		before := len(vaultRequests())
 		out := request(t, m, name, line, auth, u)
-		reqs := vaultRequests()
+		mine := vaultRequestsWith(before, "Bearer "+real, agents[name])
 		if name == "git" {
 			// git gets "upstream saw ..." where it wanted refs, and says
 			// so; the request reaching the upstream is the proof.
-			if len(reqs) == before || !strings.Contains(reqs[len(reqs)-1], "Bearer "+real) || !strings.Contains(reqs[len(reqs)-1], "git/") {
-				t.Errorf("git: the upstream saw %q; git said %q", reqs[before:], out)
+			if len(mine) == 0 {
+				t.Errorf("git: the upstream saw %q; git said %q", vaultRequests()[before:], out)
 			}
 			continue
 		}
-		if !strings.Contains(out, "upstream saw Bearer "+ph) || strings.Contains(out, real) || len(reqs) == before || !strings.Contains(reqs[len(reqs)-1], "Bearer "+real) {
-			t.Errorf("%s: %q, want the placeholder echoed (the upstream saw %q)", name, out, reqs[before:])
+		if !strings.Contains(out, "upstream saw Bearer "+ph) || strings.Contains(out, real) || len(mine) == 0 {
+			t.Errorf("%s: %q, want the placeholder echoed (the upstream saw %q)", name, out, vaultRequests()[before:])
 		}
 	}
 	if loc := request(t, m, "curl (Location)", fmt.Sprintf("curl -sS -o /dev/null -w '%%{redirect_url}|%%header{location}' -H %q %s", auth, u), auth, u); strings.Contains(loc, real) || !strings.Contains(loc, "key="+ph) {
@@ -231,13 +252,19 @@ func TestPoolCAIsMadeOnceAndKeptWithItsKey0600(t *testing.T) {
 // naming the rule and the upstream sees no request.
 func TestABoxNamingAnotherHostOnAKeysConnectionGetsNoKey(t *testing.T) {
 	t.Parallel()
-	m, u := bootWithVaultKey(t, "sk-proj-cbv_fedcba9876543210fedcba9876543210", "sk-proj-the-real-secret-37")
-	const ph = "sk-proj-cbv_fedcba9876543210fedcba9876543210"
+	const (
+		ph   = "sk-proj-cbv_fedcba9876543210fedcba9876543210"
+		real = "sk-proj-the-real-secret-37"
+	)
+	m, u := bootWithVaultKey(t, ph, real)
 	for _, proto := range []string{"--http1.1", "--http2"} {
 		before := len(vaultRequests())
-		out := mustSh(t, m.ID, fmt.Sprintf(". /etc/profile.d/cocoonbox-egress.sh; curl -sS %s -w ' %%{http_code}' -H 'Host: attacker.test' -H 'Authorization: Bearer %s' %s", proto, ph, u))
-		if reqs := vaultRequests(); len(reqs) != before {
-			t.Errorf("%s: the upstream saw %q", proto, reqs[before:])
+		agent := "naming-another-host" + proto
+		out := request(t, m, "curl "+proto, fmt.Sprintf("curl -sS %s -A %s -w ' %%{http_code}' -H 'Host: attacker.test' -H 'Authorization: Bearer %s' %s", proto, agent, ph, u), "Authorization: Bearer "+ph, u)
+		// Its own requests (the value or the placeholder, or its agent):
+		// other tests ask the upstream meanwhile.
+		if reqs := append(append(vaultRequestsWith(before, real), vaultRequestsWith(before, ph)...), vaultRequestsWith(before, agent)...); len(reqs) != 0 {
+			t.Errorf("%s: the upstream saw %q", proto, reqs)
 		}
 		if !strings.HasSuffix(out, " 421") || !strings.Contains(out, "misdirected request") {
 			t.Errorf("%s with Host attacker.test: %q, want 421 naming the rule", proto, out)
