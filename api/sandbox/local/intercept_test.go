@@ -157,7 +157,9 @@ http.request({host: p.hostname, port: p.port, method: "CONNECT", path: "%[1]s:%[
 	agents := map[string]string{"curl": " curl", "python3": " python3", "node": " node", "git": " git/"}
 	for name, line := range clients {
 		before := len(vaultRequests())
+		start := time.Now()
 		out := request(t, m, name, line, auth, u)
+		t.Logf("%s: %v", name, time.Since(start).Round(time.Millisecond))
 		mine := vaultRequestsWith(before, "Bearer "+real, agents[name])
 		if name == "git" {
 			// git gets "upstream saw ..." where it wanted refs, and says
