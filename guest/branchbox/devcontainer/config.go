@@ -80,15 +80,20 @@ func readConfig(dfd int) (*Config, error) {
 
 // parseConfig parses the devcontainer.json at place (repository-relative).
 func parseConfig(place string, data []byte) (*Config, error) {
-	std, err := hujson.Standardize(data)
+	hv, err := hujson.Parse(data)
 	if err != nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "is not JSON with comments: %v", err)
 	}
+	hv.Standardize()
+	std := hv.Pack()
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(std))
 	dec.UseNumber()
 	if err := dec.Decode(&raw); err != nil || raw == nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "is not one JSON object")
+	}
+	if err := checkConfigValues(place, hv); err != nil {
+		return nil, err
 	}
 	if where, ok := findVariable(raw, ""); ok {
 		return nil, branchbox.Refuse(branchbox.RuleInterpolatedValue, place+": "+where, "holds a ${...} variable; only literal values are accepted")
