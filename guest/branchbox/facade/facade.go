@@ -118,12 +118,22 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	if err != nil {
 		return nil, fmt.Errorf("facade compose file: %w", err)
 	}
+	compose = append([]byte(versionHead), compose...)
 	config, err := generateConfig(in.Config, filepath.Join(dir, ComposeFile))
 	if err != nil {
 		return nil, err
 	}
 	return &Facade{Dir: dir, Compose: compose, Config: config}, nil
 }
+
+// versionHead opens the facade Compose file. The Dev Containers CLI
+// copies the first line of the first Compose file that matches
+// /^\s*(version:.*)$/m to the head of its own override (its wp
+// function); without this line that was whatever line of the project
+// came first, an environment or label key "version" of the repository's
+// with its value ("version: '[x'" left a flow sequence open in the CLI's
+// file). With it, the line copied is always this one.
+const versionHead = "x-branchbox:\n  version: branchbox\n"
 
 // allowed is service s as the facade writes it: only the fields of the
 // Compose allow-list (devcontainer's serviceKeys), the signed image, no

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -298,5 +299,40 @@ func TestFacadeNeedsAWorkspaceFolder(t *testing.T) {
 		if branchbox.RuleOf(err) != branchbox.RuleDevcontainer || !strings.Contains(err.Error(), "workspaceFolder") {
 			t.Errorf("workspaceFolder %q: %v", ws, err)
 		}
+	}
+}
+
+// TestTheVersionLineTheCLICopiesIsTheFacadesOwn (issue 38, Deliver 1):
+// the Dev Containers CLI starts its Compose override with the first line
+// of the facade Compose file that matches /^\s*(version:.*)$/m. A
+// repository environment key "version" made that line the repository's
+// ("version: '[unclosed'"); now it is always the facade's own, and the
+// file still loads with the repository's value intact.
+func TestTheVersionLineTheCLICopiesIsTheFacadesOwn(t *testing.T) {
+	compose := strings.Replace(repoCompose, "      DOLLAR:", "      version: \"[unclosed\"\n      DOLLAR:", 1)
+	repo := t.TempDir()
+	for name, body := range map[string]string{".devcontainer/devcontainer.json": repoConfig, ".devcontainer/compose.yaml": compose} {
+		os.MkdirAll(filepath.Join(repo, filepath.Dir(name)), 0o755)
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := devcontainer.Load(context.Background(), repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := Generate(assignment(), in, filepath.Join(t.TempDir(), "facade"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`(?m)^\s*(version:.*)$`).FindSubmatch(f.Compose)
+	if m == nil || string(m[1]) != "version: branchbox" {
+		t.Fatalf("the CLI copies %q from the facade:\n%s", m, f.Compose)
+	}
+	if err := Write(f); err != nil {
+		t.Fatal(err)
+	}
+	if v := load(t, filepath.Join(f.Dir, ComposeFile)).Services["app"].Environment["version"]; v == nil || *v != "[unclosed" {
+		t.Fatalf("the repository's value through the facade: %v", v)
 	}
 }
