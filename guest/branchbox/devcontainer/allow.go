@@ -78,6 +78,14 @@ var (
 // label carries privileged, capAdd and mounts).
 var reservedLabels = []string{"com.docker.", "io.branchbox.", "devcontainer."}
 
+// reservedName begins every key BranchBox writes into the facade's
+// project (branchbox-workspace, branchbox-spool-<lease_id>): a
+// repository's volume, network or service of such a key would be
+// overwritten by, or stand for, BranchBox's own (a repository's database
+// service mounting branchbox-workspace mounted the run's workspace and
+// spool volumes). Compared without case.
+const reservedName = "branchbox-"
+
 // refuseKey is the one refusal of the allow-list.
 func refuseKey(where, detail string, args ...any) error {
 	return branchbox.Refuse(branchbox.RuleComposeKey, where, detail, args...)
@@ -90,6 +98,14 @@ func checkAllowedKeys(rel string, model map[string]any, runnable map[string]bool
 	for _, k := range sortedKeys(model) {
 		if !topLevelKeys[k] && !strings.HasPrefix(k, "x-") {
 			return refuseKey(rel+": "+k, "is not a top-level Compose key a managed launch allows (services, volumes, networks)")
+		}
+	}
+	for _, kind := range []string{"services", "volumes", "networks"} {
+		entries, _ := model[kind].(map[string]any)
+		for _, name := range sortedKeys(entries) {
+			if strings.HasPrefix(strings.ToLower(name), reservedName) {
+				return refuseKey(fmt.Sprintf("%s: %s.%s", rel, kind, name), "begins %s, which BranchBox's own names in the project do (the facade's workspace and spool volumes)", reservedName)
+			}
 		}
 	}
 	services, _ := model["services"].(map[string]any)

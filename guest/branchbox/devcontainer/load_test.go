@@ -248,6 +248,10 @@ func TestComposeAllowList(t *testing.T) {
 		refusal{"a fixed address", svc("database", "    networks:\n      n:\n        ipv4_address: 10.203.0.1\nnetworks:\n  n: {}\n"), "services.database.networks.n"},
 		refusal{"a reserved label", svc("database", "    labels: {devcontainer.metadata: '[{\"privileged\": true}]'}\n"), "services.database.labels.devcontainer.metadata"},
 		refusal{"BranchBox's label on a volume", map[string]string{override: "volumes:\n  v:\n    labels: {io.branchbox.run: other}\n"}, "volumes.v.labels.io.branchbox.run"},
+		refusal{"a volume named like BranchBox's workspace", svc("database", "    volumes: [\"branchbox-workspace:/ws\"]\nvolumes:\n  branchbox-workspace: {}\n"), override + ": volumes.branchbox-workspace"},
+		refusal{"a volume named like a BranchBox spool", map[string]string{override: "volumes:\n  Branchbox-spool-delivery_requests: {}\n"}, override + ": volumes.Branchbox-spool-delivery_requests"},
+		refusal{"a network named like BranchBox's", map[string]string{override: "networks:\n  branchbox-net: {}\n"}, override + ": networks.branchbox-net"},
+		refusal{"a service named like BranchBox's", map[string]string{override: "services:\n  branchbox-proxy:\n    image: x\n"}, override + ": services.branchbox-proxy"},
 		refusal{"a top-level config", map[string]string{override: "configs:\n  c:\n    content: x\n"}, override + ": configs"},
 		refusal{"a top-level model", map[string]string{override: "models:\n  m:\n    model: ai/x\n"}, override + ": models"},
 	)

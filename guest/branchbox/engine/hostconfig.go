@@ -18,11 +18,12 @@ import (
 // held to what BranchBox wrote, whatever the Dev Containers CLI, an
 // image's metadata or a racing writer added): the primary container
 // (primary, its id) by CheckContainer against want, and every container
-// by checkHostConfig and its mounts: no bind on any other container (the
-// facade writes none), every volume mounted anywhere the local driver with
-// no driver options. At least the primary must be found. Refusals are
-// rule final-inspection.
-func CheckProject(ctx context.Context, c *client.Client, project, primary string, want Mounts) (*container.InspectResponse, error) {
+// by checkHostConfig and its mounts: every other container's held to
+// others[its Compose service] (checkOtherMounts: no bind, none of the
+// primary's volumes, only what the facade wrote for the service), every
+// volume mounted anywhere the local driver with no driver options. At
+// least the primary must be found. Refusals are rule final-inspection.
+func CheckProject(ctx context.Context, c *client.Client, project, primary string, want Mounts, others map[string]Mounts) (*container.InspectResponse, error) {
 	cs, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", composeProject+"="+project)})
 	if err != nil {
 		return nil, fmt.Errorf("listing project %s's containers: %w", project, err)
@@ -43,15 +44,16 @@ func CheckProject(ctx context.Context, c *client.Client, project, primary string
 		if err := checkHostConfig(ct.HostConfig, project, where); err != nil {
 			return nil, err
 		}
-		for _, m := range ct.Mounts {
-			switch {
-			case m.Type == mount.TypeBind && item.ID != primary:
-				return nil, branchbox.Refuse(branchbox.RuleFinalInspection, where, "mounts %s from the guest's %s; only the primary container mounts signed binds", m.Destination, m.Source)
-			case m.Type == mount.TypeVolume:
-				if err := checkVolume(ctx, c, m.Name, where); err != nil {
-					return nil, err
+		if item.ID == primary {
+			for _, m := range ct.Mounts {
+				if m.Type == mount.TypeVolume {
+					if err := checkVolume(ctx, c, m.Name, where); err != nil {
+						return nil, err
+					}
 				}
 			}
+		} else if err := checkOtherMounts(ctx, c, &ct, want, others, where); err != nil {
+			return nil, err
 		}
 	}
 	if found == nil {

@@ -23,7 +23,9 @@ import (
 // inspection reads every container's HostConfig): a project's primary
 // container with the signed mounts and another container as the facade
 // writes it pass; each setting the facade never writes, on the other
-// container, fails by rule final-inspection naming it. A privileged
+// container, fails by rule final-inspection naming it; so do (issue 38,
+// Deliver 2) BranchBox's own volume on the other container, a volume or
+// tmpfs the facade did not write for its service, its volume elsewhere. A privileged
 // container cannot start on this host, so it is only created: the
 // inspection reads created containers too.
 func TestCheckProjectEveryHostConfig(t *testing.T) {
@@ -46,14 +48,25 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	const target = "/run/branchbox/leases/shared/exchange"
-	want := Mounts{Binds: []Bind{{Source: src, Target: target}}}
+	// BranchBox's volume (the primary's) and a volume of the project the
+	// facade wrote for service other.
+	ws, data, extra := project+"-workspace", project+"_data", project+"_extra"
+	for _, v := range []string{ws, data, extra} {
+		if _, err := c.VolumeCreate(ctx, client.VolumeCreateOptions{Name: v, Driver: "local"}); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.VolumeRemove(context.Background(), v, client.VolumeRemoveOptions{Force: true}) })
+	}
+	want := Mounts{Binds: []Bind{{Source: src, Target: target}}, Volumes: []Volume{{Name: ws, Target: "/ws"}}}
+	others := map[string]Mounts{"other": {Volumes: []Volume{{Name: data, Target: "/data"}, {Name: opts, Target: "/v"}}, Tmpfs: []string{"/scratch"}}}
+	primaryMounts := []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}, {Type: mount.TypeVolume, Source: ws, Target: "/ws"}}
 	create := func(t *testing.T, hc container.HostConfig, start bool) string {
 		t.Helper()
 		if hc.NetworkMode == "" {
 			hc.NetworkMode = container.NetworkMode(netName)
 		}
 		res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{
-			Config:     &container.Config{Image: image, Cmd: []string{"sleep", "1000"}, Labels: map[string]string{composeProject: project}},
+			Config:     &container.Config{Image: image, Cmd: []string{"sleep", "1000"}, Labels: map[string]string{composeProject: project, composeService: "other"}},
 			HostConfig: &hc,
 		})
 		if err != nil {
@@ -69,7 +82,7 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 		}
 		return res.ID
 	}
-	primary := create(t, container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}}}, true)
+	primary := create(t, container.HostConfig{Mounts: primaryMounts}, true)
 	port, _ := network.ParsePort("3000/tcp")
 	cases := []struct {
 		name  string
@@ -77,7 +90,11 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 		start bool
 		why   string // "" passes
 	}{
-		{"as the facade writes it", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeTmpfs, Target: "/scratch"}}}, true, ""},
+		{"as the facade writes it", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeTmpfs, Target: "/scratch"}, {Type: mount.TypeVolume, Source: data, Target: "/data"}}}, true, ""},
+		{"BranchBox's volume on another container", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: ws, Target: "/data"}}}, true, "mounts BranchBox's volume " + ws},
+		{"a volume the facade did not write", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: extra, Target: "/extra"}}}, true, "which the facade did not write for service other"},
+		{"its volume at another target", container.HostConfig{Mounts: []mount.Mount{{Type: mount.TypeVolume, Source: data, Target: "/elsewhere"}}}, true, "which the facade did not write for service other"},
+		{"a tmpfs the facade did not write", container.HostConfig{Tmpfs: map[string]string{"/run/x": ""}}, true, "has a tmpfs at /run/x"},
 		{"cap_add", container.HostConfig{CapAdd: []string{"SYS_ADMIN"}}, true, "adds capabilities [CAP_SYS_ADMIN]"},
 		{"privileged", container.HostConfig{Privileged: true}, false, "is privileged"},
 		{"pid host", container.HostConfig{PidMode: "host"}, true, `PID mode "host"`},
@@ -95,7 +112,7 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			other := create(t, tc.hc, tc.start)
 			defer c.ContainerRemove(context.Background(), other, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			_, err := CheckProject(ctx, c, project, primary, want)
+			_, err := CheckProject(ctx, c, project, primary, want, others)
 			if tc.why == "" {
 				if err != nil {
 					t.Fatalf("control case: %v", err)
@@ -115,8 +132,8 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 	// And the primary itself is held to the same.
 	t.Run("the primary with cap_add", func(t *testing.T) {
 		c.ContainerRemove(ctx, primary, client.ContainerRemoveOptions{Force: true})
-		p := create(t, container.HostConfig{CapAdd: []string{"SYS_PTRACE"}, Mounts: []mount.Mount{{Type: mount.TypeBind, Source: src, Target: target, ReadOnly: true}}}, true)
-		if _, err := CheckProject(ctx, c, project, p, want); branchbox.RuleOf(err) != branchbox.RuleFinalInspection || !strings.Contains(err.Error(), "SYS_PTRACE") {
+		p := create(t, container.HostConfig{CapAdd: []string{"SYS_PTRACE"}, Mounts: primaryMounts}, true)
+		if _, err := CheckProject(ctx, c, project, p, want, others); branchbox.RuleOf(err) != branchbox.RuleFinalInspection || !strings.Contains(err.Error(), "SYS_PTRACE") {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -29,10 +29,14 @@ type Bind struct {
 // run's workspace) at its target.
 type Volume struct{ Name, Target string }
 
-// Mounts is everything the primary container may show, each exactly once.
+// Mounts is everything a container may show. For the primary, each
+// bind and volume exactly once and nothing else; for another service's
+// container, what the facade wrote for that service: named volumes (a
+// Volume with Name "" is an anonymous one at Target) and Tmpfs targets.
 type Mounts struct {
 	Binds   []Bind
 	Volumes []Volume
+	Tmpfs   []string
 }
 
 // CheckContainer is the final inspection of the primary container id

@@ -36,6 +36,10 @@ type Facade struct {
 	Dir     string
 	Compose []byte
 	Config  []byte
+	// Others is what the facade wrote for each service but the primary,
+	// by service: the final inspection holds that service's containers
+	// to it (engine.CheckProject).
+	Others map[string]engine.Mounts
 }
 
 // ProjectName is the Compose project of a run, derived from the signed
@@ -123,7 +127,36 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{Dir: dir, Compose: compose, Config: config}, nil
+	return &Facade{Dir: dir, Compose: compose, Config: config, Others: others(&p, in.Config.Service)}, nil
+}
+
+// others is what project p mounts in each service but primary, as the
+// engine names it: a named volume key k of the project is the volume
+// "<project>_<k>" (Compose's name: the facade writes no name), a volume
+// without a source an anonymous one, a tmpfs its target.
+func others(p *types.Project, primary string) map[string]engine.Mounts {
+	out := map[string]engine.Mounts{}
+	for name, s := range p.Services {
+		if name == primary {
+			continue
+		}
+		var m engine.Mounts
+		for _, v := range s.Volumes {
+			switch {
+			case v.Type == types.VolumeTypeTmpfs:
+				m.Tmpfs = append(m.Tmpfs, v.Target)
+			case v.Source == "":
+				m.Volumes = append(m.Volumes, engine.Volume{Target: v.Target})
+			default:
+				m.Volumes = append(m.Volumes, engine.Volume{Name: p.Name + "_" + v.Source, Target: v.Target})
+			}
+		}
+		for _, t := range s.Tmpfs {
+			m.Tmpfs = append(m.Tmpfs, engine.TmpfsTarget(t))
+		}
+		out[name] = m
+	}
+	return out
 }
 
 // versionHead opens the facade Compose file. The Dev Containers CLI

@@ -17,6 +17,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 )
 
 const (
@@ -334,5 +335,17 @@ func TestTheVersionLineTheCLICopiesIsTheFacadesOwn(t *testing.T) {
 	}
 	if v := load(t, filepath.Join(f.Dir, ComposeFile)).Services["app"].Environment["version"]; v == nil || *v != "[unclosed" {
 		t.Fatalf("the repository's value through the facade: %v", v)
+	}
+}
+
+// TestFacadeSaysWhatEachOtherServiceMounts (issue 38, Deliver 2): the
+// final inspection holds every other service's containers to Others:
+// the project volumes by the engine's name at their targets and the
+// tmpfs targets, nothing of the primary's and no bind.
+func TestFacadeSaysWhatEachOtherServiceMounts(t *testing.T) {
+	_, f := generated(t)
+	want := map[string]engine.Mounts{"database": {Volumes: []engine.Volume{{Name: "branchbox-run-id_dbdata", Target: "/srv"}}, Tmpfs: []string{"/scratch"}}}
+	if !reflect.DeepEqual(f.Others, want) {
+		t.Fatalf("Others %+v, want %+v", f.Others, want)
 	}
 }

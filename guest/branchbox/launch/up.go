@@ -145,7 +145,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		return err
 	}
 	o.step("up")
-	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want)
+	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want, f.Others)
 	if err != nil {
 		return err
 	}

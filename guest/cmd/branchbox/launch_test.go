@@ -280,11 +280,12 @@ func TestHostileComposeKeysRefusedBeforeStart(t *testing.T) {
 		extra composeExtra
 		where string
 	}{
-		"a volume binding the guest's root":        {composeExtra{top: "  root:\n    driver_opts: {type: none, o: bind, device: /}\n"}, ".devcontainer/compose.yaml: volumes.root.driver_opts"},
-		"an external volume (another run's spool)": {composeExtra{top: "  spool:\n    external: true\n    name: branchbox-other-delivery_requests\n"}, ".devcontainer/compose.yaml: volumes.spool.external"},
-		"a tmpfs on the primary":                   {composeExtra{app: "    tmpfs: [/run/branchbox/leases/shared/scratch]\n"}, ".devcontainer/compose.yaml: services.app.tmpfs"},
-		"BranchBox's run label":                    {composeExtra{database: "    labels: {io.branchbox.run: other}\n"}, "services.database.labels.io.branchbox.run"},
-		"a secret":                                 {composeExtra{top: "secrets:\n  s:\n    external: true\n"}, ".devcontainer/compose.yaml: secrets"},
+		"a volume binding the guest's root":         {composeExtra{top: "  root:\n    driver_opts: {type: none, o: bind, device: /}\n"}, ".devcontainer/compose.yaml: volumes.root.driver_opts"},
+		"an external volume (another run's spool)":  {composeExtra{top: "  spool:\n    external: true\n    name: branchbox-other-delivery_requests\n"}, ".devcontainer/compose.yaml: volumes.spool.external"},
+		"a tmpfs on the primary":                    {composeExtra{app: "    tmpfs: [/run/branchbox/leases/shared/scratch]\n"}, ".devcontainer/compose.yaml: services.app.tmpfs"},
+		"BranchBox's run label":                     {composeExtra{database: "    labels: {io.branchbox.run: other}\n"}, "services.database.labels.io.branchbox.run"},
+		"a secret":                                  {composeExtra{top: "secrets:\n  s:\n    external: true\n"}, ".devcontainer/compose.yaml: secrets"},
+		"a volume keyed like BranchBox's workspace": {composeExtra{top: "  branchbox-workspace: {}\n"}, ".devcontainer/compose.yaml: volumes.branchbox-workspace"},
 	} {
 		t.Run(name, func(t *testing.T) { launchRefused(t, r, c.extra, "compose-key", c.where) })
 	}
@@ -359,13 +360,19 @@ func TestFinalInspectionOfEveryContainer(t *testing.T) {
 		{"database", "cap_add: [SYS_ADMIN]", "adds capabilities"},
 		{"database", "network_mode: host", "network mode"},
 		{"database", fmt.Sprintf("ports: [\"0.0.0.0:%d:3000\"]", port), "publishes"},
-		{"database", "volumes: [\"root:/host\"]", "driver options"},
+		{"database", "volumes: [\"root:/host\"]", "which the facade did not write"}, // driver options: engine TestCheckProjectEveryHostConfig
 		{"app", "pid: host", "PID mode"},
 		{"app", "security_opt: [seccomp=unconfined]", "security option"},
+		// Issue 38, Deliver 2: the run's workspace and spool volumes on
+		// another service (it could rewrite .binding.json and read
+		// .processing/), and a volume the facade did not write for it.
+		{"database", `volumes: ["bbws:/ws", "bbspool:/spool"]`, "mounts BranchBox's volume"},
+		{"database", `volumes: ["extra:/extra"]`, "which the facade did not write for service database"},
 	} {
 		t.Run(c.service+" "+c.yaml, func(t *testing.T) {
 			r, _ := launchable(t, composeExtra{}, nil)
-			override := "services:\n  " + c.service + ":\n    " + c.yaml + "\nvolumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n"
+			override := "services:\n  " + c.service + ":\n    " + c.yaml + "\nvolumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n  extra: {}\n" +
+				"  bbws: {external: true, name: " + facade.WorkspaceVolume(branchboxtest.RunID) + "}\n  bbspool: {external: true, name: " + facade.VolumeName(branchboxtest.RunID, "delivery_requests") + "}\n"
 			out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", injectingCLI(t, override), "--json")
 			var rep struct{ Rule, Where, Error string }
 			json.Unmarshal([]byte(out), &rep)
