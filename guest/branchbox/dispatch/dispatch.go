@@ -73,7 +73,9 @@ type Result struct {
 	Cached bool `json:"cached"`
 }
 
-// Dispatch handles request id within wait: it resumes a staged or
+// Dispatch handles request id within wait (an id that is not a request
+// id, [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, is refused first, rule
+// field-syntax, nothing opened): it resumes a staged or
 // recorded claim, else waits (inotify) for requests/<id>.json to be
 // finalized and claims it. Errors: spool.ErrNotPending when none arrived
 // in time, ErrRetryLater (both retryable); every refusal (file, envelope,
@@ -86,6 +88,11 @@ type Result struct {
 // alone, so a short window never cuts a relay that has started (without
 // the policy that would block the claim for good).
 func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Result, error) {
+	// Every file name below is made from id: one grammar, checked here
+	// and not only on the command line.
+	if err := branchbox.CheckArguments(branchbox.Argument{Flag: "request id", Field: "request_id", Value: id}); err != nil {
+		return nil, err
+	}
 	window, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
 	b := s.Binding

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/replay"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 )
 
@@ -232,5 +233,28 @@ func TestDispatch200KiBAnswer(t *testing.T) {
 	}
 	if got, _ := os.ReadFile(res.Response); len(got) < 200<<10 || string(got) != string(answer) {
 		t.Fatalf("a %d-byte answer came back as %d bytes, equal %v", len(answer), len(got), string(got) == string(answer))
+	}
+}
+
+// TestDispatchRefusesARequestIDThatIsNoFileName (issue 38, Deliver 4):
+// the command line refuses --request-id ../escaped, but Dispatch called
+// below it created ../escaped.lock outside the replay ledger. Dispatch
+// and replay.Lock, where the file names are made, now hold the id to the
+// request-id grammar (rule field-syntax) before any file is opened, and
+// nothing is created beside the ledger.
+func TestDispatchRefusesARequestIDThatIsNoFileName(t *testing.T) {
+	e := branchboxtest.NewEndpoint(t)
+	s := testSpool(t, e.Path, "")
+	for _, id := range []string{"../escaped", "a/b", ".hidden", "", "x\n"} {
+		_, err := Dispatch(context.Background(), s, id, 0)
+		if branchbox.RuleOf(err) != branchbox.RuleSyntax {
+			t.Errorf("Dispatch %q: %v; want rule %s", id, err, branchbox.RuleSyntax)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(filepath.Dir(s.Ledger), "escaped.lock")); err == nil {
+		t.Fatal("Dispatch created escaped.lock outside the ledger")
+	}
+	if _, err := replay.Lock(s.Ledger, "../escaped"); branchbox.RuleOf(err) != branchbox.RuleSyntax {
+		t.Fatalf("replay.Lock ../escaped: %v", err)
 	}
 }

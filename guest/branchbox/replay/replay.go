@@ -39,8 +39,14 @@ func Dir(root, runID, leaseID string) string {
 // Lock serializes one request id across processes with an exclusive
 // flock on dir/<id>.lock (created 0600). The kernel drops it when the
 // holder dies, so a SIGKILLed dispatcher never leaves the id locked.
-// The returned func releases it.
+// The returned func releases it. An id that is not a request id is
+// refused (rule field-syntax) before any file is made.
 func Lock(dir, id string) (func(), error) {
+	// The lock's file name is made here, so the id is held here to the
+	// one request-id grammar: "../escaped" named a file beside the ledger.
+	if err := branchbox.CheckArguments(branchbox.Argument{Flag: "request id", Field: "request_id", Value: id}); err != nil {
+		return nil, err
+	}
 	// The state directory is root-only (ledger), so its chain is made
 	// plainly; the ledger directory itself is then opened without symlinks.
 	if err := os.MkdirAll(dir, 0o700); err != nil {
