@@ -92,7 +92,7 @@ func Parse(data []byte, opt Options) (*Assignment, error) {
 }
 
 // checkSyntax walks the tokens: one object at the top, keys of ASCII
-// [a-z0-9_.-] only, no duplicate key in an object, no null, bounded depth,
+// [a-z0-9_.-] only and written without escapes, no duplicate key in an object, no null, bounded depth,
 // nothing after the top object.
 func checkSyntax(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -104,7 +104,7 @@ func checkSyntax(data []byte) error {
 	if d, ok := tok.(json.Delim); !ok || d != '{' {
 		return Refuse(RuleStrictJSON, "", "the assignment must be one JSON object")
 	}
-	if err := walkObject(dec, "", 1); err != nil {
+	if err := walkObject(dec, data, "", 1); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
@@ -113,7 +113,7 @@ func checkSyntax(data []byte) error {
 	return nil
 }
 
-func walkObject(dec *json.Decoder, path string, depth int) error {
+func walkObject(dec *json.Decoder, data []byte, path string, depth int) error {
 	if depth > maxDepth {
 		return Refuse(RuleStrictJSON, path, "nested deeper than %d", maxDepth)
 	}
@@ -128,11 +128,18 @@ func walkObject(dec *json.Decoder, path string, depth int) error {
 		if !validKey(key) {
 			return Refuse(RuleStrictJSON, where, "key %q is not ASCII [a-z0-9_.-]", key)
 		}
+		// Byte-exact: the key's bytes end where the token does, so a
+		// key written with an escape ("run\u005fid") is longer there
+		// than its decoded spelling between quotes.
+		end := int(dec.InputOffset())
+		if start := end - len(key) - 2; start < 0 || string(data[start:end]) != `"`+key+`"` {
+			return Refuse(RuleStrictJSON, where, "key %q is written with an escape; keys are byte-exact", key)
+		}
 		if seen[key] {
 			return Refuse(RuleStrictJSON, where, "duplicate key %q", key)
 		}
 		seen[key] = true
-		if err := walkValue(dec, where, depth); err != nil {
+		if err := walkValue(dec, data, where, depth); err != nil {
 			return err
 		}
 	}
@@ -143,7 +150,7 @@ func walkObject(dec *json.Decoder, path string, depth int) error {
 	return nil
 }
 
-func walkValue(dec *json.Decoder, path string, depth int) error {
+func walkValue(dec *json.Decoder, data []byte, path string, depth int) error {
 	tok, err := dec.Token()
 	if err != nil {
 		return Refuse(RuleStrictJSON, path, "%v", err)
@@ -154,10 +161,10 @@ func walkValue(dec *json.Decoder, path string, depth int) error {
 	case json.Delim:
 		switch t {
 		case '{':
-			return walkObject(dec, path, depth+1)
+			return walkObject(dec, data, path, depth+1)
 		case '[':
 			for i := 0; dec.More(); i++ {
-				if err := walkValue(dec, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
+				if err := walkValue(dec, data, path+"["+strconv.Itoa(i)+"]", depth+1); err != nil {
 					return err
 				}
 			}

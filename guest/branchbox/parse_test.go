@@ -93,6 +93,10 @@ func TestHostileManifests(t *testing.T) {
 		{name: "null field", edit: set(top, "port_proxy_image", nil), rule: RuleStrictJSON, where: "port_proxy_image"},
 		{name: "key in other case", raw: strings.Replace(example, `"run_id"`, `"RUN_ID"`, 1), rule: RuleStrictJSON, where: "RUN_ID"},
 		{name: "key with Kelvin sign", raw: strings.Replace(example, `"kind"`, "\"\u212aind\"", 1), rule: RuleStrictJSON, where: "outer_runtime.Kind"},
+		// Issue 38, Deliver 4: keys are byte-exact, so an escape that
+		// decodes to a known key is refused (it was accepted as run_id).
+		{name: "key run\\u005fid spelled with an escape", raw: strings.Replace(example, `"run_id"`, `"run\u005fid"`, 1), rule: RuleStrictJSON, where: "run_id"},
+		{name: "nested key spelled with an escape", raw: strings.Replace(example, `"kind"`, `"k\u0069nd"`, 1), rule: RuleStrictJSON, where: "outer_runtime.kind"},
 		{name: "top-level array", raw: "[" + example + "]", rule: RuleStrictJSON, where: ""},
 		{name: "not UTF-8", raw: strings.Replace(example, "cb-0a1b2c3d", "cb-\xff", 1), rule: RuleStrictJSON, where: ""},
 		{name: "tag-only service image", edit: set(func(m map[string]any) map[string]any { return m["service_images"].(map[string]any) }, "app", "registry.example/team/app:1.0"), rule: RuleServiceImage, where: "service_images.app"},

@@ -222,6 +222,11 @@ func object(data []byte, names []string, where string, more ...string) (map[stri
 			return nil, bad("is not JSON: %v", err)
 		}
 		key, _ := t.(string)
+		// Byte-exact: a key written with an escape ("run\u005fid")
+		// ends in the input with more than its decoded spelling.
+		if end := int(dec.InputOffset()); end < len(key)+2 || string(data[end-len(key)-2:end]) != `"`+key+`"` {
+			return nil, bad("has the field %q written with an escape; keys are byte-exact", key)
+		}
 		if !known[key] {
 			return nil, bad("has the field %q; an envelope has only its own", key)
 		}

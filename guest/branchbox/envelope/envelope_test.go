@@ -52,6 +52,8 @@ func TestHostileRequests(t *testing.T) {
 		{"extra top-level field", strings.Replace(goodRequest, `"payload"`, `"extra": 1, "payload"`, 1), branchbox.RuleRequestEnvelope},
 		{"field twice", strings.Replace(goodRequest, `"payload"`, `"consumer": "coding-agent", "payload"`, 1), branchbox.RuleRequestEnvelope},
 		{"case-folded key", strings.Replace(goodRequest, `"run_id"`, `"RUN_ID"`, 1), branchbox.RuleRequestEnvelope},
+		// Issue 38, Deliver 4: keys are byte-exact; run\u005fid was run_id.
+		{"key run\\u005fid spelled with an escape", strings.Replace(goodRequest, `"run_id"`, `"run\u005fid"`, 1), branchbox.RuleRequestEnvelope},
 		{"missing field", strings.Replace(goodRequest, `"version": "1", `, ``, 1), branchbox.RuleRequestEnvelope},
 		{"null id", strings.Replace(goodRequest, `"consumer": "coding-agent"`, `"consumer": null`, 1), branchbox.RuleRequestEnvelope},
 		{"number version", strings.Replace(goodRequest, `"version": "1"`, `"version": 1`, 1), branchbox.RuleRequestEnvelope},
