@@ -1,14 +1,9 @@
 package launch
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -142,7 +137,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 	}
 	o.step("verified")
 	if res.Container, err = devcontainerUp(ctx, o.CLI, ws, filepath.Join(f.Dir, facade.ConfigFile)); err != nil {
-		return err
+		return withStartErrors(ctx, c, res.Project, err)
 	}
 	o.step("up")
 	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want, f.Others)
@@ -210,46 +205,4 @@ func containerConsumer(a *branchbox.Assignment) (uint32, error) {
 		return uids[0], nil
 	}
 	return *a.Workspace.ConsumerUID, nil
-}
-
-// upResult is the one JSON line `devcontainer up` prints on stdout.
-type upResult struct {
-	Outcome     string `json:"outcome"`
-	ContainerID string `json:"containerId"`
-	Message     string `json:"message"`
-	Description string `json:"description"`
-}
-
-// devcontainerUp runs the CLI's up of the facade config for workspace ws
-// and returns the primary container's id. The CLI gets a fixed
-// environment (no COMPOSE_* or DOCKER_* of the caller's but DOCKER_HOST):
-// its PATH, HOME for Docker's CLI plugins.
-func devcontainerUp(ctx context.Context, cli, ws, config string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, cli, "up", "--workspace-folder", ws, "--config", config)
-	cmd.Env = []string{"PATH=" + filepath.Dir(cli) + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + home()}
-	if h := os.Getenv("DOCKER_HOST"); h != "" {
-		cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
-	}
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	runErr := cmd.Run()
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	var res upResult
-	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.Outcome != "success" || res.ContainerID == "" {
-		tail := errb.String()
-		if len(tail) > 2000 {
-			tail = tail[len(tail)-2000:]
-		}
-		return "", fmt.Errorf("devcontainer up: %v: %s %s\n%s", runErr, res.Message, res.Description, tail)
-	}
-	return res.ContainerID, nil
-}
-
-func home() string {
-	if h, err := os.UserHomeDir(); err == nil {
-		return h
-	}
-	return "/root"
 }
