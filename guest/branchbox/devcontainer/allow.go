@@ -93,50 +93,56 @@ func refuseKey(where, detail string, args ...any) error {
 
 // checkAllowedKeys holds one Compose file's model (as written, file rel)
 // to the allow-list, for the services that run (runnable) and the primary
-// one.
-func checkAllowedKeys(rel string, model map[string]any, runnable map[string]bool, primary string) error {
-	for _, k := range sortedKeys(model) {
-		if !topLevelKeys[k] && !strings.HasPrefix(k, "x-") {
-			return refuseKey(rel+": "+k, "is not a top-level Compose key a managed launch allows (services, volumes, networks)")
+// one, in one walk in file order (o): the first offending key is the one
+// named.
+func checkAllowedKeys(rel string, model map[string]any, runnable map[string]bool, primary string, o order) error {
+	for _, kind := range keys(o, model, "") {
+		if !topLevelKeys[kind] && !strings.HasPrefix(kind, "x-") {
+			return refuseKey(rel+": "+kind, "is not a top-level Compose key a managed launch allows (services, volumes, networks)")
 		}
-	}
-	for _, kind := range []string{"services", "volumes", "networks"} {
 		entries, _ := model[kind].(map[string]any)
-		for _, name := range sortedKeys(entries) {
+		for _, name := range keys(o, entries, kind) {
+			where := fmt.Sprintf("%s: %s.%s", rel, kind, name)
+			if kind != "services" && kind != "volumes" && kind != "networks" {
+				break
+			}
 			if strings.HasPrefix(strings.ToLower(name), reservedName) {
-				return refuseKey(fmt.Sprintf("%s: %s.%s", rel, kind, name), "begins %s, which BranchBox's own names in the project do (the facade's workspace and spool volumes)", reservedName)
+				return refuseKey(where, "begins %s, which BranchBox's own names in the project do (the facade's workspace and spool volumes)", reservedName)
 			}
-		}
-	}
-	services, _ := model["services"].(map[string]any)
-	for _, name := range sortedKeys(services) {
-		if !runnable[name] {
-			continue
-		}
-		svc, _ := services[name].(map[string]any)
-		for _, k := range sortedKeys(svc) {
-			where := fmt.Sprintf("%s: services.%s.%s", rel, name, k)
-			if _, ok := serviceKeys[k]; !ok && !strings.HasPrefix(k, "x-") {
-				return refuseKey(where, "is not a key a managed launch allows for service %s", name)
-			}
-			if name == primary && k == "tmpfs" {
-				return refuseKey(where, "the primary service %s mounts only the signed pairs and the workspace volume", name)
-			}
-		}
-	}
-	for _, top := range []struct {
-		kind    string
-		allowed map[string]bool
-	}{{"volumes", volumeKeys}, {"networks", networkKeys}} {
-		kind, allowed := top.kind, top.allowed
-		entries, _ := model[kind].(map[string]any)
-		for _, name := range sortedKeys(entries) {
 			e, _ := entries[name].(map[string]any)
-			for _, k := range sortedKeys(e) {
-				if !allowed[k] && !strings.HasPrefix(k, "x-") {
-					return refuseKey(fmt.Sprintf("%s: %s.%s.%s", rel, kind, name, k), "is not a key a managed launch allows for a %s (only %s)", strings.TrimSuffix(kind, "s"), strings.Join(sortedKeys(allowed), ", "))
-				}
+			if err := checkEntryKeys(where, kind, name, e, runnable, primary, o); err != nil {
+				return err
 			}
+		}
+	}
+	return nil
+}
+
+// checkEntryKeys holds the keys of one service, volume or network entry
+// e (kind.name, at where) to the allow-list, in file order.
+func checkEntryKeys(where, kind, name string, e map[string]any, runnable map[string]bool, primary string, o order) error {
+	allowed := map[string]bool{}
+	switch kind {
+	case "services":
+		if !runnable[name] {
+			return nil
+		}
+		for k := range serviceKeys {
+			allowed[k] = true
+		}
+	case "volumes":
+		allowed = volumeKeys
+	case "networks":
+		allowed = networkKeys
+	}
+	for _, k := range keys(o, e, kind+"."+name) {
+		switch {
+		case !allowed[k] && !strings.HasPrefix(k, "x-") && kind == "services":
+			return refuseKey(where+"."+k, "is not a key a managed launch allows for service %s", name)
+		case !allowed[k] && !strings.HasPrefix(k, "x-"):
+			return refuseKey(where+"."+k, "is not a key a managed launch allows for a %s (only %s)", strings.TrimSuffix(kind, "s"), strings.Join(sortedKeys(allowed), ", "))
+		case kind == "services" && name == primary && k == "tmpfs":
+			return refuseKey(where+"."+k, "the primary service %s mounts only the signed pairs and the workspace volume", name)
 		}
 	}
 	return nil
@@ -147,11 +153,11 @@ func checkAllowedKeys(rel string, model map[string]any, runnable map[string]bool
 // project volumes or tmpfs; a bind is dropped by the facade; the primary
 // gets none of the repository's), networks (the project's own, aliases
 // only), labels (no reserved prefix); each volume's and network's driver.
-func checkProject(p *types.Project, primary string) error {
-	for _, name := range sortedKeys(p.Services) {
+func checkProject(p *types.Project, primary string, o order) error {
+	for _, name := range keys(o, p.Services, "services") {
 		s := p.Services[name]
 		where := "services." + name
-		if err := checkLabels(where, s.Labels); err != nil {
+		if err := checkLabels(where, s.Labels, o); err != nil {
 			return err
 		}
 		for i, v := range s.Volumes {
@@ -170,7 +176,7 @@ func checkProject(p *types.Project, primary string) error {
 				return refuseKey(at, "is a %s mount; a managed launch allows named project volumes and tmpfs", v.Type)
 			}
 		}
-		for _, net := range sortedKeys(s.Networks) {
+		for _, net := range keys(o, s.Networks, where+".networks") {
 			if _, ok := p.Networks[net]; !ok && net != "default" {
 				return refuseKey(where+".networks."+net, "is not a network of the project")
 			}
@@ -179,21 +185,21 @@ func checkProject(p *types.Project, primary string) error {
 			}
 		}
 	}
-	for _, name := range sortedKeys(p.Volumes) {
+	for _, name := range keys(o, p.Volumes, "volumes") {
 		v := p.Volumes[name]
 		if v.Driver != "" && v.Driver != "local" {
 			return refuseKey("volumes."+name+".driver", "is %q; a managed launch allows the local driver only", v.Driver)
 		}
-		if err := checkLabels("volumes."+name, v.Labels); err != nil {
+		if err := checkLabels("volumes."+name, v.Labels, o); err != nil {
 			return err
 		}
 	}
-	for _, name := range sortedKeys(p.Networks) {
+	for _, name := range keys(o, p.Networks, "networks") {
 		n := p.Networks[name]
 		if n.Driver != "" && n.Driver != "bridge" {
 			return refuseKey("networks."+name+".driver", "is %q; a managed launch allows the bridge driver only", n.Driver)
 		}
-		if err := checkLabels("networks."+name, n.Labels); err != nil {
+		if err := checkLabels("networks."+name, n.Labels, o); err != nil {
 			return err
 		}
 	}
@@ -206,8 +212,8 @@ func onlyAliases(n types.ServiceNetworkConfig) bool {
 		n.LinkLocalIPs == nil && n.MacAddress == "" && n.Priority == 0 && n.UseServiceNameAlias == nil
 }
 
-func checkLabels(where string, labels types.Labels) error {
-	for _, k := range sortedKeys(labels) {
+func checkLabels(where string, labels types.Labels, o order) error {
+	for _, k := range keys(o, labels, where+".labels") {
 		for _, r := range reservedLabels {
 			if strings.HasPrefix(k, r) {
 				return refuseKey(where+".labels."+k, "uses the reserved prefix %s*", r)
@@ -259,8 +265,8 @@ var configDropped = map[string]bool{"build": true, "dockerFile": true, "image": 
 
 // checkConfigKeys refuses a devcontainer.json key that is neither passed
 // (ConfigKeys) nor dropped (configDropped).
-func checkConfigKeys(place string, raw map[string]any) error {
-	for _, k := range sortedKeys(raw) {
+func checkConfigKeys(place string, raw map[string]any, o order) error {
+	for _, k := range keys(o, raw, "") {
 		if _, ok := ConfigKeys[k]; !ok && !configDropped[k] {
 			return branchbox.Refuse(branchbox.RuleDevcontainer, place+": "+k, "is not a devcontainer.json key a managed launch allows")
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 
@@ -34,7 +35,7 @@ var indirectKeys = []string{"extends", "env_file", "label_file"}
 
 // checkComposeModel refuses, in one file's model, every indirect include
 // and every interpolation (where is the file, for the refusal).
-func checkComposeModel(where string, model map[string]any) error {
+func checkComposeModel(where string, model map[string]any, o order) error {
 	if _, ok := model["include"]; ok {
 		return branchbox.Refuse(branchbox.RuleIndirectInclude, where+": include", "includes another Compose file; indirect includes are refused")
 	}
@@ -42,7 +43,7 @@ func checkComposeModel(where string, model map[string]any) error {
 	// variable) hands the guest's file or environment to a container.
 	for _, kind := range []string{"configs", "secrets"} {
 		entries, _ := model[kind].(map[string]any)
-		for _, name := range sortedKeys(entries) {
+		for _, name := range keys(o, entries, kind) {
 			e, _ := entries[name].(map[string]any)
 			for _, k := range []string{"file", "environment"} {
 				if _, ok := e[k]; ok {
@@ -52,15 +53,18 @@ func checkComposeModel(where string, model map[string]any) error {
 		}
 	}
 	services, _ := model["services"].(map[string]any)
-	for _, name := range sortedKeys(services) {
+	for _, name := range keys(o, services, "services") {
 		svc, _ := services[name].(map[string]any)
-		for _, k := range indirectKeys {
+		for _, k := range keys(o, svc, "services."+name) {
+			if !slices.Contains(indirectKeys, k) {
+				continue
+			}
 			if _, ok := svc[k]; ok {
 				return branchbox.Refuse(branchbox.RuleIndirectInclude, fmt.Sprintf("%s: services.%s.%s", where, name, k), "reads another file; indirect includes are refused")
 			}
 		}
 	}
-	if at, ok := findInterpolation(model, ""); ok {
+	if at, ok := findInterpolation(model, "", o); ok {
 		return branchbox.Refuse(branchbox.RuleInterpolatedValue, where+": "+at, "is interpolated ($VAR or ${VAR}); only literal values are accepted, a literal dollar is written $$")
 	}
 	return nil
@@ -83,24 +87,24 @@ func interpolated(s string) bool {
 }
 
 // findInterpolation returns the path of the first interpolated key or
-// string value in a Compose model, in a stable order.
-func findInterpolation(v any, at string) (string, bool) {
+// string value in a Compose model, in file order (o).
+func findInterpolation(v any, at string, o order) (string, bool) {
 	switch v := v.(type) {
 	case string:
 		return at, interpolated(v)
 	case []any:
 		for i, e := range v {
-			if w, ok := findInterpolation(e, fmt.Sprintf("%s[%d]", at, i)); ok {
+			if w, ok := findInterpolation(e, fmt.Sprintf("%s[%d]", at, i), o); ok {
 				return w, true
 			}
 		}
 	case map[string]any:
-		for _, k := range sortedKeys(v) {
-			w := strings.TrimPrefix(at+"."+k, ".")
+		for _, k := range keys(o, v, at) {
+			w := join(at, k)
 			if interpolated(k) {
 				return w, true
 			}
-			if w, ok := findInterpolation(v[k], w); ok {
+			if w, ok := findInterpolation(v[k], w, o); ok {
 				return w, true
 			}
 		}
@@ -113,6 +117,7 @@ func findInterpolation(v any, at string) (string, bool) {
 // would, with the directory of the first as the project directory.
 func loadCompose(ctx context.Context, dfd int, repo string, files []string, primary string) (*types.Project, error) {
 	var models []map[string]any
+	var orders []order
 	details := types.ConfigDetails{WorkingDir: path.Join(repo, path.Dir(files[0])), Environment: types.Mapping{}}
 	for _, rel := range files {
 		data, err := readBeneath(dfd, rel, rel, branchbox.RuleComposeFile)
@@ -128,10 +133,12 @@ func loadCompose(ctx context.Context, dfd int, repo string, files []string, prim
 		if err != nil {
 			return nil, branchbox.Refuse(branchbox.RuleComposeFile, rel, "is not a valid Compose file: %v", err)
 		}
-		if err := checkComposeModel(rel, model); err != nil {
+		o := fileOrder(data)
+		if err := checkComposeModel(rel, model, o); err != nil {
 			return nil, err
 		}
 		models = append(models, model)
+		orders = append(orders, o)
 		details.ConfigFiles = append(details.ConfigFiles, file)
 	}
 	p, err := loader.LoadWithContext(ctx, details, loadOptions)
@@ -146,11 +153,11 @@ func loadCompose(ctx context.Context, dfd int, repo string, files []string, prim
 		runnable[name] = true
 	}
 	for i, model := range models {
-		if err := checkAllowedKeys(files[i], model, runnable, primary); err != nil {
+		if err := checkAllowedKeys(files[i], model, runnable, primary, orders[i]); err != nil {
 			return nil, err
 		}
 	}
-	if err := checkProject(p, primary); err != nil {
+	if err := checkProject(p, primary, merged(orders)); err != nil {
 		return nil, err
 	}
 	return p, nil

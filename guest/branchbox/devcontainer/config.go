@@ -92,13 +92,14 @@ func parseConfig(place string, data []byte) (*Config, error) {
 	if err := dec.Decode(&raw); err != nil || raw == nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "is not one JSON object")
 	}
-	if err := checkConfigValues(place, hv); err != nil {
-		return nil, err
-	}
-	if where, ok := findVariable(raw, ""); ok {
+	o := jsoncOrder(hv)
+	if where, ok := findVariable(raw, "", o); ok {
 		return nil, branchbox.Refuse(branchbox.RuleInterpolatedValue, place+": "+where, "holds a ${...} variable; only literal values are accepted")
 	}
-	if err := checkConfigKeys(place, raw); err != nil {
+	if err := checkConfigKeys(place, raw, o); err != nil {
+		return nil, err
+	}
+	if err := checkConfigValues(place, hv); err != nil {
 		return nil, err
 	}
 	var f configFields
@@ -139,24 +140,24 @@ func parseConfig(place string, data []byte) (*Config, error) {
 }
 
 // findVariable returns the JSON path of the first string (key or value)
-// holding "${", the Dev Containers CLI's variable syntax.
-func findVariable(v any, at string) (string, bool) {
+// holding "${", the Dev Containers CLI's variable syntax, in file order.
+func findVariable(v any, at string, o order) (string, bool) {
 	switch v := v.(type) {
 	case string:
 		return at, strings.Contains(v, "${")
 	case []any:
 		for i, e := range v {
-			if w, ok := findVariable(e, fmt.Sprintf("%s[%d]", at, i)); ok {
+			if w, ok := findVariable(e, fmt.Sprintf("%s[%d]", at, i), o); ok {
 				return w, true
 			}
 		}
 	case map[string]any:
-		for k, e := range v {
-			w := strings.TrimPrefix(at+"."+k, ".")
+		for _, k := range keys(o, v, at) {
+			w := join(at, k)
 			if strings.Contains(k, "${") {
 				return w, true
 			}
-			if w, ok := findVariable(e, w); ok {
+			if w, ok := findVariable(v[k], w, o); ok {
 				return w, true
 			}
 		}
