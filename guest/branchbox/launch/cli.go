@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/moby/moby/client"
 
@@ -26,7 +28,9 @@ type upResult struct {
 // devcontainerUp runs the CLI's up of the facade config for workspace ws
 // and returns the primary container's id. The CLI gets a fixed
 // environment (no COMPOSE_* or DOCKER_* of the caller's but DOCKER_HOST):
-// its PATH, HOME for Docker's CLI plugins.
+// its PATH, HOME for Docker's CLI plugins. It runs in a process group of
+// its own, killed whole when ctx ends or UpTimeout passes and once the CLI
+// has exited, so no Compose it started outlives it.
 func devcontainerUp(ctx context.Context, cli, ws, config string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
 	defer cancel()
@@ -35,9 +39,19 @@ func devcontainerUp(ctx context.Context, cli, ws, config string) (string, error)
 	if h := os.Getenv("DOCKER_HOST"); h != "" {
 		cmd.Env = append(cmd.Env, "DOCKER_HOST="+h)
 	}
+	// The CLI and what it starts (docker compose, the docker CLI) are
+	// one process group, killed whole when ctx ends and once the CLI has
+	// exited: a Compose the CLI left running would create containers and
+	// volumes after a failed launch's removal had run.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = cliWaitDelay
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	runErr := cmd.Run()
+	if cmd.Process != nil {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
 	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 	var res upResult
 	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &res); err != nil || res.Outcome != "success" || res.ContainerID == "" {
@@ -52,6 +66,10 @@ func home() string {
 	}
 	return "/root"
 }
+
+// cliWaitDelay bounds how long the CLI's output pipes may stay open once
+// its process group was killed.
+const cliWaitDelay = 10 * time.Second
 
 // Bounds of the CLI's log kept in an error: its head (what it ran first,
 // and a Compose configuration error, which it prints early) and its tail
