@@ -40,14 +40,7 @@ import (
 // removed.
 func clearUnfinished(ctx context.Context, c *client.Client, runID, project string) ([]string, error) {
 	rs, err := engine.RemoveRun(ctx, c, runID, project)
-	var removed, failed []string
-	for _, r := range rs {
-		if r.Err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", r.Object, r.Err))
-		} else {
-			removed = append(removed, r.Object)
-		}
-	}
+	removed, failed := split(rs)
 	if err == nil && len(failed) > 0 {
 		err = fmt.Errorf("cannot remove %s", strings.Join(failed, "; "))
 	}
@@ -55,4 +48,17 @@ func clearUnfinished(ctx context.Context, c *client.Client, runID, project strin
 		return removed, fmt.Errorf("clearing what an unfinished launch of run %s left (removed: %s): %w", runID, strings.Join(removed, ", "), err)
 	}
 	return removed, nil
+}
+
+// split is what a removal (engine.RemoveRun) removed, by object, and
+// what it could not, each with its error.
+func split(rs []engine.Removed) (removed, failed []string) {
+	for _, r := range rs {
+		if r.Err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", r.Object, r.Err))
+		} else {
+			removed = append(removed, r.Object)
+		}
+	}
+	return removed, failed
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/moby/moby/client"
@@ -92,8 +93,15 @@ func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Optio
 	}
 	o.step("cleared")
 	if err := rec.up(ctx, c, r, in, f, ws, uid, o); err != nil {
-		if _, rerr := engine.RemoveRun(context.WithoutCancel(ctx), c, a.RunID, rec.Project); rerr != nil {
-			err = fmt.Errorf("%w (and tearing the launch down: %v)", err, rerr)
+		// What the removal could not remove is named: it would block
+		// the run's next launch (its clearing meets it again).
+		rs, rerr := engine.RemoveRun(context.WithoutCancel(ctx), c, a.RunID, rec.Project)
+		_, failed := split(rs)
+		if rerr != nil {
+			failed = append(failed, rerr.Error())
+		}
+		if len(failed) > 0 {
+			err = fmt.Errorf("%w (tearing the launch down did not remove: %s)", err, strings.Join(failed, "; "))
 		}
 		return nil, err
 	}

@@ -3,11 +3,14 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 )
 
 // TestARepositoryValueCannotWriteTheCLIsComposeOverride (issue 38,
@@ -71,4 +74,35 @@ func launchConfigRefused(t *testing.T, r *branchboxtest.Run, config, rule, where
 		t.Fatal(err)
 	}
 	launchRefused(t, r, composeExtra{}, rule, where)
+}
+
+// TestAFailedLaunchNamesWhatItCouldNotRemove (issue 38, Deliver 4: what
+// a failed up leaves): a launch refused after Compose ran (cap_add added
+// to the primary after the facade), one of whose volumes a container
+// outside the run took hold of while the CLI ran, fails naming that
+// volume as not removed (it would block the run's next launch); before,
+// the removal's failures were dropped and the error said nothing of it.
+func TestAFailedLaunchNamesWhatItCouldNotRemove(t *testing.T) {
+	r, _ := launchable(t, composeExtra{}, nil)
+	vol := facade.ProjectName(branchboxtest.RunID) + "_dbdata"
+	holder := "bb38-holder-" + branchboxtest.RunID
+	t.Cleanup(func() {
+		exec.Command("docker", "rm", "-f", holder).Run()
+		exec.Command("docker", "volume", "rm", "-f", vol).Run()
+	})
+	// The CLI with the cap_add, then a holder of the volume Compose made.
+	cli := injectingCLI(t, "services:\n  app:\n    cap_add: [SYS_ADMIN]\n")
+	script, err := os.ReadFile(cli)
+	if err != nil {
+		t.Fatal(err)
+	}
+	held := strings.Replace(string(script), "exec "+devcontainerCLI, devcontainerCLI, 1) +
+		"docker run -d --name " + holder + " -v " + vol + ":/held " + enginetest.ShellImage(t) + " sleep 1000 >/dev/null\n"
+	if err := os.WriteFile(cli, []byte(held), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", cli, "--json")
+	if code == 0 || !strings.Contains(out, "did not remove: volume "+vol) {
+		t.Fatalf("exit %d: %s%s; want the held volume %s named as not removed", code, out, errs, vol)
+	}
 }
