@@ -44,12 +44,7 @@ func TestTheCLIsErrorKeepsComposesMessage(t *testing.T) {
 	compose := fmt.Sprintf("name: %s\nservices:\n  app:\n    image: %s\n    pull_policy: never\n    command: [sleep, \"1000\"]\n    ports: [\"127.0.0.1:%d:3000\"]\n",
 		project, image, l.Addr().(*net.TCPAddr).Port)
 	config := `{"dockerComposeFile": ["` + dir + `/compose.yaml"], "service": "app", "workspaceFolder": "/w", "updateRemoteUserUID": false}`
-	for name, body := range map[string]string{"compose.yaml": compose, "devcontainer.json": config, "ws/README": "x"} {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	layCLIProject(t, dir, compose, config)
 	c, err := engine.Connect()
 	if err != nil {
 		t.Fatal(err)
@@ -117,12 +112,7 @@ volumes:
   data: {}
 `, project, image, image)
 	config := `{"dockerComposeFile": ["` + dir + `/compose.yaml"], "service": "app", "workspaceFolder": "/w", "updateRemoteUserUID": false}`
-	for name, body := range map[string]string{"compose.yaml": compose, "devcontainer.json": config, "ws/README": "x"} {
-		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	layCLIProject(t, dir, compose, config)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
@@ -180,4 +170,16 @@ func removeProject(project string) {
 	}
 	exec.Command("docker", "network", "rm", project+"_default").Run()
 	exec.Command("docker", "volume", "rm", "-f", project+"_data").Run()
+}
+
+// layCLIProject writes a Compose file and a devcontainer.json into dir,
+// with a workspace ws/ beside them.
+func layCLIProject(t *testing.T, dir, compose, config string) {
+	t.Helper()
+	for name, body := range map[string]string{"compose.yaml": compose, "devcontainer.json": config, "ws/README": "x"} {
+		os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
