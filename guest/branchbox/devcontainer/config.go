@@ -50,10 +50,11 @@ type configFields struct {
 
 // readConfig finds and parses devcontainer.json below the repository dfd.
 // Exactly one of configPlaces must exist; it must be JSONC holding one
-// object, Compose-based (dockerComposeFile and service), free of ${...}
-// variables (the Dev Containers CLI would substitute ${localEnv:...} from
-// the launcher's environment: an interpolated value, refused).
-func readConfig(dfd int) (*Config, error) {
+// object, Compose-based (dockerComposeFile and service), whose ${...}
+// variables are the ones BranchBox knows (v), substituted; any other (the
+// Dev Containers CLI would substitute ${localEnv:...} from the launcher's
+// environment) is an interpolated value, refused.
+func readConfig(dfd int, v vars) (*Config, error) {
 	var found *Config
 	for _, place := range configPlaces {
 		data, err := readBeneath(dfd, place, place, branchbox.RuleDevcontainer)
@@ -66,7 +67,7 @@ func readConfig(dfd int) (*Config, error) {
 		if found != nil {
 			return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "and %s both exist; the configuration to launch is ambiguous", found.Path)
 		}
-		c, err := parseConfig(place, data)
+		c, err := parseConfig(place, data, v)
 		if err != nil {
 			return nil, err
 		}
@@ -79,12 +80,15 @@ func readConfig(dfd int) (*Config, error) {
 }
 
 // parseConfig parses the devcontainer.json at place (repository-relative).
-func parseConfig(place string, data []byte) (*Config, error) {
+func parseConfig(place string, data []byte, v vars) (*Config, error) {
 	hv, err := hujson.Parse(data)
 	if err != nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, place, "is not JSON with comments: %v", err)
 	}
 	hv.Standardize()
+	if err := v.substituteConfig(place, &hv); err != nil {
+		return nil, err
+	}
 	std := hv.Pack()
 	var raw map[string]any
 	dec := json.NewDecoder(bytes.NewReader(std))

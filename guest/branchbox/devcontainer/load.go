@@ -29,12 +29,22 @@ type Input struct {
 // runServices entry must be runnable services of the project. Errors are
 // *branchbox.RuleError naming the file, or an I/O error opening repo.
 func Load(ctx context.Context, repo string) (*Input, error) {
+	return LoadFor(ctx, repo, "")
+}
+
+// LoadFor is Load for a launch whose facade devcontainer.json is
+// configFile: the Dev Containers variables of devcontainer.json that
+// BranchBox knows are substituted (${localWorkspaceFolder} is repo,
+// ${localWorkspaceFolderBasename} its base name, ${containerWorkspaceFolder}
+// the workspaceFolder, ${devcontainerId} the CLI's id of repo and
+// configFile, refused when configFile is ""); any other is refused.
+func LoadFor(ctx context.Context, repo, configFile string) (*Input, error) {
 	dfd, err := rundir.OpenPath(repo, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return nil, branchbox.Refuse(branchbox.RuleDevcontainer, repo, "cannot be opened as a directory without symlinks: %v", err)
 	}
 	defer unix.Close(dfd)
-	c, err := readConfig(dfd)
+	c, err := readConfig(dfd, vars{local: repo, configFile: configFile})
 	if err != nil {
 		return nil, err
 	}

@@ -5,6 +5,7 @@ package launch
 
 import (
 	"context"
+	"path/filepath"
 
 	"github.com/moby/moby/client"
 
@@ -28,7 +29,7 @@ func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, rep
 	if err := branchbox.ManagedLaunchError(a); err != nil {
 		return nil, nil, err
 	}
-	in, err := devcontainer.Load(ctx, repo)
+	in, err := devcontainer.LoadFor(ctx, repo, filepath.Join(dir, facade.ConfigFile))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -106,3 +106,21 @@ func TestAFailedLaunchNamesWhatItCouldNotRemove(t *testing.T) {
 		t.Fatalf("exit %d: %s%s; want the held volume %s named as not removed", code, out, errs, vol)
 	}
 }
+
+// TestATemplatesWorkspaceFolderLaunches (issue 38, Deliver 3): the
+// devcontainers/templates' workspaceFolder,
+// /workspaces/${localWorkspaceFolderBasename}, launches through the real
+// CLI with the workspace copied there (it was refused as interpolated).
+func TestATemplatesWorkspaceFolderLaunches(t *testing.T) {
+	r, _ := launchable(t, composeExtra{}, nil)
+	ws := r.Assignment["workspace"].(map[string]any)["path"].(string)
+	config := strings.Replace(launchConfig, `"/workspaces/app"`, `"/workspaces/${localWorkspaceFolderBasename}"`, 1)
+	launchConfigRefused(t, r, config, "", "")
+	id, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+facade.ProjectName(branchboxtest.RunID), "--filter", "label=com.docker.compose.service=app").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, err := inContainer(t, strings.TrimSpace(string(id)), "dev", "cat /workspaces/"+filepath.Base(ws)+"/README"); err != nil || got != "app" {
+		t.Fatalf("the workspace at /workspaces/%s: %q (%v)", filepath.Base(ws), got, err)
+	}
+}
