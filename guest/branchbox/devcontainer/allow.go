@@ -51,6 +51,7 @@ var serviceKeys = map[string]string{
 	"shm_size":          "the size of the container's own /dev/shm",
 	"profiles":          "gates the service off; a gated service never runs",
 	"networks":          "the project's own networks (their entries: aliases only; see networkKeys)",
+	"network_mode":      "only service:<another runnable service of the project>: that container's network namespace, inside the project (checked at the final inspection as container:<its id>)",
 	"volumes":           "named volumes of the project and tmpfs (not on the primary); binds are dropped (only signed pairs are mounted)",
 	"tmpfs":             "a memory file system inside the container (not on the primary, which mounts only what is signed)",
 }
@@ -143,6 +144,12 @@ func checkEntryKeys(where, kind, name string, e map[string]any, runnable map[str
 			return refuseKey(where+"."+k, "is not a key a managed launch allows for a %s (only %s)", strings.TrimSuffix(kind, "s"), strings.Join(sortedKeys(allowed), ", "))
 		case kind == "services" && name == primary && k == "tmpfs":
 			return refuseKey(where+"."+k, "the primary service %s mounts only the signed pairs and the workspace volume", name)
+		case kind == "services" && k == "network_mode":
+			mode, _ := e[k].(string)
+			other, ok := strings.CutPrefix(mode, "service:")
+			if !ok || other == name || !runnable[other] {
+				return refuseKey(where+"."+k, "is %q; a managed launch allows only service:<another runnable service of the project>", mode)
+			}
 		}
 	}
 	return nil

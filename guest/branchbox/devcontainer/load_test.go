@@ -252,6 +252,8 @@ func TestComposeAllowList(t *testing.T) {
 		refusal{"a volume named like a BranchBox spool", map[string]string{override: "volumes:\n  Branchbox-spool-delivery_requests: {}\n"}, override + ": volumes.Branchbox-spool-delivery_requests"},
 		refusal{"a network named like BranchBox's", map[string]string{override: "networks:\n  branchbox-net: {}\n"}, override + ": networks.branchbox-net"},
 		refusal{"a service named like BranchBox's", map[string]string{override: "services:\n  branchbox-proxy:\n    image: x\n"}, override + ": services.branchbox-proxy"},
+		refusal{"network_mode of its own service", svc("database", "    network_mode: service:database\n"), override + ": services.database.network_mode"},
+		refusal{"network_mode of a container", svc("app", "    network_mode: container:abc\n"), override + ": services.app.network_mode"},
 		refusal{"a top-level config", map[string]string{override: "configs:\n  c:\n    content: x\n"}, override + ": configs"},
 		refusal{"a top-level model", map[string]string{override: "models:\n  m:\n    model: ai/x\n"}, override + ": models"},
 	)
@@ -274,6 +276,7 @@ func TestComposeAllowList(t *testing.T) {
 	files[override] = `services:
   app:
     command: ["sleep", "infinity"]
+    network_mode: service:database
     init: true
     cap_drop: [ALL]
     read_only: true

@@ -23,10 +23,16 @@ import (
 // primary's volumes, only what the facade wrote for the service), every
 // volume mounted anywhere the local driver with no driver options. At
 // least the primary must be found. Refusals are rule final-inspection.
-func CheckProject(ctx context.Context, c *client.Client, project, primary string, want Mounts, others map[string]Mounts) (*container.InspectResponse, error) {
+func CheckProject(ctx context.Context, c *client.Client, project, primary string, want Mounts, others map[string]Mounts, shares map[string]string) (*container.InspectResponse, error) {
 	cs, err := c.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: make(client.Filters).Add("label", composeProject+"="+project)})
 	if err != nil {
 		return nil, fmt.Errorf("listing project %s's containers: %w", project, err)
+	}
+	// Each service's container, for network_mode service:<other>, which
+	// the engine shows as container:<other's id>.
+	ids := map[string]string{}
+	for _, item := range cs.Items {
+		ids[item.ID] = item.Labels[composeService]
 	}
 	var found *container.InspectResponse
 	for _, item := range cs.Items {
@@ -42,6 +48,9 @@ func CheckProject(ctx context.Context, c *client.Client, project, primary string
 		ct := res.Container
 		where := "container " + strings.TrimPrefix(ct.Name, "/")
 		if err := checkHostConfig(ct.HostConfig, project, where); err != nil {
+			return nil, err
+		}
+		if err := checkNetwork(ct.HostConfig.NetworkMode, project, where, shares[item.Labels[composeService]], ids); err != nil {
 			return nil, err
 		}
 		if item.ID == primary {
@@ -65,7 +74,7 @@ func CheckProject(ctx context.Context, c *client.Client, project, primary string
 // checkHostConfig holds one container's HostConfig to what the facade
 // writes (none of these keys: the engine's defaults): no added
 // capability, not privileged, its own PID, IPC, UTS and user namespaces,
-// a network of the project, no device, no published port (the port proxy
+// no device, no published port (the port proxy
 // outside Compose publishes on loopback), no security option (Docker's
 // default seccomp profile), no volumes from another container, no sysctl.
 func checkHostConfig(hc *container.HostConfig, project, where string) error {
@@ -87,8 +96,6 @@ func checkHostConfig(hc *container.HostConfig, project, where string) error {
 		return refuse("has UTS mode %q", hc.UTSMode)
 	case hc.UsernsMode != "":
 		return refuse("has user namespace mode %q", hc.UsernsMode)
-	case !strings.HasPrefix(string(hc.NetworkMode), project+"_"):
-		return refuse("has network mode %q, not a network of project %s", hc.NetworkMode, project)
 	case len(hc.Devices) > 0 || len(hc.DeviceRequests) > 0 || len(hc.DeviceCgroupRules) > 0:
 		return refuse("has devices %v (requests %v, cgroup rules %v); BranchBox maps none", hc.Devices, hc.DeviceRequests, hc.DeviceCgroupRules)
 	case len(hc.SecurityOpt) > 0:
@@ -118,6 +125,22 @@ func checkVolume(ctx context.Context, c *client.Client, name, where string) erro
 	}
 	if v := res.Volume; v.Driver != "local" || len(v.Options) > 0 {
 		return branchbox.Refuse(branchbox.RuleFinalInspection, where, "mounts volume %s (driver %q, options %v); BranchBox allows local volumes without driver options", name, v.Driver, v.Options)
+	}
+	return nil
+}
+
+// checkNetwork holds a container's network mode to what the facade wrote
+// for its service: a network of the project, or, when the service was
+// written network_mode service:<share>, container:<the id of share's
+// container in the project> (ids maps the project's container ids to
+// their services).
+func checkNetwork(mode container.NetworkMode, project, where, share string, ids map[string]string) error {
+	id, joins := strings.CutPrefix(string(mode), "container:")
+	switch {
+	case share == "" && !strings.HasPrefix(string(mode), project+"_"):
+		return branchbox.Refuse(branchbox.RuleFinalInspection, where, "has network mode %q, not a network of project %s", mode, project)
+	case share != "" && (!joins || ids[id] != share):
+		return branchbox.Refuse(branchbox.RuleFinalInspection, where, "has network mode %q, not the network namespace of service %s of project %s (network_mode service:%s)", mode, share, project, share)
 	}
 	return nil
 }

@@ -112,7 +112,7 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			other := create(t, tc.hc, tc.start)
 			defer c.ContainerRemove(context.Background(), other, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true})
-			_, err := CheckProject(ctx, c, project, primary, want, others)
+			_, err := CheckProject(ctx, c, project, primary, want, others, nil)
 			if tc.why == "" {
 				if err != nil {
 					t.Fatalf("control case: %v", err)
@@ -133,7 +133,7 @@ func TestCheckProjectEveryHostConfig(t *testing.T) {
 	t.Run("the primary with cap_add", func(t *testing.T) {
 		c.ContainerRemove(ctx, primary, client.ContainerRemoveOptions{Force: true})
 		p := create(t, container.HostConfig{CapAdd: []string{"SYS_PTRACE"}, Mounts: primaryMounts}, true)
-		if _, err := CheckProject(ctx, c, project, p, want, others); branchbox.RuleOf(err) != branchbox.RuleFinalInspection || !strings.Contains(err.Error(), "SYS_PTRACE") {
+		if _, err := CheckProject(ctx, c, project, p, want, others, nil); branchbox.RuleOf(err) != branchbox.RuleFinalInspection || !strings.Contains(err.Error(), "SYS_PTRACE") {
 			t.Fatalf("got %v", err)
 		}
 	})

@@ -40,6 +40,10 @@ type Facade struct {
 	// by service: the final inspection holds that service's containers
 	// to it (engine.CheckProject).
 	Others map[string]engine.Mounts
+	// Shares maps each service written with network_mode
+	// service:<other> to other: its container joins that container's
+	// network namespace, and nothing else does (engine.CheckProject).
+	Shares map[string]string
 }
 
 // ProjectName is the Compose project of a run, derived from the signed
@@ -127,7 +131,19 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 	if err != nil {
 		return nil, err
 	}
-	return &Facade{Dir: dir, Compose: compose, Config: config, Others: others(&p, in.Config.Service)}, nil
+	return &Facade{Dir: dir, Compose: compose, Config: config, Others: others(&p, in.Config.Service), Shares: shares(&p)}, nil
+}
+
+// shares maps each service of p with network_mode service:<other> to
+// other.
+func shares(p *types.Project) map[string]string {
+	out := map[string]string{}
+	for name, s := range p.Services {
+		if other, ok := strings.CutPrefix(s.NetworkMode, "service:"); ok {
+			out[name] = other
+		}
+	}
+	return out
 }
 
 // others is what project p mounts in each service but primary, as the
@@ -184,6 +200,9 @@ func allowed(name string, s types.ServiceConfig, image string) types.ServiceConf
 	out.Hostname, out.DomainName, out.Expose, out.ExtraHosts = s.Hostname, s.DomainName, s.Expose, s.ExtraHosts
 	out.StopSignal, out.StopGracePeriod = s.StopSignal, s.StopGracePeriod
 	out.ReadOnly, out.CapDrop = s.ReadOnly, s.CapDrop
+	// Only service:<a runnable service of the project> (devcontainer's
+	// allow-list); the final inspection holds it to that container.
+	out.NetworkMode = s.NetworkMode
 	out.PidsLimit, out.MemLimit, out.CPUS, out.ShmSize = s.PidsLimit, s.MemLimit, s.CPUS, s.ShmSize
 	out.Tmpfs = s.Tmpfs
 	for _, v := range s.Volumes {

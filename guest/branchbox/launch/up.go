@@ -148,7 +148,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		return withStartErrors(ctx, c, res.Project, err)
 	}
 	o.step("up")
-	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want, f.Others)
+	ct, err := engine.CheckProject(ctx, c, res.Project, res.Container, want, f.Others, f.Shares)
 	if err != nil {
 		return err
 	}
@@ -179,7 +179,13 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		for _, p := range a.PublishedPorts {
 			ports = append(ports, engine.Port{Host: int(p.Host), Runtime: int(p.Runtime)})
 		}
-		if res.Proxy, err = engine.StartProxy(ctx, c, a.RunID, a.PortProxyImage, res.Project+"_default", in.Config.Service, ports); err != nil {
+		// A primary in another service's network namespace answers
+		// at that service's name.
+		target := in.Config.Service
+		if other := f.Shares[target]; other != "" {
+			target = other
+		}
+		if res.Proxy, err = engine.StartProxy(ctx, c, a.RunID, a.PortProxyImage, res.Project+"_default", target, ports); err != nil {
 			return err
 		}
 	}

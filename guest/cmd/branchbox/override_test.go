@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -122,5 +125,32 @@ func TestATemplatesWorkspaceFolderLaunches(t *testing.T) {
 	}
 	if got, err := inContainer(t, strings.TrimSpace(string(id)), "dev", "cat /workspaces/"+filepath.Base(ws)+"/README"); err != nil || got != "app" {
 		t.Fatalf("the workspace at /workspaces/%s: %q (%v)", filepath.Base(ws), got, err)
+	}
+}
+
+// TestATemplatesNetworkModeLaunches (issue 38, Deliver 3): the
+// templates' network_mode: service:db (the primary in the database's
+// network namespace, inside the project) launches through the real CLI;
+// the final inspection holds the primary to container:<the database
+// container's id>, and the port proxy reaches the app at the database's
+// name. Before, network_mode was refused by the allow-list.
+func TestATemplatesNetworkModeLaunches(t *testing.T) {
+	r, port := launchable(t, composeExtra{app: "    network_mode: service:database\n"}, nil)
+	out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
+	if code != 0 {
+		t.Fatalf("launch: exit %d: %s%s", code, out, errs)
+	}
+	mode, err := exec.Command("docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", facade.ProjectName(branchboxtest.RunID)+"-app-1").Output()
+	db, err2 := exec.Command("docker", "inspect", "-f", "{{.Id}}", facade.ProjectName(branchboxtest.RunID)+"-database-1").Output()
+	if err != nil || err2 != nil || strings.TrimSpace(string(mode)) != "container:"+strings.TrimSpace(string(db)) {
+		t.Fatalf("the app's network mode %q, the database %q (%v %v)", mode, db, err, err2)
+	}
+	c, err := net.Dial("tcp", fmt.Sprintf("127.0.0.1:%d", port))
+	if err != nil {
+		t.Fatalf("the port proxy: %v", err)
+	}
+	defer c.Close()
+	if got, _ := io.ReadAll(c); strings.TrimSpace(string(got)) != "hello from app" {
+		t.Fatalf("through the port proxy: %q", got)
 	}
 }
