@@ -28,6 +28,7 @@ var serviceKeys = map[string]string{
 	"command":           "the process inside the container",
 	"entrypoint":        "the process inside the container",
 	"environment":       "the container's own environment, literal (interpolation is refused)",
+	"env_file":          "read by BranchBox below the repository (dotenv, literal values only) into environment; the facade hands Compose no env_file",
 	"working_dir":       "a directory inside the container",
 	"user":              "a user inside the container (the primary's provider user is checked against the kernel)",
 	"labels":            "metadata; the engine's, Compose's, BranchBox's and the Dev Containers CLI's prefixes are refused",

@@ -31,7 +31,8 @@ func loadOptions(o *loader.Options) {
 
 // indirectKeys are the service attributes that make Compose read another
 // file (Contract: Preloaded service images, "indirect Compose includes").
-var indirectKeys = []string{"extends", "env_file", "label_file"}
+// env_file is not one: BranchBox reads it itself (readEnvFiles).
+var indirectKeys = []string{"extends", "label_file"}
 
 // checkComposeModel refuses, in one file's model, every indirect include
 // and every interpolation (where is the file, for the refusal).
@@ -158,6 +159,9 @@ func loadCompose(ctx context.Context, dfd int, repo string, files []string, prim
 		}
 	}
 	if err := checkProject(p, primary, merged(orders)); err != nil {
+		return nil, err
+	}
+	if err := readEnvFiles(dfd, path.Dir(files[0]), p, merged(orders)); err != nil {
 		return nil, err
 	}
 	return p, nil

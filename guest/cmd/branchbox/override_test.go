@@ -154,3 +154,20 @@ func TestATemplatesNetworkModeLaunches(t *testing.T) {
 		t.Fatalf("through the port proxy: %q", got)
 	}
 }
+
+// TestATemplatesEnvFileLaunches (issue 38, Deliver 3): env_file: db.env
+// inside the repository (the templates' .env) launches through the real
+// CLI with its values, a literal dollar kept, in the database's
+// environment; it was refused as an indirect include.
+func TestATemplatesEnvFileLaunches(t *testing.T) {
+	r, _ := launchable(t, composeExtra{}, nil)
+	ws := r.Assignment["workspace"].(map[string]any)["path"].(string)
+	if err := os.WriteFile(filepath.Join(ws, ".devcontainer", "db.env"), []byte("POSTGRES_PASSWORD='pa$$word'\nPOSTGRES_DB=app\n"), 0o660); err != nil {
+		t.Fatal(err)
+	}
+	launchRefused(t, r, composeExtra{database: "    env_file: db.env\n"}, "", "")
+	got, err := exec.Command("docker", "exec", facade.ProjectName(branchboxtest.RunID)+"-database-1", "sh", "-c", `printf '%s %s' "$POSTGRES_PASSWORD" "$POSTGRES_DB"`).CombinedOutput()
+	if err != nil || string(got) != "pa$$word app" {
+		t.Fatalf("the database's environment: %q (%v)", got, err)
+	}
+}
