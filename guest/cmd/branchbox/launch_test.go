@@ -64,12 +64,6 @@ type composeExtra struct{ app, database, top, remoteUser string }
 // published port; it returns the run and the port.
 func launchable(t testing.TB, extra composeExtra, edit func(m map[string]any)) (*branchboxtest.Run, int) {
 	t.Helper()
-	if _, err := os.Stat(devcontainerCLI); err != nil {
-		t.Fatalf("the Dev Containers CLI (make setup installs it): %v", err)
-	}
-	if err := launchLock(); err != nil {
-		t.Fatal(err)
-	}
 	app, db, proxy := enginetest.ShellImage(t), enginetest.ShellImage(t), enginetest.ProxyImage(t)
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,21 +76,34 @@ func launchable(t testing.TB, extra composeExtra, edit func(m map[string]any)) (
 		config = strings.Replace(config, `"remoteUser": "dev"`, `"remoteUser": "`+extra.remoteUser+`"`, 1)
 	}
 	files := map[string]string{".devcontainer/devcontainer.json": config, ".devcontainer/compose.yaml": fmt.Sprintf(launchCompose, extra.app, extra.database, extra.top)}
-	r := branchboxtest.Lay(t, branchboxtest.WithRepoFiles(t, files, func(m map[string]any) {
+	return launchableFiles(t, files, func(m map[string]any) {
 		m["service_images"] = map[string]any{"app": app, "database": db}
 		m["port_proxy_image"] = proxy
 		m["published_ports"] = []any{map[string]any{"host": port, "runtime": 3000}}
 		if edit != nil {
 			edit(m)
 		}
-	}))
+	}), port
+}
+
+// launchableFiles lays out a materialized version 3 run of a repository
+// of files (its assignment edited by edit), torn down at cleanup.
+func launchableFiles(t testing.TB, files map[string]string, edit func(m map[string]any)) *branchboxtest.Run {
+	t.Helper()
+	if _, err := os.Stat(devcontainerCLI); err != nil {
+		t.Fatalf("the Dev Containers CLI (make setup installs it): %v", err)
+	}
+	if err := launchLock(); err != nil {
+		t.Fatal(err)
+	}
+	r := branchboxtest.Lay(t, branchboxtest.WithRepoFiles(t, files, edit))
 	t.Cleanup(func() {
 		runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--force")
 	})
 	if out, errs, code := runIn("feature", "materialize", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root); code != 0 {
 		t.Fatalf("materialize: exit %d: %s%s", code, out, errs)
 	}
-	return r, port
+	return r
 }
 
 // launchLock takes, once for the whole test binary (the kernel drops it

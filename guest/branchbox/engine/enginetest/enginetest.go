@@ -56,6 +56,14 @@ func ShellImage(t testing.TB) string {
 	return importTree(t, shellTree(t))
 }
 
+// StandInImage is ShellImage with Dockerfile changes (`USER dev`, a CMD):
+// a local stand-in for an image that cannot be pulled here (a
+// database's, a template's app).
+func StandInImage(t testing.TB, changes ...string) string {
+	t.Helper()
+	return importTree(t, shellTree(t), changes...)
+}
+
 // ProxyScript is the test port proxy's entrypoint: for each argument
 // HOST:TARGET:RUNTIME (as engine.StartProxy passes them) busybox nc
 // listens on HOST and pipes each connection to TARGET:RUNTIME.
