@@ -53,19 +53,19 @@ const (
 	RuleFinalInspection Rule = "final-inspection"
 	RuleProviderUser    Rule = "provider-user"
 
-	// The request envelope (package envelope): terminal, never retryable.
+	// The request envelope (toolrequest/envelope.go): terminal, never retryable.
 	RuleRequestEnvelope     Rule = "request-envelope"
 	RuleRequestCapability   Rule = "request-capability"
 	RuleResponseCorrelation Rule = "response-correlation"
-	// Request spools (package spool): a request file's type, owner, mode,
+	// Request spools (toolrequest/claim.go and beside it): a request file's type, owner, mode,
 	// links, size and the spool's quotas. Terminal.
 	RuleRequestFile  Rule = "request-file"
 	RuleRequestQuota Rule = "request-quota"
 	// A spool volume BranchBox initializes must be fresh and empty.
 	RuleRequestSpool Rule = "request-spool"
-	// The dispatcher's replay record (package replay). Terminal.
+	// The dispatcher's replay record (toolrequest/replay.go). Terminal.
 	RuleReplay Rule = "replay-claim"
-	// The relay's framing (package relay). Terminal.
+	// The relay's framing (toolrequest/relay.go). Terminal.
 	RuleFraming Rule = "relay-framing"
 
 	// Version 3 workspace delegation.

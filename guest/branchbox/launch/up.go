@@ -14,7 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/toolrequest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
 )
 
@@ -70,7 +70,7 @@ type Result struct {
 // (engine.CheckProject: HostConfig, binds, volume driver options), the
 // binds' inodes against the sources held since the check; the provider
 // user (engine.ProviderUser: the kernel's UID equal to the owner of the
-// workspace copy, hence every tool-request consumer_uid); each spool initialized (spool.Init, the
+// workspace copy, hence every tool-request consumer_uid); each spool initialized (toolrequest.Init, the
 // capability read again from its digest-checked materialization); the
 // port proxy when ports are published. Any failure once something exists
 // in the engine removes all of the run's there (engine.RemoveRun) before
@@ -170,7 +170,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		if err != nil {
 			return err
 		}
-		if err := spool.Init(res.Volumes[facade.VolumeName(a.RunID, l.LeaseID)], spool.BindingOf(a, l), capability); err != nil {
+		if err := toolrequest.Init(res.Volumes[facade.VolumeName(a.RunID, l.LeaseID)], toolrequest.BindingOf(a, l), capability); err != nil {
 			return err
 		}
 	}

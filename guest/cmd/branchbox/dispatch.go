@@ -9,16 +9,12 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/dispatch"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/relay"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/replay"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/toolrequest"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 )
 
@@ -39,16 +35,16 @@ func (e *env) dispatch() int {
 	if err != nil {
 		return e.fail(err)
 	}
-	s.Trace = func(step dispatch.Step) {
+	s.Trace = func(step toolrequest.Step) {
 		e.log.Send(journal.Info, msgStep, fmt.Sprintf("dispatch %s %s: %s", e.o.lease, e.o.requestID, step),
 			"BRANCHBOX_LEASE", e.o.lease, "BRANCHBOX_REQUEST_ID", e.o.requestID)
 	}
-	res, err := dispatch.Dispatch(context.Background(), s, e.o.requestID, time.Duration(e.o.wait)*time.Second)
+	res, err := toolrequest.Dispatch(context.Background(), s, e.o.requestID, time.Duration(e.o.wait)*time.Second)
 	var status string
 	switch {
-	case errors.Is(err, spool.ErrNotPending):
+	case errors.Is(err, toolrequest.ErrNotPending):
 		status = "not-pending"
-	case errors.Is(err, dispatch.ErrRetryLater):
+	case errors.Is(err, toolrequest.ErrRetryLater):
 		status = "transport-retry"
 	case err != nil:
 		return e.fail(err)
@@ -76,7 +72,7 @@ func (e *env) dispatch() int {
 // spool finds the lease's spool as the dispatcher needs it, once the
 // launched container's provider user is checked again (Security contract:
 // "before spool initialization and again before dispatch").
-func (e *env) spool(r *rundir.Run) (*dispatch.Spool, error) {
+func (e *env) spool(r *rundir.Run) (*toolrequest.Spool, error) {
 	a := r.Assignment
 	l := a.Lease(e.o.lease)
 	if l == nil || l.Scope != branchbox.ScopeToolRequest {
@@ -115,23 +111,23 @@ func (e *env) spool(r *rundir.Run) (*dispatch.Spool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &dispatch.Spool{Dir: dir, ConsumerUID: *l.ConsumerUID, Endpoint: ep,
-		Policy: l.ReplayPolicy, Ledger: replay.Dir(e.o.root, a.RunID, l.LeaseID), RelayTimeout: relayTimeout,
-		Binding: envelope.Binding{RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer, Capability: capability}}, nil
+	return &toolrequest.Spool{Dir: dir, ConsumerUID: *l.ConsumerUID, Endpoint: ep,
+		Policy: l.ReplayPolicy, Ledger: toolrequest.ReplayDir(e.o.root, a.RunID, l.LeaseID), RelayTimeout: relayTimeout,
+		Binding: toolrequest.Binding{RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer, Capability: capability}}, nil
 }
 
 // recordedEndpoint is the endpoint socket at path as the run's ledger
 // recorded it at materialize (device, inode), answered by owner or root:
-// the relay dials that inode only (package relay).
-func recordedEndpoint(root, runID, path string, owner uint32) (relay.Endpoint, error) {
+// the relay dials that inode only (toolrequest/relay.go).
+func recordedEndpoint(root, runID, path string, owner uint32) (toolrequest.Endpoint, error) {
 	l, err := ledger.Read(root, runID)
 	if err != nil {
-		return relay.Endpoint{}, fmt.Errorf("run %s's ledger: %w", runID, err)
+		return toolrequest.Endpoint{}, fmt.Errorf("run %s's ledger: %w", runID, err)
 	}
 	for _, s := range l.Sources {
 		if s.Path == path && s.Kind == rundir.KindSocket {
-			return relay.Endpoint{Path: path, Dev: s.Dev, Ino: s.Ino, Owner: owner}, nil
+			return toolrequest.Endpoint{Path: path, Dev: s.Dev, Ino: s.Ino, Owner: owner}, nil
 		}
 	}
-	return relay.Endpoint{}, branchbox.Refuse(branchbox.RuleToolRequest, path, "is not a socket source the run's ledger recorded")
+	return toolrequest.Endpoint{}, branchbox.Refuse(branchbox.RuleToolRequest, path, "is not a socket source the run's ledger recorded")
 }

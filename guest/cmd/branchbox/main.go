@@ -154,7 +154,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	e.log.Set("BRANCHBOX_RUN_ID", o.runID)
 	// dispatch-tool waits for minutes beside the provider and other
-	// dispatchers: each request id has its own lock (package replay).
+	// dispatchers: each request id has its own lock (toolrequest's lockRequest).
 	if o.verb != "check" && o.verb != "dispatch-tool" {
 		unlock, err := e.lockRun()
 		if err != nil {

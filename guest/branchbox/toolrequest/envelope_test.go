@@ -1,4 +1,4 @@
-package envelope
+package toolrequest
 
 import (
 	"strings"
@@ -17,7 +17,7 @@ const goodResponse = `{"version":"1","run_id":"run-id","lease_id":"delivery_requ
 // TestRequestAndResponseAccepted is the control case, and the canonical
 // form drops the capability (the replay record never holds it).
 func TestRequestAndResponseAccepted(t *testing.T) {
-	r, err := ParseRequest([]byte(goodRequest), binding)
+	r, err := parseRequest([]byte(goodRequest), binding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -28,7 +28,7 @@ func TestRequestAndResponseAccepted(t *testing.T) {
 	if len(r.Fingerprint()) != 64 {
 		t.Fatalf("fingerprint %q", r.Fingerprint())
 	}
-	if _, err := ParseResponse([]byte(goodResponse), r); err != nil {
+	if _, err := parseResponse([]byte(goodResponse), r); err != nil {
 		t.Fatalf("a correlated decline is a successful transport: %v", err)
 	}
 }
@@ -36,8 +36,8 @@ func TestRequestAndResponseAccepted(t *testing.T) {
 // TestChangedRequestChangesFingerprint: a same-id request with another
 // payload is another fingerprint (a changed request is terminal).
 func TestChangedRequestChangesFingerprint(t *testing.T) {
-	a, _ := ParseRequest([]byte(goodRequest), binding)
-	b, err := ParseRequest([]byte(strings.Replace(goodRequest, `"a": "x"`, `"a": "y"`, 1)), binding)
+	a, _ := parseRequest([]byte(goodRequest), binding)
+	b, err := parseRequest([]byte(strings.Replace(goodRequest, `"a": "x"`, `"a": "y"`, 1)), binding)
 	if err != nil || a.Fingerprint() == b.Fingerprint() {
 		t.Fatalf("changed payload: %v, fingerprints %s %s", err, a.Fingerprint(), b.Fingerprint())
 	}
@@ -72,7 +72,7 @@ func TestHostileRequests(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseRequest([]byte(c.data), binding)
+			_, err := parseRequest([]byte(c.data), binding)
 			if branchbox.RuleOf(err) != c.rule {
 				t.Fatalf("got %v, want rule %s", err, c.rule)
 			}
@@ -83,7 +83,7 @@ func TestHostileRequests(t *testing.T) {
 // TestHostileResponses: a response for another request, with a
 // capability or extra fields, or not JSON, is refused by rule.
 func TestHostileResponses(t *testing.T) {
-	req, err := ParseRequest([]byte(goodRequest), binding)
+	req, err := parseRequest([]byte(goodRequest), binding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +99,7 @@ func TestHostileResponses(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseResponse([]byte(c.data), req)
+			_, err := parseResponse([]byte(c.data), req)
 			if branchbox.RuleOf(err) != c.rule {
 				t.Fatalf("got %v, want rule %s", err, c.rule)
 			}
@@ -114,7 +114,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add([]byte(`{"version":"1","payload":{}}`))
 	f.Add([]byte(`{"version":"1","version":"1"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r, err := ParseRequest(data, binding)
+		r, err := parseRequest(data, binding)
 		if err != nil {
 			if branchbox.RuleOf(err) == "" {
 				t.Fatalf("refusal without a rule: %v", err)
@@ -123,7 +123,7 @@ func FuzzParseRequest(f *testing.F) {
 		}
 		c := r.Canonical()
 		again := append([]byte(`{"capability":"endpoint-only-random-value",`), c[1:]...)
-		r2, err := ParseRequest(again, binding)
+		r2, err := parseRequest(again, binding)
 		if err != nil || r2.Fingerprint() != r.Fingerprint() {
 			t.Fatalf("canonical %s does not parse back to the same request: %v", c, err)
 		}
@@ -133,9 +133,9 @@ func FuzzParseRequest(f *testing.F) {
 // TestFrameCarriesTheCapability: the relayed frame is the request with the
 // capability, one line, and parses back to the same canonical request.
 func TestFrameCarriesTheCapability(t *testing.T) {
-	r, _ := ParseRequest([]byte(goodRequest), binding)
+	r, _ := parseRequest([]byte(goodRequest), binding)
 	frame := r.Frame(binding.Capability)
-	back, err := ParseRequest(frame, binding)
+	back, err := parseRequest(frame, binding)
 	if err != nil || string(back.Canonical()) != string(r.Canonical()) || strings.ContainsAny(string(frame), "\n\r") {
 		t.Fatalf("frame %s: %v", frame, err)
 	}

@@ -1,4 +1,4 @@
-// Package dispatch is BranchBox's tool-request dispatcher (Contract:
+// The dispatcher (dispatch.go) is BranchBox's tool-request dispatcher (Contract:
 // BranchBox managed runtime manifest, the dispatcher and replay: "moves the
 // request into the root-only staging directory and keeps it there until an
 // owner-only replay record ... is durable. It serializes each request ID
@@ -8,7 +8,8 @@
 // response file."). It puts packages spool, envelope, replay and relay
 // together in that order; a process killed at any step and run again
 // resumes from what is durable.
-package dispatch
+
+package toolrequest
 
 import (
 	"context"
@@ -18,10 +19,6 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/relay"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/replay"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 )
 
 // Step names a point the dispatcher has durably passed, for Spool.Trace.
@@ -46,14 +43,14 @@ type Spool struct {
 	Dir string
 	// Binding is what requests must match (its RequestID is set per call)
 	// with the capability from the signed materialization.
-	Binding     envelope.Binding
+	Binding     Binding
 	ConsumerUID uint32
 	// Endpoint is the linked tool-endpoint lease's socket as the run
-	// recorded it (dialled through a descriptor, package relay).
-	Endpoint relay.Endpoint
+	// recorded it (dialled through a descriptor, relay.go).
+	Endpoint Endpoint
 	// Policy is the lease's replay_policy ("" or exact-digest-replay-v1).
 	Policy string
-	// Ledger is the replay ledger directory (replay.Dir).
+	// Ledger is the replay ledger directory (Dir).
 	Ledger string
 	// RelayTimeout bounds one relay (Security contract: time-bounded).
 	RelayTimeout time.Duration
@@ -77,7 +74,7 @@ type Result struct {
 // id, [A-Za-z0-9][A-Za-z0-9_.-]{0,127}, is refused first, rule
 // field-syntax, nothing opened): it resumes a staged or
 // recorded claim, else waits (inotify) for requests/<id>.json to be
-// finalized and claims it. Errors: spool.ErrNotPending when none arrived
+// finalized and claims it. Errors: ErrNotPending when none arrived
 // in time, ErrRetryLater (both retryable); every refusal (file, envelope,
 // capability, changed request, unsigned replay, framing, correlation) a
 // terminal *branchbox.RuleError; otherwise I/O. On any error nothing is
@@ -97,7 +94,7 @@ func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Re
 	defer cancel()
 	b := s.Binding
 	b.RequestID = id
-	unlock, err := replay.Lock(s.Ledger, id)
+	unlock, err := lockRequest(s.Ledger, id)
 	if err != nil {
 		return nil, err
 	}
@@ -106,13 +103,13 @@ func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Status: "dispatched", RequestID: id, Response: s.Dir + "/" + spool.ResponsesDir + "/" + id + ".json"}
+	res := &Result{Status: "dispatched", RequestID: id, Response: s.Dir + "/" + ResponsesDir + "/" + id + ".json"}
 	if rec.Response != nil {
 		res.Cached = true
 	} else if err := s.relay(ctx, window, req, rec); err != nil {
 		return nil, err
 	}
-	if err := spool.Respond(s.Dir, id, rec.Response, s.ConsumerUID); err != nil {
+	if err := respond(s.Dir, id, rec.Response, s.ConsumerUID); err != nil {
 		return nil, err
 	}
 	s.trace(StepResponded)
@@ -122,40 +119,40 @@ func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Re
 // claim returns the request and its durable replay record: from a staged
 // file a killed dispatcher left, else from a new finalized request, else
 // (nothing pending) from the record alone.
-func (s *Spool) claim(ctx context.Context, b envelope.Binding) (*envelope.Request, *replay.Record, error) {
-	data, err := spool.Staged(s.Dir, b.RequestID, s.ConsumerUID)
+func (s *Spool) claim(ctx context.Context, b Binding) (*Request, *Record, error) {
+	data, err := readStaged(s.Dir, b.RequestID, s.ConsumerUID)
 	if err != nil {
 		return nil, nil, err
 	}
 	if data == nil {
-		rec, err := replay.Lookup(s.Ledger, b.RequestID)
+		rec, err := lookupRecord(s.Ledger, b.RequestID)
 		if err != nil {
 			return nil, nil, err
 		}
-		pending, err := spool.Pending(s.Dir, b.RequestID)
+		pending, err := isPending(s.Dir, b.RequestID)
 		if err != nil {
 			return nil, nil, err
 		}
 		if rec != nil && !pending {
 			return s.fromRecord(rec)
 		}
-		if err := spool.Wait(ctx, s.Dir, b.RequestID); err != nil {
+		if err := waitFinalized(ctx, s.Dir, b.RequestID); err != nil {
 			return nil, nil, err
 		}
-		if data, err = spool.Claim(s.Dir, b.RequestID, s.ConsumerUID); err != nil {
+		if data, err = claimRequest(s.Dir, b.RequestID, s.ConsumerUID); err != nil {
 			return nil, nil, err
 		}
 	}
 	s.trace(StepClaimed)
-	req, err := envelope.ParseRequest(data, b)
+	req, err := parseRequest(data, b)
 	if err != nil {
 		return nil, nil, err
 	}
-	rec, err := replay.Claim(s.Ledger, req, s.Policy)
+	rec, err := claimRecord(s.Ledger, req, s.Policy)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := spool.Unstage(s.Dir, b.RequestID); err != nil {
+	if err := unstage(s.Dir, b.RequestID); err != nil {
 		return nil, nil, err
 	}
 	s.trace(StepRecorded)
@@ -163,13 +160,13 @@ func (s *Spool) claim(ctx context.Context, b envelope.Binding) (*envelope.Reques
 }
 
 // fromRecord resumes from a record alone (its staged file already gone):
-// replay.Claim decides as for a new same-id request.
-func (s *Spool) fromRecord(rec *replay.Record) (*envelope.Request, *replay.Record, error) {
-	var req envelope.Request
+// claimRecord decides as for a new same-id request.
+func (s *Spool) fromRecord(rec *Record) (*Request, *Record, error) {
+	var req Request
 	if err := json.Unmarshal(rec.Request, &req); err != nil {
 		return nil, nil, fmt.Errorf("replay record: %w", err)
 	}
-	rec, err := replay.Claim(s.Ledger, &req, s.Policy)
+	rec, err := claimRecord(s.Ledger, &req, s.Policy)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -179,22 +176,22 @@ func (s *Spool) fromRecord(rec *replay.Record) (*envelope.Request, *replay.Recor
 // relay sends the request and caches the validated response in rec. A
 // transport failure is retried only under exact-digest-replay-v1, while
 // window lasts; without the policy it blocks the claim for good.
-func (s *Spool) relay(ctx, window context.Context, req *envelope.Request, rec *replay.Record) error {
+func (s *Spool) relay(ctx, window context.Context, req *Request, rec *Record) error {
 	frame := req.Frame(s.Binding.Capability)
 	for {
 		s.trace(StepRelaying)
-		line, err := relay.Relay(ctx, s.Endpoint, frame, s.RelayTimeout)
+		line, err := relayFrame(ctx, s.Endpoint, frame, s.RelayTimeout)
 		if err == nil {
-			if _, err := envelope.ParseResponse(line, req); err != nil {
+			if _, err := parseResponse(line, req); err != nil {
 				return err
 			}
-			if err := replay.StoreResponse(s.Ledger, req.RequestID, rec, line); err != nil {
+			if err := storeResponse(s.Ledger, req.RequestID, rec, line); err != nil {
 				return err
 			}
 			s.trace(StepCached)
 			return nil
 		}
-		if !errors.Is(err, relay.ErrTransport) {
+		if !errors.Is(err, ErrTransport) {
 			return err
 		}
 		if s.Policy != branchbox.ReplayExactDigest {

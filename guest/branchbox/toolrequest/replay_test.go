@@ -1,4 +1,4 @@
-package replay
+package toolrequest
 
 import (
 	"path/filepath"
@@ -8,14 +8,13 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 )
 
-var binding = envelope.Binding{RunID: "run-id", LeaseID: "delivery_requests", Consumer: "coding-agent", RequestID: "r1", Capability: []byte("cap")}
+var replayBinding = Binding{RunID: "run-id", LeaseID: "delivery_requests", Consumer: "coding-agent", RequestID: "r1", Capability: []byte("cap")}
 
-func parse(t *testing.T, payload string) *envelope.Request {
+func parse(t *testing.T, payload string) *Request {
 	t.Helper()
-	r, err := envelope.ParseRequest([]byte(`{"version":"1","run_id":"run-id","lease_id":"delivery_requests","consumer":"coding-agent","request_id":"r1","capability":"cap","payload":`+payload+`}`), binding)
+	r, err := parseRequest([]byte(`{"version":"1","run_id":"run-id","lease_id":"delivery_requests","consumer":"coding-agent","request_id":"r1","capability":"cap","payload":`+payload+`}`), replayBinding)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -27,31 +26,31 @@ func parse(t *testing.T, payload string) *envelope.Request {
 // with exact-digest-replay-v1; a changed same-id request is terminal; a
 // cached response is returned whatever the policy.
 func TestReplayPolicy(t *testing.T) {
-	dir := Dir(t.TempDir(), "run-id", "delivery_requests")
+	dir := ReplayDir(t.TempDir(), "run-id", "delivery_requests")
 	req := parse(t, `{"a":1}`)
-	unlock, err := Lock(dir, req.RequestID)
+	unlock, err := lockRequest(dir, req.RequestID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer unlock()
-	rec, err := Claim(dir, req, "")
+	rec, err := claimRecord(dir, req, "")
 	if err != nil || rec.Fingerprint != req.Fingerprint() || strings.Contains(string(rec.Request), "cap") {
 		t.Fatalf("first claim: %+v %v", rec, err)
 	}
-	if _, err := Claim(dir, req, ""); branchbox.RuleOf(err) != branchbox.RuleReplay {
+	if _, err := claimRecord(dir, req, ""); branchbox.RuleOf(err) != branchbox.RuleReplay {
 		t.Fatalf("unsigned replay: %v, want blocked", err)
 	}
-	if rec, err := Claim(dir, req, branchbox.ReplayExactDigest); err != nil || rec.Response != nil {
+	if rec, err := claimRecord(dir, req, branchbox.ReplayExactDigest); err != nil || rec.Response != nil {
 		t.Fatalf("signed exact replay: %+v %v", rec, err)
 	}
-	if _, err := Claim(dir, parse(t, `{"a":2}`), branchbox.ReplayExactDigest); branchbox.RuleOf(err) != branchbox.RuleReplay {
+	if _, err := claimRecord(dir, parse(t, `{"a":2}`), branchbox.ReplayExactDigest); branchbox.RuleOf(err) != branchbox.RuleReplay {
 		t.Fatalf("changed request: %v, want terminal", err)
 	}
-	if err := StoreResponse(dir, req.RequestID, rec, []byte(`{"ok":true}`)); err != nil {
+	if err := storeResponse(dir, req.RequestID, rec, []byte(`{"ok":true}`)); err != nil {
 		t.Fatal(err)
 	}
 	for _, policy := range []string{"", branchbox.ReplayExactDigest} {
-		got, err := Claim(dir, req, policy)
+		got, err := claimRecord(dir, req, policy)
 		if err != nil || string(got.Response) != `{"ok":true}` {
 			t.Fatalf("cached response (policy %q): %+v %v", policy, got, err)
 		}
@@ -61,8 +60,8 @@ func TestReplayPolicy(t *testing.T) {
 // TestLockSerializesAnId: while one holder has the id, another cannot
 // take it; once released (or its process gone) it can.
 func TestLockSerializesAnId(t *testing.T) {
-	dir := Dir(t.TempDir(), "run-id", "l")
-	unlock, err := Lock(dir, "r1")
+	dir := ReplayDir(t.TempDir(), "run-id", "l")
+	unlock, err := lockRequest(dir, "r1")
 	if err != nil {
 		t.Fatal(err)
 	}

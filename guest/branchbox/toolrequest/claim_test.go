@@ -1,4 +1,4 @@
-package spool
+package toolrequest
 
 import (
 	"errors"
@@ -10,8 +10,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
-
-const consumer = 1000
 
 // spoolDir lays out a spool (requests/ of the consumer, .processing/
 // root-only) and returns it.
@@ -32,7 +30,7 @@ func spoolDir(t *testing.T) string {
 
 // request writes requests/<id>.json as the consumer would: mode 0600,
 // owned by the consumer.
-func request(t *testing.T, dir, id string, body []byte) string {
+func spoolRequest(t *testing.T, dir, id string, body []byte) string {
 	t.Helper()
 	p := filepath.Join(dir, RequestsDir, id+".json")
 	if err := os.WriteFile(p, body, 0o600); err != nil {
@@ -48,22 +46,22 @@ func request(t *testing.T, dir, id string, body []byte) string {
 // .processing/, not in requests/, and a second claim is not-pending.
 func TestClaimMovesThenReads(t *testing.T) {
 	dir := spoolDir(t)
-	request(t, dir, "r1", []byte(`{}`))
-	data, err := Claim(dir, "r1", consumer)
+	spoolRequest(t, dir, "r1", []byte(`{}`))
+	data, err := claimRequest(dir, "r1", consumer)
 	if err != nil || string(data) != `{}` {
 		t.Fatalf("claim: %q %v", data, err)
 	}
 	if _, err := os.Lstat(filepath.Join(dir, ProcessingDir, "r1.json")); err != nil {
 		t.Fatalf("not staged: %v", err)
 	}
-	if _, err := Claim(dir, "r1", consumer); !errors.Is(err, ErrNotPending) {
+	if _, err := claimRequest(dir, "r1", consumer); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("second claim: %v, want ErrNotPending", err)
 	}
 	// 16 pending is within the quota (the 17th is refused below).
 	for i := range MaxPending {
-		request(t, dir, string(rune('a'+i)), []byte(`{}`))
+		spoolRequest(t, dir, string(rune('a'+i)), []byte(`{}`))
 	}
-	if _, err := Claim(dir, "a", consumer); err != nil {
+	if _, err := claimRequest(dir, "a", consumer); err != nil {
 		t.Fatalf("the 16th pending request: %v", err)
 	}
 }
@@ -83,18 +81,18 @@ func TestHostileRequestFiles(t *testing.T) {
 			}
 		}, branchbox.RuleRequestFile},
 		{"mode 0644", func(t *testing.T, dir string) {
-			if err := os.Chmod(request(t, dir, "r", []byte(`{}`)), 0o644); err != nil {
+			if err := os.Chmod(spoolRequest(t, dir, "r", []byte(`{}`)), 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}, branchbox.RuleRequestFile},
 		{"hard link", func(t *testing.T, dir string) {
-			p := request(t, dir, "r", []byte(`{}`))
+			p := spoolRequest(t, dir, "r", []byte(`{}`))
 			if err := os.Link(p, filepath.Join(dir, "elsewhere")); err != nil {
 				t.Fatal(err)
 			}
 		}, branchbox.RuleRequestFile},
 		{"another owner", func(t *testing.T, dir string) {
-			if err := os.Chown(request(t, dir, "r", []byte(`{}`)), 0, 0); err != nil {
+			if err := os.Chown(spoolRequest(t, dir, "r", []byte(`{}`)), 0, 0); err != nil {
 				t.Fatal(err)
 			}
 		}, branchbox.RuleRequestFile},
@@ -104,26 +102,26 @@ func TestHostileRequestFiles(t *testing.T) {
 			}
 		}, branchbox.RuleRequestFile},
 		{"over 256 KiB", func(t *testing.T, dir string) {
-			request(t, dir, "r", []byte(strings.Repeat("x", 256<<10+1)))
+			spoolRequest(t, dir, "r", []byte(strings.Repeat("x", 256<<10+1)))
 		}, branchbox.RuleRequestQuota},
 		{"17th pending", func(t *testing.T, dir string) {
 			for i := range MaxPending {
-				request(t, dir, string(rune('a'+i)), []byte(`{}`))
+				spoolRequest(t, dir, string(rune('a'+i)), []byte(`{}`))
 			}
-			request(t, dir, "r", []byte(`{}`))
+			spoolRequest(t, dir, "r", []byte(`{}`))
 		}, branchbox.RuleRequestQuota},
 		{"over 1 MiB in all", func(t *testing.T, dir string) {
 			for i := range 5 {
-				request(t, dir, string(rune('a'+i)), []byte(strings.Repeat("x", 250<<10)))
+				spoolRequest(t, dir, string(rune('a'+i)), []byte(strings.Repeat("x", 250<<10)))
 			}
-			request(t, dir, "r", []byte(`{}`))
+			spoolRequest(t, dir, "r", []byte(`{}`))
 		}, branchbox.RuleRequestQuota},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := spoolDir(t)
 			c.setup(t, dir)
-			_, err := Claim(dir, "r", consumer)
+			_, err := claimRequest(dir, "r", consumer)
 			if branchbox.RuleOf(err) != c.rule || errors.Is(err, ErrNotPending) {
 				t.Fatalf("got %v, want rule %s", err, c.rule)
 			}

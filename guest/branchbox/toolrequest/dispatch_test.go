@@ -1,4 +1,4 @@
-package dispatch
+package toolrequest
 
 import (
 	"context"
@@ -14,8 +14,6 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/replay"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 )
 
 // TestDispatchRoundTrip (Contract: the dispatcher): a finalized request
@@ -60,7 +58,7 @@ func TestDispatchRoundTrip(t *testing.T) {
 func TestDispatchWaitsForTheRequest(t *testing.T) {
 	e := branchboxtest.NewEndpoint(t)
 	s := testSpool(t, e.Path, "")
-	if _, err := Dispatch(context.Background(), s, "later", 200*time.Millisecond); !errors.Is(err, spool.ErrNotPending) {
+	if _, err := Dispatch(context.Background(), s, "later", 200*time.Millisecond); !errors.Is(err, ErrNotPending) {
 		t.Fatalf("got %v, want not-pending", err)
 	}
 	// A zero window looks once, and a relay it starts is not cut short.
@@ -92,19 +90,19 @@ func TestDispatchBadInput(t *testing.T) {
 		retry  bool
 	}{
 		{name: "symlinked request", setup: func(t *testing.T, s *Spool) {
-			os.Symlink("/etc/shadow", filepath.Join(s.Dir, spool.RequestsDir, "r.json"))
+			os.Symlink("/etc/shadow", filepath.Join(s.Dir, RequestsDir, "r.json"))
 		}, rule: branchbox.RuleRequestFile},
 		{name: "0644 request", setup: func(t *testing.T, s *Spool) {
 			os.Chmod(write(t, s, "r", request("r", `{}`)), 0o644)
 		}, rule: branchbox.RuleRequestFile},
 		{name: "hard-linked request", setup: func(t *testing.T, s *Spool) {
-			os.Link(write(t, s, "r", request("r", `{}`)), filepath.Join(s.Dir, spool.RequestsDir, "other"))
+			os.Link(write(t, s, "r", request("r", `{}`)), filepath.Join(s.Dir, RequestsDir, "other"))
 		}, rule: branchbox.RuleRequestFile},
 		{name: "over 256 KiB", setup: func(t *testing.T, s *Spool) {
 			write(t, s, "r", request("r", `{"x":"`+strings.Repeat("x", 256<<10)+`"}`))
 		}, rule: branchbox.RuleRequestQuota},
 		{name: "17th pending", setup: func(t *testing.T, s *Spool) {
-			for i := range spool.MaxPending {
+			for i := range MaxPending {
 				write(t, s, string(rune('a'+i)), request(string(rune('a'+i)), `{}`))
 			}
 			write(t, s, "r", request("r", `{}`))
@@ -140,7 +138,7 @@ func TestDispatchBadInput(t *testing.T) {
 			switch {
 			case c.retry && !errors.Is(err, ErrRetryLater):
 				t.Fatalf("got %v, want the retryable %v", err, ErrRetryLater)
-			case !c.retry && (branchbox.RuleOf(err) != c.rule || errors.Is(err, spool.ErrNotPending) || errors.Is(err, ErrRetryLater)):
+			case !c.retry && (branchbox.RuleOf(err) != c.rule || errors.Is(err, ErrNotPending) || errors.Is(err, ErrRetryLater)):
 				t.Fatalf("got %v, want the terminal rule %s", err, c.rule)
 			}
 			if got := responses(t, s); len(got) != 0 {
@@ -239,7 +237,7 @@ func TestDispatch200KiBAnswer(t *testing.T) {
 // TestDispatchRefusesARequestIDThatIsNoFileName (issue 38, Deliver 4):
 // the command line refuses --request-id ../escaped, but Dispatch called
 // below it created ../escaped.lock outside the replay ledger. Dispatch
-// and replay.Lock, where the file names are made, now hold the id to the
+// and lockRequest, where the file names are made, now hold the id to the
 // request-id grammar (rule field-syntax) before any file is opened, and
 // nothing is created beside the ledger.
 func TestDispatchRefusesARequestIDThatIsNoFileName(t *testing.T) {
@@ -254,7 +252,7 @@ func TestDispatchRefusesARequestIDThatIsNoFileName(t *testing.T) {
 	if _, err := os.Lstat(filepath.Join(filepath.Dir(s.Ledger), "escaped.lock")); err == nil {
 		t.Fatal("Dispatch created escaped.lock outside the ledger")
 	}
-	if _, err := replay.Lock(s.Ledger, "../escaped"); branchbox.RuleOf(err) != branchbox.RuleSyntax {
-		t.Fatalf("replay.Lock ../escaped: %v", err)
+	if _, err := lockRequest(s.Ledger, "../escaped"); branchbox.RuleOf(err) != branchbox.RuleSyntax {
+		t.Fatalf("lockRequest ../escaped: %v", err)
 	}
 }

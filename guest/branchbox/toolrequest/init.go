@@ -1,4 +1,4 @@
-package spool
+package toolrequest
 
 import (
 	"encoding/json"
@@ -10,7 +10,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
@@ -21,12 +20,12 @@ const (
 	CapabilityFile = ".capability"
 )
 
-// Binding is .binding.json: the non-secret facts of a spool from the signed
+// SpoolBinding is .binding.json: the non-secret facts of a spool from the signed
 // assignment (Contract: request-spool leases, ".binding.json ... containing
 // the non-secret run, lease, consumer, request and response paths, filename
 // convention, quotas, and optional replay policy"). Paths are as the
 // consumer sees them, below the lease's request_spool_target.
-type Binding struct {
+type SpoolBinding struct {
 	EnvelopeVersion string `json:"envelope_version"`
 	RunID           string `json:"run_id"`
 	LeaseID         string `json:"lease_id"`
@@ -44,11 +43,11 @@ type Binding struct {
 }
 
 // BindingOf is the binding of tool-request lease l of assignment a.
-func BindingOf(a *branchbox.Assignment, l *branchbox.Lease) Binding {
-	return Binding{EnvelopeVersion: envelope.Version, RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer,
+func BindingOf(a *branchbox.Assignment, l *branchbox.Lease) SpoolBinding {
+	return SpoolBinding{EnvelopeVersion: Version, RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer,
 		ConsumerUID: *l.ConsumerUID, Requests: l.RequestSpoolTarget + "/" + RequestsDir,
 		Responses: l.RequestSpoolTarget + "/" + ResponsesDir, Filename: "<request_id>.json",
-		MaxPending: MaxPending, MaxRequest: envelope.MaxRequest, MaxTotal: MaxTotal, ReplayPolicy: l.ReplayPolicy}
+		MaxPending: MaxPending, MaxRequest: MaxRequest, MaxTotal: MaxTotal, ReplayPolicy: l.ReplayPolicy}
 }
 
 // Init lays out a fresh spool in dir, the root of the lease's named volume
@@ -59,7 +58,7 @@ func BindingOf(a *branchbox.Assignment, l *branchbox.Lease) Binding {
 // is made on descriptors (openat2, no symlink followed) and synced, then
 // dir. A dir that already holds anything is refused (rule request-spool):
 // it is not the fresh volume of this run. Run as root.
-func Init(dir string, b Binding, capability []byte) error {
+func Init(dir string, b SpoolBinding, capability []byte) error {
 	dfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return fmt.Errorf("spool %s: %w", dir, err)
@@ -123,7 +122,7 @@ func create(dfd int, dir, name string, data []byte) error {
 }
 
 // mkdir makes directory name in dfd with mode (exactly: no umask) and
-// owner uid (group the same).
+// owner uid (group the sameResponse).
 func mkdir(dfd int, dir, name string, mode, uid uint32) error {
 	if err := unix.Mkdirat(dfd, name, 0o700); err != nil {
 		return fmt.Errorf("spool %s/%s: %w", dir, name, err)

@@ -1,4 +1,4 @@
-package spool
+package toolrequest
 
 import (
 	"context"
@@ -11,11 +11,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
-// Staged returns the bytes of .processing/<id>.json when a dispatcher
+// readStaged returns the bytes of .processing/<id>.json when a dispatcher
 // that died moved it there and never recorded its claim (Contract: "It
 // retains the exact staged file until the replay claim is durable"),
-// re-checked as Claim checks it; none is nil, nil.
-func Staged(dir, id string, consumerUID uint32) ([]byte, error) {
+// re-checked as claimRequest checks it; none is nil, nil.
+func readStaged(dir, id string, consumerUID uint32) ([]byte, error) {
 	pfd, err := openSub(dir, ProcessingDir)
 	if err != nil {
 		return nil, err
@@ -29,8 +29,8 @@ func Staged(dir, id string, consumerUID uint32) ([]byte, error) {
 	return readClaimed(pfd, name, dir+"/"+ProcessingDir+"/"+name, consumerUID)
 }
 
-// Unstage removes .processing/<id>.json exactly, once the claim is durable.
-func Unstage(dir, id string) error {
+// unstage removes .processing/<id>.json exactly, once the claim is durable.
+func unstage(dir, id string) error {
 	pfd, err := openSub(dir, ProcessingDir)
 	if err != nil {
 		return err
@@ -42,8 +42,8 @@ func Unstage(dir, id string) error {
 	return unix.Fsync(pfd)
 }
 
-// Pending reports whether requests/<id>.json exists (not followed).
-func Pending(dir, id string) (bool, error) {
+// isPending reports whether requests/<id>.json exists (not followed).
+func isPending(dir, id string) (bool, error) {
 	rfd, err := openSub(dir, RequestsDir)
 	if err != nil {
 		return false, err
@@ -52,11 +52,11 @@ func Pending(dir, id string) (bool, error) {
 	return exists(rfd, id+".json")
 }
 
-// Wait returns once requests/<id>.json exists, or ErrNotPending when ctx
+// waitFinalized returns once requests/<id>.json exists, or ErrNotPending when ctx
 // ends first. It waits on inotify (a watch on the opened requests/, set
 // before the first look, so a rename in between is not missed), never by
 // polling the name on a timer.
-func Wait(ctx context.Context, dir, id string) error {
+func waitFinalized(ctx context.Context, dir, id string) error {
 	rfd, err := openSub(dir, RequestsDir)
 	if err != nil {
 		return err

@@ -1,8 +1,9 @@
-// Package relay carries one request to the linked endpoint socket
+// The relay (relay.go) carries one request to the linked endpoint socket
 // (Contract: the dispatcher, "relays one newline-delimited JSON frame
 // followed by write-side EOF"; Security contract, "Unix relay operations
 // are time-bounded").
-package relay
+
+package toolrequest
 
 import (
 	"bufio"
@@ -17,7 +18,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
@@ -36,9 +36,9 @@ type Endpoint struct {
 	Owner    uint32
 }
 
-// Relay sends frame (one JSON request, no newline) to the endpoint's Unix
+// relayFrame sends frame (one JSON request, no newline) to the endpoint's Unix
 // socket as one line, half-closes the write side, and returns the one
-// response line (without its newline): at most envelope.MaxRequest bytes,
+// response line (without its newline): at most MaxRequest bytes,
 // ending in '\n'; anything after that line is never read. The whole
 // exchange ends by timeout.
 //
@@ -50,7 +50,7 @@ type Endpoint struct {
 // symlink, another socket or another peer is terminal (rule
 // source-ownership-or-type); a socket that is not there is a transport
 // failure.
-func Relay(ctx context.Context, ep Endpoint, frame []byte, timeout time.Duration) ([]byte, error) {
+func relayFrame(ctx context.Context, ep Endpoint, frame []byte, timeout time.Duration) ([]byte, error) {
 	path := ep.Path
 	if bytes.ContainsAny(frame, "\n\r") {
 		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the request frame holds a newline")
@@ -76,11 +76,11 @@ func Relay(ctx context.Context, ep Endpoint, frame []byte, timeout time.Duration
 	// ReadBytes copies each buffered chunk out before reading the next:
 	// ReadSlice's result is the reader's own buffer, which the next read
 	// overwrites (an answer over the 64 KiB buffer came back corrupt).
-	r := bufio.NewReaderSize(io.LimitReader(uc, envelope.MaxRequest+2), 64<<10)
+	r := bufio.NewReaderSize(io.LimitReader(uc, MaxRequest+2), 64<<10)
 	line, err := r.ReadBytes('\n')
 	switch {
-	case len(bytes.TrimSuffix(line, []byte("\n"))) > envelope.MaxRequest:
-		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the response is larger than %d bytes", envelope.MaxRequest)
+	case len(bytes.TrimSuffix(line, []byte("\n"))) > MaxRequest:
+		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the response is larger than %d bytes", MaxRequest)
 	case err == io.EOF:
 		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the response ended without a newline")
 	case err != nil:
@@ -90,7 +90,7 @@ func Relay(ctx context.Context, ep Endpoint, frame []byte, timeout time.Duration
 }
 
 // dial connects to ep through an O_PATH descriptor of its socket and
-// checks the peer (see Relay).
+// checks the peer (see relayFrame).
 func dial(ctx context.Context, ep Endpoint) (*net.UnixConn, error) {
 	fd, err := rundir.OpenPath(ep.Path, unix.O_PATH)
 	switch {
@@ -134,9 +134,9 @@ func dial(ctx context.Context, ep Endpoint) (*net.UnixConn, error) {
 	return uc, nil
 }
 
-// EndpointAt is the endpoint at path as it is now (its device, inode and
+// endpointAt is the endpoint at path as it is now (its device, inode and
 // owner), for a caller that checks it itself (tests, a benchmark).
-func EndpointAt(path string) (Endpoint, error) {
+func endpointAt(path string) (Endpoint, error) {
 	var st unix.Stat_t
 	if err := unix.Lstat(path, &st); err != nil {
 		return Endpoint{}, err

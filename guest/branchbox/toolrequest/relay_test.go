@@ -1,4 +1,4 @@
-package relay
+package toolrequest
 
 import (
 	"bufio"
@@ -20,10 +20,10 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
-// TestMain is also the endpoint of another uid that
+// relayEndpointChild (TestMain calls it first) is the endpoint of another uid that
 // TestRelayRefusesAnotherPeer starts: it listens on the socket named,
 // says "ready", answers two connections with "{}" and exits.
-func TestMain(m *testing.M) {
+func relayEndpointChild() {
 	if path := os.Getenv("BRANCHBOX_RELAY_TEST_LISTEN"); path != "" {
 		l, err := net.Listen("unix", path)
 		if err != nil {
@@ -42,7 +42,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
 }
 
 // endpoint serves one connection on a real Unix socket: it reads the
@@ -78,7 +77,7 @@ func endpoint(t *testing.T, reply []byte, seen chan<- []byte) Endpoint {
 // at is the endpoint at path as it is now.
 func at(t *testing.T, path string) Endpoint {
 	t.Helper()
-	ep, err := EndpointAt(path)
+	ep, err := endpointAt(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -90,7 +89,7 @@ func at(t *testing.T, path string) Endpoint {
 func TestRelayOneFrame(t *testing.T) {
 	seen := make(chan []byte, 1)
 	ep := endpoint(t, []byte("{\"ok\":true}\n"), seen)
-	got, err := Relay(context.Background(), ep, []byte(`{"req":1}`), 5*time.Second)
+	got, err := relayFrame(context.Background(), ep, []byte(`{"req":1}`), 5*time.Second)
 	if err != nil || string(got) != `{"ok":true}` {
 		t.Fatalf("relay: %q %v", got, err)
 	}
@@ -104,15 +103,15 @@ func TestRelayOneFrame(t *testing.T) {
 // terminal by rule relay-framing.
 func TestRelayFailures(t *testing.T) {
 	t.Run("no endpoint", func(t *testing.T) {
-		_, err := Relay(context.Background(), Endpoint{Path: filepath.Join(t.TempDir(), "none.sock")}, []byte(`{}`), time.Second)
+		_, err := relayFrame(context.Background(), Endpoint{Path: filepath.Join(t.TempDir(), "none.sock")}, []byte(`{}`), time.Second)
 		if !errors.Is(err, ErrTransport) {
 			t.Fatalf("got %v", err)
 		}
 	})
-	// The endpoint holds the line until cleanup, so Relay returning at
+	// The endpoint holds the line until cleanup, so relayFrame returning at
 	// all is its own bound at work (and the error says so).
 	t.Run("never answers", func(t *testing.T) {
-		_, err := Relay(context.Background(), endpoint(t, nil, make(chan []byte, 1)), []byte(`{}`), 300*time.Millisecond)
+		_, err := relayFrame(context.Background(), endpoint(t, nil, make(chan []byte, 1)), []byte(`{}`), 300*time.Millisecond)
 		if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("got %v, want a transport timeout", err)
 		}
@@ -122,14 +121,14 @@ func TestRelayFailures(t *testing.T) {
 		"too large":  append(bytes.Repeat([]byte("x"), 256<<10+1), '\n'),
 	} {
 		t.Run(name, func(t *testing.T) {
-			_, err := Relay(context.Background(), endpoint(t, reply, make(chan []byte, 1)), []byte(`{}`), 5*time.Second)
+			_, err := relayFrame(context.Background(), endpoint(t, reply, make(chan []byte, 1)), []byte(`{}`), 5*time.Second)
 			if branchbox.RuleOf(err) != branchbox.RuleFraming || errors.Is(err, ErrTransport) {
 				t.Fatalf("got %v, want rule %s", err, branchbox.RuleFraming)
 			}
 		})
 	}
 	t.Run("newline in the request", func(t *testing.T) {
-		_, err := Relay(context.Background(), Endpoint{Path: "/nonexistent"}, []byte("{}\n{}"), time.Second)
+		_, err := relayFrame(context.Background(), Endpoint{Path: "/nonexistent"}, []byte("{}\n{}"), time.Second)
 		if branchbox.RuleOf(err) != branchbox.RuleFraming || !strings.Contains(err.Error(), "newline") {
 			t.Fatalf("got %v", err)
 		}
@@ -148,7 +147,7 @@ func TestRelayAnswersOver64KiBByteExact(t *testing.T) {
 			fmt.Fprintf(&b, "%07x,", i)
 		}
 		want := []byte(b.String()[:n])
-		got, err := Relay(context.Background(), endpoint(t, append(append([]byte(nil), want...), '\n'), make(chan []byte, 1)), []byte(`{}`), 10*time.Second)
+		got, err := relayFrame(context.Background(), endpoint(t, append(append([]byte(nil), want...), '\n'), make(chan []byte, 1)), []byte(`{}`), 10*time.Second)
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("a %d-byte answer: %d bytes back, equal %v, %v", n, len(got), bytes.Equal(got, want), err)
 		}
@@ -181,7 +180,7 @@ func TestRelayDialsTheRecordedSocketOnly(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer os.Remove(ep.Path)
-			_, err := Relay(context.Background(), ep, []byte(`{"capability":"x"}`), 5*time.Second)
+			_, err := relayFrame(context.Background(), ep, []byte(`{"capability":"x"}`), 5*time.Second)
 			if branchbox.RuleOf(err) != branchbox.RuleSourceType || errors.Is(err, ErrTransport) {
 				t.Fatalf("got %v, want the terminal rule %s", err, branchbox.RuleSourceType)
 			}
@@ -194,7 +193,7 @@ func TestRelayDialsTheRecordedSocketOnly(t *testing.T) {
 	}
 	// The recorded socket itself, answered by root, still works; a
 	// record saying another owner, answered by root, is root: accepted.
-	if _, err := Relay(context.Background(), ep, []byte(`{}`), 5*time.Second); err != nil {
+	if _, err := relayFrame(context.Background(), ep, []byte(`{}`), 5*time.Second); err != nil {
 		t.Fatalf("the recorded socket: %v", err)
 	}
 	<-seen
@@ -242,13 +241,13 @@ func TestRelayRefusesAnotherPeer(t *testing.T) {
 	}
 	ep := at(t, path)
 	ep.Owner = 10001
-	_, err = Relay(context.Background(), ep, []byte(`{}`), 5*time.Second)
+	_, err = relayFrame(context.Background(), ep, []byte(`{}`), 5*time.Second)
 	if branchbox.RuleOf(err) != branchbox.RuleSourceType || !strings.Contains(err.Error(), "answered by uid 1001") {
 		t.Fatalf("got %v, want the peer refused", err)
 	}
 	// The same endpoint recorded as the owner's is accepted.
 	ep.Owner = 1001
-	if _, err := Relay(context.Background(), ep, []byte(`{}`), 5*time.Second); err != nil {
+	if _, err := relayFrame(context.Background(), ep, []byte(`{}`), 5*time.Second); err != nil {
 		t.Fatalf("the owner's endpoint: %v", err)
 	}
 }

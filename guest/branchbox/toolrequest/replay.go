@@ -1,11 +1,12 @@
-// Package replay is the dispatcher's replay ledger (Contract: BranchBox
+// The replay ledger (replay.go) is the dispatcher's replay ledger (Contract: BranchBox
 // managed runtime manifest, the dispatcher: "an owner-only replay record
 // containing the capability-stripped canonical request and SHA-256
 // fingerprint is durable" before the relay; "Replay is denied by
 // default"; exact-digest-replay-v1). One record per request id in
 // <state>/<run_id>/replay/<lease_id>/, which teardown removes with the
 // state directory.
-package replay
+
+package toolrequest
 
 import (
 	"encoding/json"
@@ -18,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
@@ -32,16 +32,16 @@ type Record struct {
 }
 
 // Dir is the replay ledger of one tool-request lease.
-func Dir(root, runID, leaseID string) string {
+func ReplayDir(root, runID, leaseID string) string {
 	return filepath.Join(ledger.StateDir(root, runID), "replay", leaseID)
 }
 
-// Lock serializes one request id across processes with an exclusive
+// lockRequest serializes one request id across processes with an exclusive
 // flock on dir/<id>.lock (created 0600). The kernel drops it when the
 // holder dies, so a SIGKILLed dispatcher never leaves the id locked.
 // The returned func releases it. An id that is not a request id is
 // refused (rule field-syntax) before any file is made.
-func Lock(dir, id string) (func(), error) {
+func lockRequest(dir, id string) (func(), error) {
 	// The lock's file name is made here, so the id is held here to the
 	// one request-id grammar: "../escaped" named a file beside the ledger.
 	if err := branchbox.CheckArguments(branchbox.Argument{Flag: "request id", Field: "request_id", Value: id}); err != nil {
@@ -68,10 +68,10 @@ func Lock(dir, id string) (func(), error) {
 	return func() { unix.Close(fd) }, nil
 }
 
-// Claim records req under its id, or checks it against the record
-// already there, and returns the record to act on (hold Lock meanwhile):
+// claimRecord records req under its id, or checks it against the record
+// already there, and returns the record to act on (hold lockRequest meanwhile):
 //   - no record: the new one is written durably (ledger.WriteFile) before
-//     Claim returns, so the relay may start;
+//     claimRecord returns, so the relay may start;
 //   - another fingerprint: a changed same-id request, terminal;
 //   - a cached response: returned, the endpoint is not contacted again;
 //   - no response (an earlier relay was interrupted): with policy
@@ -80,8 +80,8 @@ func Lock(dir, id string) (func(), error) {
 //     already have happened.
 //
 // Refusals are *branchbox.RuleError (rule replay-claim).
-func Claim(dir string, req *envelope.Request, policy string) (*Record, error) {
-	prev, err := Lookup(dir, req.RequestID)
+func claimRecord(dir string, req *Request, policy string) (*Record, error) {
+	prev, err := lookupRecord(dir, req.RequestID)
 	if err != nil {
 		return nil, err
 	}
@@ -100,19 +100,19 @@ func Claim(dir string, req *envelope.Request, policy string) (*Record, error) {
 	return prev, nil
 }
 
-// StoreResponse caches a validated response in rec durably, before the
+// storeResponse caches a validated response in rec durably, before the
 // consumer's response file is written.
-func StoreResponse(dir, id string, rec *Record, response []byte) error {
+func storeResponse(dir, id string, rec *Record, response []byte) error {
 	rec.Response = append(json.RawMessage(nil), response...)
 	return store(dir, id, rec)
 }
 
-// store writes rec byte-exact (envelope.Marshal): json.Marshal would
+// store writes rec byte-exact (marshalEnvelope): json.Marshal would
 // rewrite '&', '<' and '>' in the raw response as \u0026..., so a cached
 // answer holding one (a URL with '&') differed from the consumer's
 // response file and its exact re-dispatch was refused.
 func store(dir, id string, rec *Record) error {
-	data, err := envelope.Marshal(rec)
+	data, err := marshalEnvelope(rec)
 	if err != nil {
 		return err
 	}
@@ -122,9 +122,9 @@ func store(dir, id string, rec *Record) error {
 	return nil
 }
 
-// Lookup reads the record of id (dir/<id>.json, opened without following
+// lookupRecord reads the record of id (dir/<id>.json, opened without following
 // symlinks); none is nil, nil. A record that is not JSON is an error.
-func Lookup(dir, id string) (*Record, error) {
+func lookupRecord(dir, id string) (*Record, error) {
 	fd, err := rundir.OpenPath(filepath.Join(dir, id+".json"), unix.O_RDONLY)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
@@ -134,7 +134,7 @@ func Lookup(dir, id string) (*Record, error) {
 	}
 	f := os.NewFile(uintptr(fd), id)
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, 2*envelope.MaxRequest+4096))
+	data, err := io.ReadAll(io.LimitReader(f, 2*MaxRequest+4096))
 	if err != nil {
 		return nil, fmt.Errorf("replay record %s: %w", id, err)
 	}

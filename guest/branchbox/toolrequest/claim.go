@@ -1,10 +1,11 @@
-// Package spool is the trusted side of a tool-request spool (Contract:
+// The spool (claim.go, init.go, respond.go, staged.go) is the trusted side of a tool-request spool (Contract:
 // BranchBox managed runtime manifest, "Shared directory, tool endpoint,
 // and request-spool leases" and the Security contract's request-spool
-// rules). Claim moves one finalized request from requests/ into the
+// rules). claimRequest moves one finalized request from requests/ into the
 // root-only .processing/ before reading it, then checks what it moved on
 // the descriptor.
-package spool
+
+package toolrequest
 
 import (
 	"errors"
@@ -15,7 +16,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
@@ -32,15 +32,15 @@ const (
 // one retryable outcome (the dispatcher waits, then exits 75).
 var ErrNotPending = errors.New("no finalized request is pending")
 
-// Claim moves requests/<id>.json of the spool at dir into
+// claimRequest moves requests/<id>.json of the spool at dir into
 // .processing/<id>.json (renameat2 RENAME_NOREPLACE: an earlier claim of
 // the id is never overwritten) and returns its bytes once the moved file
 // passes: a regular file (a symlink is moved as itself and refused, never
 // followed), owned by consumerUID, mode exactly 0600, one link, at most
-// envelope.MaxRequest bytes. Before the move the pending files must be
+// MaxRequest bytes. Before the move the pending files must be
 // within the quotas. Errors: ErrNotPending (retryable), a
 // *branchbox.RuleError (request-file, request-quota: terminal), or I/O.
-func Claim(dir, id string, consumerUID uint32) ([]byte, error) {
+func claimRequest(dir, id string, consumerUID uint32) ([]byte, error) {
 	name := id + ".json"
 	where := dir + "/" + RequestsDir + "/" + name
 	sfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
@@ -97,15 +97,15 @@ func readClaimed(pfd int, name, where string, consumerUID uint32) ([]byte, error
 		return nil, branchbox.Refuse(branchbox.RuleRequestFile, where, "has mode %04o, not 0600", st.Mode&0o7777)
 	case st.Nlink != 1:
 		return nil, branchbox.Refuse(branchbox.RuleRequestFile, where, "has %d links; a request has exactly one", st.Nlink)
-	case st.Size > envelope.MaxRequest:
-		return nil, branchbox.Refuse(branchbox.RuleRequestQuota, where, "is %d bytes, over %d", st.Size, envelope.MaxRequest)
+	case st.Size > MaxRequest:
+		return nil, branchbox.Refuse(branchbox.RuleRequestQuota, where, "is %d bytes, over %d", st.Size, MaxRequest)
 	}
-	data, err := io.ReadAll(io.LimitReader(f, envelope.MaxRequest+1))
+	data, err := io.ReadAll(io.LimitReader(f, MaxRequest+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", where, err)
 	}
-	if len(data) > envelope.MaxRequest {
-		return nil, branchbox.Refuse(branchbox.RuleRequestQuota, where, "grew past %d bytes", envelope.MaxRequest)
+	if len(data) > MaxRequest {
+		return nil, branchbox.Refuse(branchbox.RuleRequestQuota, where, "grew past %d bytes", MaxRequest)
 	}
 	return data, nil
 }

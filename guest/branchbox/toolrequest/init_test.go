@@ -1,4 +1,4 @@
-package spool
+package toolrequest
 
 import (
 	"encoding/json"
@@ -33,7 +33,7 @@ func TestInitLaysOutTheContractsSpool(t *testing.T) {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b := Binding{EnvelopeVersion: "1", RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", ConsumerUID: consumer,
+	b := SpoolBinding{EnvelopeVersion: "1", RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", ConsumerUID: consumer,
 		Requests: "/run/branchbox/leases/tool-requests/delivery/requests", MaxPending: MaxPending, ReplayPolicy: branchbox.ReplayExactDigest}
 	if err := Init(dir, b, []byte("endpoint-only-random-value")); err != nil {
 		t.Fatal(err)
@@ -57,7 +57,7 @@ func TestInitLaysOutTheContractsSpool(t *testing.T) {
 			t.Errorf("%q: mode %v uid %d, want %v uid %d", name, st.Mode(), st.Sys().(*syscall.Stat_t).Uid, want.mode, want.uid)
 		}
 	}
-	var back Binding
+	var back SpoolBinding
 	data, _ := os.ReadFile(filepath.Join(dir, BindingFile))
 	if err := json.Unmarshal(data, &back); err != nil || back != b {
 		t.Fatalf("binding %s (%v)", data, err)
@@ -83,7 +83,7 @@ func TestInitRefusesAUsedVolume(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "requests"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	err := Init(dir, Binding{ConsumerUID: consumer}, []byte("c"))
+	err := Init(dir, SpoolBinding{ConsumerUID: consumer}, []byte("c"))
 	if branchbox.RuleOf(err) != branchbox.RuleRequestSpool {
 		t.Fatalf("got %v, want rule %s", err, branchbox.RuleRequestSpool)
 	}

@@ -1,4 +1,4 @@
-package dispatch
+package toolrequest
 
 import (
 	"os"
@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/envelope"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/relay"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/spool"
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
@@ -18,7 +15,7 @@ const (
 	capability = "endpoint-only-random-value"
 )
 
-// testSpool lays out an initialized spool (spool.Init) and its replay
+// testSpool lays out an initialized spool (Init) and its replay
 // ledger under fresh directories, for an endpoint at sock.
 func testSpool(t testing.TB, sock, policy string) *Spool {
 	t.Helper()
@@ -27,17 +24,17 @@ func testSpool(t testing.TB, sock, policy string) *Spool {
 	if err := os.Mkdir(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	b := spool.Binding{RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", ConsumerUID: consumer}
-	if err := spool.Init(dir, b, []byte(capability)); err != nil {
+	b := SpoolBinding{RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", ConsumerUID: consumer}
+	if err := Init(dir, b, []byte(capability)); err != nil {
 		t.Fatal(err)
 	}
-	ep, err := relay.EndpointAt(sock)
+	ep, err := endpointAt(sock)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return &Spool{Dir: dir, ConsumerUID: consumer, Endpoint: ep, Policy: policy,
 		Ledger: filepath.Join(t.TempDir(), "state", "run-demo", "replay", "delivery_requests"), RelayTimeout: 5 * time.Second,
-		Binding: envelope.Binding{RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", Capability: []byte(capability)}}
+		Binding: Binding{RunID: "run-demo", LeaseID: "delivery_requests", Consumer: "coding-agent", Capability: []byte(capability)}}
 }
 
 // request is a valid envelope for id with payload.
@@ -50,14 +47,14 @@ func request(id, payload string) []byte {
 // UID, renamed into place.
 func write(t testing.TB, s *Spool, id string, body []byte) string {
 	t.Helper()
-	tmp := filepath.Join(s.Dir, spool.RequestsDir, "."+id+".tmp")
+	tmp := filepath.Join(s.Dir, RequestsDir, "."+id+".tmp")
 	if err := os.WriteFile(tmp, body, 0o600); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.Chown(tmp, consumer, consumer); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(s.Dir, spool.RequestsDir, id+".json")
+	p := filepath.Join(s.Dir, RequestsDir, id+".json")
 	if err := os.Rename(tmp, p); err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +64,7 @@ func write(t testing.TB, s *Spool, id string, body []byte) string {
 // responses lists responses/ (what the consumer could take as an answer).
 func responses(t *testing.T, s *Spool) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(s.Dir, spool.ResponsesDir))
+	entries, err := os.ReadDir(filepath.Join(s.Dir, ResponsesDir))
 	if err != nil {
 		t.Fatal(err)
 	}

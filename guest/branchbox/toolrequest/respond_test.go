@@ -1,4 +1,4 @@
-package spool
+package toolrequest
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 )
 
 // TestRespondCreatesConsumerReadOnlyOnce: the response is the consumer's,
-// 0400, with the exact bytes; the same bytes again succeed (a re-run), other
+// 0400, with the exact bytes; the sameResponse bytes again succeed (a re-run), other
 // bytes are refused and the first answer stays.
 func TestRespondCreatesConsumerReadOnlyOnce(t *testing.T) {
 	dir := spoolDir(t)
@@ -18,7 +18,7 @@ func TestRespondCreatesConsumerReadOnlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	body := []byte("{\"payload\":\"it's $${x}\\n\"}\n")
-	if err := Respond(dir, "r1", body, consumer); err != nil {
+	if err := respond(dir, "r1", body, consumer); err != nil {
 		t.Fatal(err)
 	}
 	p := filepath.Join(dir, ResponsesDir, "r1.json")
@@ -32,10 +32,10 @@ func TestRespondCreatesConsumerReadOnlyOnce(t *testing.T) {
 	if got, _ := os.ReadFile(p); string(got) != string(body) {
 		t.Fatalf("response %q", got)
 	}
-	if err := Respond(dir, "r1", body, consumer); err != nil {
+	if err := respond(dir, "r1", body, consumer); err != nil {
 		t.Fatalf("idempotent re-run: %v", err)
 	}
-	if err := Respond(dir, "r1", []byte(`{}`), consumer); branchbox.RuleOf(err) != branchbox.RuleResponseCorrelation {
+	if err := respond(dir, "r1", []byte(`{}`), consumer); branchbox.RuleOf(err) != branchbox.RuleResponseCorrelation {
 		t.Fatalf("another response: %v", err)
 	}
 	if got, _ := os.ReadFile(p); string(got) != string(body) {

@@ -1,4 +1,4 @@
-package dispatch
+package toolrequest
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 // TestMain runs the test binary as a dispatcher when asked, so a test can
 // SIGKILL a real process at a step and run the next one over what it left.
 func TestMain(m *testing.M) {
+	relayEndpointChild()
 	if cfg := os.Getenv("DISPATCH_CHILD"); cfg != "" {
 		os.Exit(child(cfg))
 	}

@@ -1,11 +1,12 @@
-// Package envelope parses the request-spool envelopes of a tool-request
+// The envelope (envelope.go) parses the request-spool envelopes of a tool-request
 // lease (Contract: BranchBox managed runtime manifest, "The request
 // envelope has only these top-level fields"): the consumer's request, its
 // capability-stripped canonical form and SHA-256 fingerprint that the
 // replay record keeps, and the endpoint's correlated response. Every
 // refusal is a *branchbox.RuleError and terminal: a malformed or
 // mismatched envelope never becomes the retryable "not-pending".
-package envelope
+
+package toolrequest
 
 import (
 	"bytes"
@@ -52,13 +53,13 @@ type Response = Request
 
 var requestFields = []string{"version", "run_id", "lease_id", "consumer", "request_id", "capability", "payload"}
 
-// ParseRequest parses one request file's bytes against b: at most
+// parseRequest parses one request file's bytes against b: at most
 // MaxRequest bytes of UTF-8, one JSON object with exactly the envelope's
 // seven top-level fields, each once, the ids JSON strings, the payload a
 // JSON object; version "1", run, lease, consumer and request id equal to
 // b's, the capability equal to b's (compared in constant time, rule
 // request-capability). Other refusals are rule request-envelope.
-func ParseRequest(data []byte, b Binding) (*Request, error) {
+func parseRequest(data []byte, b Binding) (*Request, error) {
 	fields, err := object(data, requestFields, "request "+b.RequestID)
 	if err != nil {
 		return nil, err
@@ -81,11 +82,11 @@ func ParseRequest(data []byte, b Binding) (*Request, error) {
 	return r, nil
 }
 
-// ParseResponse parses one response frame (without its newline) for req:
+// parseResponse parses one response frame (without its newline) for req:
 // the same strictness, exactly the fields of a request but the capability,
 // and the same version, run, lease, consumer and request id (rule
 // response-correlation).
-func ParseResponse(data []byte, req *Request) (*Response, error) {
+func parseResponse(data []byte, req *Request) (*Response, error) {
 	where := "response to " + req.RequestID
 	fields, err := object(data, requestFields[:5:5], where, "payload")
 	if err != nil {
@@ -105,15 +106,15 @@ func ParseResponse(data []byte, req *Request) (*Response, error) {
 // record keeps: the fields in envelope order, compact, the payload as
 // parsed (compact).
 func (r *Request) Canonical() []byte {
-	out, _ := Marshal(r) // strings and a valid compact object: cannot fail
+	out, _ := marshalEnvelope(r) // strings and a valid compact object: cannot fail
 	return out
 }
 
-// Marshal is json.Marshal without its HTML escaping: '&', '<' and '>'
+// marshalEnvelope is json.Marshal without its HTML escaping: '&', '<' and '>'
 // stay the bytes the consumer or the endpoint wrote (json.Marshal makes
 // them \u0026, \u003c, \u003e), so what BranchBox relays, records and
 // answers is byte-exact.
-func Marshal(v any) ([]byte, error) {
+func marshalEnvelope(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
@@ -128,7 +129,7 @@ func Marshal(v any) ([]byte, error) {
 // the request to the endpoint; Canonical leaves it out of the replay
 // record). No newline: the relay adds the frame's one.
 func (r *Request) Frame(capability []byte) []byte {
-	out, _ := Marshal(struct {
+	out, _ := marshalEnvelope(struct {
 		Version    string          `json:"version"`
 		RunID      string          `json:"run_id"`
 		LeaseID    string          `json:"lease_id"`
