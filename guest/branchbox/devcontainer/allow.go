@@ -19,7 +19,7 @@ import (
 // the engine's socket; gpus, models and provider reach the host too).
 //
 // Each entry says why the key cannot reach beyond the container's own
-// namespaces. Package facade builds the generated project from these
+// namespaces. facade.go builds the generated project from these
 // fields only.
 var serviceKeys = map[string]string{
 	"image":             "replaced by the signed service_images reference",
@@ -232,7 +232,7 @@ func checkLabels(where string, labels types.Labels, o order) error {
 }
 
 // ConfigKeys are the devcontainer.json keys a managed launch passes to the
-// Dev Containers CLI, each with why it is safe; package facade writes
+// Dev Containers CLI, each with why it is safe; facade.go writes
 // the generated configuration from these only. configDropped are removed
 // as the contract says (builds and features: images come from
 // service_images; mounts: only signed pairs; initializeCommand runs on the

@@ -105,7 +105,7 @@ const TunnelConnectorRole = "outer-tunnel-connector"
 // connector of a tunnel vendor, say) is the outer runtime's job in a
 // managed launch (the box's loopback port proxy and the outer runtime's
 // own tunnel), so it never runs, may not be bound in service_images, and
-// other services' depends_on on it is dropped (package facade). The mark
+// other services' depends_on on it is dropped (facade.go). The mark
 // is an x- extension, which Compose itself ignores, so BranchBox learns
 // no vendor's image names; it is not held to the allow-list, since the
 // service never starts.

@@ -12,7 +12,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 )
 
 // Prepare checks everything a managed launch of assignment a needs before
@@ -21,15 +20,15 @@ import (
 // branchbox.ManagedLaunchError; devcontainer.Load of the repository at
 // repo (the run's checked-out workspace); devcontainer.CheckServiceImages;
 // engine.CheckLocalImages of every assigned image and the port proxy
-// image; facade.Generate and facade.Write. Nothing is written unless every
+// image; devcontainer.Generate and devcontainer.Write. Nothing is written unless every
 // check passed, so a missing image fails the assignment with no file for
 // the CLI to read. It returns the input read and the facade written.
 // Errors are *branchbox.RuleError, or I/O and engine errors.
-func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, repo, dir string) (*devcontainer.Input, *facade.Facade, error) {
+func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, repo, dir string) (*devcontainer.Input, *devcontainer.Facade, error) {
 	if err := branchbox.ManagedLaunchError(a); err != nil {
 		return nil, nil, err
 	}
-	in, err := devcontainer.LoadFor(ctx, repo, filepath.Join(dir, facade.ConfigFile))
+	in, err := devcontainer.LoadFor(ctx, repo, filepath.Join(dir, devcontainer.ConfigFile))
 	if err != nil {
 		return nil, nil, err
 	}
@@ -46,11 +45,11 @@ func Prepare(ctx context.Context, c *client.Client, a *branchbox.Assignment, rep
 	if err := engine.CheckLocalImages(ctx, c, images); err != nil {
 		return nil, nil, err
 	}
-	f, err := facade.Generate(a, in, dir)
+	f, err := devcontainer.Generate(a, in, dir)
 	if err != nil {
 		return nil, nil, err
 	}
-	if err := facade.Write(f); err != nil {
+	if err := devcontainer.Write(f); err != nil {
 		return nil, nil, err
 	}
 	return in, f, nil

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 )
 
 func repository(t *testing.T) string {
@@ -52,7 +52,7 @@ func TestPrepareMissingImageWritesNothing(t *testing.T) {
 	if _, _, err := Prepare(context.Background(), c, assignment(), repo, dir); err != nil {
 		t.Fatalf("control case: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, facade.ComposeFile)); err != nil {
+	if _, err := os.Stat(filepath.Join(dir, devcontainer.ComposeFile)); err != nil {
 		t.Fatalf("facade not written: %v", err)
 	}
 	missing := "sha256:" + strings.Repeat("0", 64)

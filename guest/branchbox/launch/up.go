@@ -12,7 +12,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/toolrequest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
@@ -66,7 +65,7 @@ type Result struct {
 // one per tool-request lease) and the workspace copied into its volume,
 // owned by the signed container consumer; `devcontainer up` of the
 // facade; the final inspection (engine.CheckContainer against
-// facade.Expected) and of every container of the project
+// devcontainer.Expected) and of every container of the project
 // (engine.CheckProject: HostConfig, binds, volume driver options), the
 // binds' inodes against the sources held since the check; the provider
 // user (engine.ProviderUser: the kernel's UID equal to the owner of the
@@ -86,7 +85,7 @@ func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Optio
 	if err != nil {
 		return nil, err
 	}
-	rec := &Record{Result: Result{Project: facade.ProjectName(a.RunID), Volumes: map[string]string{}},
+	rec := &Record{Result: Result{Project: devcontainer.ProjectName(a.RunID), Volumes: map[string]string{}},
 		Service: in.Config.Service, RemoteUser: in.Config.RemoteUser, ContainerUser: in.Config.ContainerUser}
 	if rec.Cleared, err = clearUnfinished(ctx, c, a.RunID, rec.Project); err != nil {
 		return nil, err
@@ -108,9 +107,9 @@ func Up(ctx context.Context, c *client.Client, r *rundir.Run, ws string, o Optio
 	return rec, nil
 }
 
-func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *devcontainer.Input, f *facade.Facade, ws string, uid uint32, o Options) error {
+func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *devcontainer.Input, f *devcontainer.Facade, ws string, uid uint32, o Options) error {
 	a := r.Assignment
-	wsVol := facade.WorkspaceVolume(a.RunID)
+	wsVol := devcontainer.WorkspaceVolume(a.RunID)
 	dir, err := engine.CreateVolume(ctx, c, wsVol, a.RunID)
 	if err != nil {
 		return err
@@ -118,7 +117,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 	res.Volumes[wsVol] = dir
 	for _, l := range a.Leases {
 		if l.Scope == branchbox.ScopeToolRequest {
-			name := facade.VolumeName(a.RunID, l.LeaseID)
+			name := devcontainer.VolumeName(a.RunID, l.LeaseID)
 			if res.Volumes[name], err = engine.CreateVolume(ctx, c, name, a.RunID); err != nil {
 				return err
 			}
@@ -132,7 +131,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 	// The engine mounts the sources by name: each is checked again, as
 	// the inode Load opened and holds, as late as BranchBox can; what the
 	// engine did mount is compared with the same inode after up.
-	want := facade.Expected(a, in.Config.WorkspaceFolder)
+	want := devcontainer.Expected(a, in.Config.WorkspaceFolder)
 	for i, b := range want.Binds {
 		dev, ino, ok := r.Held(b.Source)
 		if !ok {
@@ -144,7 +143,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		return err
 	}
 	o.step("verified")
-	if res.Container, err = devcontainerUp(ctx, o.CLI, ws, filepath.Join(f.Dir, facade.ConfigFile)); err != nil {
+	if res.Container, err = devcontainerUp(ctx, o.CLI, ws, filepath.Join(f.Dir, devcontainer.ConfigFile)); err != nil {
 		return withStartErrors(ctx, c, res.Project, err)
 	}
 	o.step("up")
@@ -170,7 +169,7 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 		if err != nil {
 			return err
 		}
-		if err := toolrequest.Init(res.Volumes[facade.VolumeName(a.RunID, l.LeaseID)], toolrequest.BindingOf(a, l), capability); err != nil {
+		if err := toolrequest.Init(res.Volumes[devcontainer.VolumeName(a.RunID, l.LeaseID)], toolrequest.BindingOf(a, l), capability); err != nil {
 			return err
 		}
 	}

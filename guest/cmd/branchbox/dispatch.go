@@ -9,8 +9,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
@@ -99,7 +99,7 @@ func (e *env) spool(r *rundir.Run) (*toolrequest.Spool, error) {
 	if _, _, _, err := engine.ProviderUser(ctx, c, rec.Container, rec.RemoteUser, rec.ContainerUser, ct.Container.Config.User, []uint32{*l.ConsumerUID}); err != nil {
 		return nil, err
 	}
-	dir, err := engine.VolumeDir(ctx, c, facade.VolumeName(a.RunID, l.LeaseID), a.RunID)
+	dir, err := engine.VolumeDir(ctx, c, devcontainer.VolumeName(a.RunID, l.LeaseID), a.RunID)
 	if err != nil {
 		return nil, err
 	}

@@ -14,9 +14,9 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 )
 
@@ -134,7 +134,7 @@ func inContainer(t *testing.T, id, user, script string) (string, error) {
 // with the run or of the project (the repository's named volumes).
 func runObjects(t *testing.T) []string {
 	t.Helper()
-	project := "label=com.docker.compose.project=" + facade.ProjectName(branchboxtest.RunID)
+	project := "label=com.docker.compose.project=" + devcontainer.ProjectName(branchboxtest.RunID)
 	run := "label=" + engine.RunLabel + "=" + branchboxtest.RunID
 	var out []string
 	for _, args := range [][]string{
@@ -379,7 +379,7 @@ func TestFinalInspectionOfEveryContainer(t *testing.T) {
 		t.Run(c.service+" "+c.yaml, func(t *testing.T) {
 			r, _ := launchable(t, composeExtra{}, nil)
 			override := "services:\n  " + c.service + ":\n    " + c.yaml + "\nvolumes:\n  root:\n    driver_opts: {type: none, o: bind, device: /}\n  extra: {}\n" +
-				"  bbws: {external: true, name: " + facade.WorkspaceVolume(branchboxtest.RunID) + "}\n  bbspool: {external: true, name: " + facade.VolumeName(branchboxtest.RunID, "delivery_requests") + "}\n"
+				"  bbws: {external: true, name: " + devcontainer.WorkspaceVolume(branchboxtest.RunID) + "}\n  bbspool: {external: true, name: " + devcontainer.VolumeName(branchboxtest.RunID, "delivery_requests") + "}\n"
 			out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", injectingCLI(t, override), "--json")
 			var rep struct{ Rule, Where, Error string }
 			json.Unmarshal([]byte(out), &rep)
@@ -490,7 +490,7 @@ func TestTeardownReportsWhatItCannotRemove(t *testing.T) {
 	if out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json"); code != 0 {
 		t.Fatalf("launch: exit %d: %s%s", code, out, errs)
 	}
-	vol := facade.ProjectName(branchboxtest.RunID) + "_dbdata"
+	vol := devcontainer.ProjectName(branchboxtest.RunID) + "_dbdata"
 	holder, err := exec.Command("docker", "run", "-d", "-v", vol+":/held", enginetest.ShellImage(t), "sleep", "1000").Output()
 	if err != nil {
 		t.Fatal(err)

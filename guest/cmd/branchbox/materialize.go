@@ -10,8 +10,8 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/teardown"
@@ -101,7 +101,7 @@ func (e *env) removeEngine() func() ([]engine.Removed, error) {
 		if err == nil {
 			defer c.Close()
 			if _, err = c.Ping(context.Background(), client.PingOptions{}); err == nil {
-				return engine.RemoveRun(context.Background(), c, e.o.runID, facade.ProjectName(e.o.runID))
+				return engine.RemoveRun(context.Background(), c, e.o.runID, devcontainer.ProjectName(e.o.runID))
 			}
 		}
 		if noRecord != nil {

@@ -12,8 +12,8 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 )
 
 // TestARepositoryValueCannotWriteTheCLIsComposeOverride (issue 38,
@@ -87,7 +87,7 @@ func launchConfigRefused(t *testing.T, r *branchboxtest.Run, config, rule, where
 // the removal's failures were dropped and the error said nothing of it.
 func TestAFailedLaunchNamesWhatItCouldNotRemove(t *testing.T) {
 	r, _ := launchable(t, composeExtra{}, nil)
-	vol := facade.ProjectName(branchboxtest.RunID) + "_dbdata"
+	vol := devcontainer.ProjectName(branchboxtest.RunID) + "_dbdata"
 	holder := "bb38-holder-" + branchboxtest.RunID
 	t.Cleanup(func() {
 		exec.Command("docker", "rm", "-f", holder).Run()
@@ -119,7 +119,7 @@ func TestATemplatesWorkspaceFolderLaunches(t *testing.T) {
 	ws := r.Assignment["workspace"].(map[string]any)["path"].(string)
 	config := strings.Replace(launchConfig, `"/workspaces/app"`, `"/workspaces/${localWorkspaceFolderBasename}"`, 1)
 	launchConfigRefused(t, r, config, "", "")
-	id, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+facade.ProjectName(branchboxtest.RunID), "--filter", "label=com.docker.compose.service=app").Output()
+	id, err := exec.Command("docker", "ps", "-q", "--filter", "label=com.docker.compose.project="+devcontainer.ProjectName(branchboxtest.RunID), "--filter", "label=com.docker.compose.service=app").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,8 +140,8 @@ func TestATemplatesNetworkModeLaunches(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("launch: exit %d: %s%s", code, out, errs)
 	}
-	mode, err := exec.Command("docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", facade.ProjectName(branchboxtest.RunID)+"-app-1").Output()
-	db, err2 := exec.Command("docker", "inspect", "-f", "{{.Id}}", facade.ProjectName(branchboxtest.RunID)+"-database-1").Output()
+	mode, err := exec.Command("docker", "inspect", "-f", "{{.HostConfig.NetworkMode}}", devcontainer.ProjectName(branchboxtest.RunID)+"-app-1").Output()
+	db, err2 := exec.Command("docker", "inspect", "-f", "{{.Id}}", devcontainer.ProjectName(branchboxtest.RunID)+"-database-1").Output()
 	if err != nil || err2 != nil || strings.TrimSpace(string(mode)) != "container:"+strings.TrimSpace(string(db)) {
 		t.Fatalf("the app's network mode %q, the database %q (%v %v)", mode, db, err, err2)
 	}
@@ -166,7 +166,7 @@ func TestATemplatesEnvFileLaunches(t *testing.T) {
 		t.Fatal(err)
 	}
 	launchRefused(t, r, composeExtra{database: "    env_file: db.env\n"}, "", "")
-	got, err := exec.Command("docker", "exec", facade.ProjectName(branchboxtest.RunID)+"-database-1", "sh", "-c", `printf '%s %s' "$POSTGRES_PASSWORD" "$POSTGRES_DB"`).CombinedOutput()
+	got, err := exec.Command("docker", "exec", devcontainer.ProjectName(branchboxtest.RunID)+"-database-1", "sh", "-c", `printf '%s %s' "$POSTGRES_PASSWORD" "$POSTGRES_DB"`).CombinedOutput()
 	if err != nil || string(got) != "pa$$word app" {
 		t.Fatalf("the database's environment: %q (%v)", got, err)
 	}

@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/facade"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
 )
 
@@ -60,7 +60,7 @@ func relaunched(t *testing.T, r *branchboxtest.Run) launch.Record {
 // mode, and a file's size and SHA-256, a symlink's target).
 func engineState(t *testing.T) []string {
 	t.Helper()
-	project := "label=com.docker.compose.project=" + facade.ProjectName(branchboxtest.RunID)
+	project := "label=com.docker.compose.project=" + devcontainer.ProjectName(branchboxtest.RunID)
 	run := "label=" + engine.RunLabel + "=" + branchboxtest.RunID
 	var out []string
 	for _, args := range [][]string{
@@ -149,7 +149,7 @@ func TestRelaunchAfterAKilledLaunch(t *testing.T) {
 	if out, errs, code := runIn("feature", "teardown", "coding-demo", "--run", branchboxtest.RunID, "--root", r.Root, "--force"); code != 0 {
 		t.Fatalf("teardown: exit %d: %s%s", code, out, errs)
 	}
-	wsVol := facade.WorkspaceVolume(branchboxtest.RunID)
+	wsVol := devcontainer.WorkspaceVolume(branchboxtest.RunID)
 	for _, step := range []string{"prepared", "volumes", "copied", "started"} {
 		t.Run(step, func(t *testing.T) {
 			r, _ := launchable(t, composeExtra{}, nil)
@@ -189,7 +189,7 @@ func TestRelaunchAfterAKilledLaunch(t *testing.T) {
 // this run's that appears after the clearing (a launch uses only volumes
 // it created) is refused too, and removed with the failed launch.
 func TestLaunchRefusesAVolumeItDidNotCreate(t *testing.T) {
-	wsVol := facade.WorkspaceVolume(branchboxtest.RunID)
+	wsVol := devcontainer.WorkspaceVolume(branchboxtest.RunID)
 	for _, c := range []struct{ name, label, at string }{
 		{"another run's", engine.RunLabel + "=other-run", ""},
 		{"unlabelled", "", ""},

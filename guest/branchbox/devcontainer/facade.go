@@ -1,11 +1,12 @@
-// Package facade generates what the Dev Containers CLI reads for a managed
+// The facade (facade.go) generates what the Dev Containers CLI reads for a managed
 // launch (Contract: BranchBox managed runtime manifest, "Preloaded service
 // images" and the Security contract): a Compose file and a devcontainer.json
 // made from the repository's, loaded literally by package devcontainer,
 // with every image path closed and only signed mounts. They are written
 // owner-only and durably into a directory of BranchBox's own, so the CLI
 // never reads a file the consumer can write.
-package facade
+
+package devcontainer
 
 import (
 	"bytes"
@@ -18,7 +19,6 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 )
@@ -65,7 +65,7 @@ func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-work
 
 // Generate builds the facade of a checked input for assignment a (which
 // must pass branchbox.ManagedLaunchError and whose service_images
-// devcontainer.CheckServiceImages accepted), for writing into dir
+// CheckServiceImages accepted), for writing into dir
 // (absolute). In the Compose file each bound service gets its assigned
 // image, no build and pull_policy: never, and loses every bind mount; the
 // primary service's volumes are exactly the signed read-only source/target
@@ -76,13 +76,13 @@ func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-work
 // them), and it has no security_opt (Docker's default seccomp profile)
 // and is not privileged. The config names the
 // facade Compose file, keeps the rest of the repository's keys but
-// what devcontainer.ConfigKeys passes, and turns updateRemoteUserUID off. Values are copied as
+// what ConfigKeys passes, and turns updateRemoteUserUID off. Values are copied as
 // loaded, so "$$" escapes, quotes and newlines reach the files unchanged.
-func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Facade, error) {
+func Generate(a *branchbox.Assignment, in *Input, dir string) (*Facade, error) {
 	if !filepath.IsAbs(dir) {
 		return nil, fmt.Errorf("facade directory %q is not absolute", dir)
 	}
-	if err := devcontainer.CheckServiceImages(a.ServiceImages, in.Project); err != nil {
+	if err := CheckServiceImages(a.ServiceImages, in.Project); err != nil {
 		return nil, err
 	}
 	// Built from the allow-list (package devcontainer refused the rest):
@@ -95,7 +95,7 @@ func Generate(a *branchbox.Assignment, in *devcontainer.Input, dir string) (*Fac
 		p.Networks[name] = types.NetworkConfig{Driver: n.Driver, Labels: n.Labels, Internal: n.Internal}
 	}
 	for name, s := range in.Project.Services {
-		p.Services[name] = allowed(name, s, a.ServiceImages[name])
+		p.Services[name] = allowedService(name, s, a.ServiceImages[name])
 		// A dependency on a disabled service (an outer tunnel connector)
 		// is dropped: it never runs.
 		for dep := range s.DependsOn {
@@ -184,13 +184,13 @@ func others(p *types.Project, primary string) map[string]engine.Mounts {
 // file). With it, the line copied is always this one.
 const versionHead = "x-branchbox:\n  version: branchbox\n"
 
-// allowed is service s as the facade writes it: only the fields of the
+// allowedService is service s as the facade writes it: only the fields of the
 // Compose allow-list (devcontainer's serviceKeys), the signed image, no
 // build, pull_policy never, no bind mount, each network entry's aliases
 // only. A field not copied here is not started, whatever the repository
 // wrote (privileged, cap_add, devices, pid, network_mode, ports,
 // security_opt, use_api_socket, ...).
-func allowed(name string, s types.ServiceConfig, image string) types.ServiceConfig {
+func allowedService(name string, s types.ServiceConfig, image string) types.ServiceConfig {
 	out := types.ServiceConfig{Name: name, Profiles: s.Profiles, Restart: s.Restart}
 	out.Image, out.PullPolicy = image, types.PullPolicyNever
 	out.Command, out.Entrypoint, out.Environment = s.Command, s.Entrypoint, s.Environment
@@ -270,12 +270,12 @@ func linked(a *branchbox.Assignment, id string) bool {
 }
 
 // generateConfig is the facade devcontainer.json: the repository's keys
-// that devcontainer.ConfigKeys passes, naming only the facade Compose file, with remote
+// that ConfigKeys passes, naming only the facade Compose file, with remote
 // user UID rewriting off (it would build a "-uid" image).
-func generateConfig(c *devcontainer.Config, composePath string) ([]byte, error) {
+func generateConfig(c *Config, composePath string) ([]byte, error) {
 	out := make(map[string]any, len(c.Raw))
 	for k, v := range c.Raw {
-		if _, ok := devcontainer.ConfigKeys[k]; ok {
+		if _, ok := ConfigKeys[k]; ok {
 			out[k] = v
 		}
 	}

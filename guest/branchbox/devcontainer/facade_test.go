@@ -1,4 +1,4 @@
-package facade
+package devcontainer
 
 import (
 	"bytes"
@@ -16,7 +16,6 @@ import (
 	"github.com/compose-spec/compose-go/v2/types"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 )
 
@@ -117,7 +116,7 @@ func generated(t *testing.T) (string, *Facade) {
 			t.Fatal(err)
 		}
 	}
-	in, err := devcontainer.Load(context.Background(), repo)
+	in, err := Load(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +293,7 @@ func TestFacadeClosesImagePathsAndMountsOnlySignedPairs(t *testing.T) {
 // an absolute clean path outside the lease namespace.
 func TestFacadeNeedsAWorkspaceFolder(t *testing.T) {
 	for _, ws := range []string{"", "workspace", "/", "/a/../b", "/run/branchbox/leases/shared/x"} {
-		in := &devcontainer.Input{Config: &devcontainer.Config{Path: ".devcontainer.json", Service: "app", WorkspaceFolder: ws},
+		in := &Input{Config: &Config{Path: ".devcontainer.json", Service: "app", WorkspaceFolder: ws},
 			Project: &types.Project{Services: types.Services{"app": {Name: "app"}, "database": {Name: "database"}}}}
 		_, err := Generate(assignment(), in, "/tmp/facade")
 		if branchbox.RuleOf(err) != branchbox.RuleDevcontainer || !strings.Contains(err.Error(), "workspaceFolder") {
@@ -318,7 +317,7 @@ func TestTheVersionLineTheCLICopiesIsTheFacadesOwn(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in, err := devcontainer.Load(context.Background(), repo)
+	in, err := Load(context.Background(), repo)
 	if err != nil {
 		t.Fatal(err)
 	}
