@@ -20,7 +20,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
 // The generated files' names in the facade directory.
@@ -292,14 +292,14 @@ func generateConfig(c *Config, composePath string) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// Write stores the facade durably and owner-only (ledger.WriteFile: temp
+// Write stores the facade durably and owner-only (rundir.WriteFile: temp
 // file, fsync, rename, directory fsync; dir created 0700): the Compose
 // file first, so a config on disk never names a missing one.
 func Write(f *Facade) error {
-	if err := ledger.WriteFile(f.Dir, ComposeFile, f.Compose); err != nil {
+	if err := rundir.WriteFile(f.Dir, ComposeFile, f.Compose); err != nil {
 		return fmt.Errorf("facade: %w", err)
 	}
-	if err := ledger.WriteFile(f.Dir, ConfigFile, f.Config); err != nil {
+	if err := rundir.WriteFile(f.Dir, ConfigFile, f.Config); err != nil {
 		return fmt.Errorf("facade: %w", err)
 	}
 	return nil

@@ -9,7 +9,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
@@ -28,22 +27,22 @@ type Record struct {
 
 // FacadeDir is where a run's generated files go.
 func FacadeDir(root, runID string) string {
-	return filepath.Join(ledger.StateDir(root, runID), "facade")
+	return filepath.Join(rundir.StateDir(root, runID), "facade")
 }
 
-// WriteRecord stores rec durably, owner-only (ledger.WriteFile).
+// WriteRecord stores rec durably, owner-only (rundir.WriteFile).
 func WriteRecord(root, runID string, rec *Record) error {
 	data, err := json.MarshalIndent(rec, "", "  ")
 	if err != nil {
 		return err
 	}
-	return ledger.WriteFile(ledger.StateDir(root, runID), RecordFile, append(data, '\n'))
+	return rundir.WriteFile(rundir.StateDir(root, runID), RecordFile, append(data, '\n'))
 }
 
 // ReadRecord loads the run's launch record (opened without following
 // symlinks); a run never launched wraps fs.ErrNotExist.
 func ReadRecord(root, runID string) (*Record, error) {
-	path := filepath.Join(ledger.StateDir(root, runID), RecordFile)
+	path := filepath.Join(rundir.StateDir(root, runID), RecordFile)
 	fd, err := rundir.OpenPath(path, unix.O_RDONLY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

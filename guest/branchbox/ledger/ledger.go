@@ -19,7 +19,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
-	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
 // Ledger is what materialize did for one run.
@@ -36,11 +35,10 @@ type Ledger struct {
 	MaterializedAt time.Time       `json:"materialized_at"`
 }
 
-// StateDir is the run's state directory, removed whole by teardown.
-func StateDir(root, runID string) string { return filepath.Join(root, "state", runID) }
-
 // Path is the ledger file.
-func Path(root, runID string) string { return filepath.Join(StateDir(root, runID), "ledger.json") }
+func Path(root, runID string) string {
+	return filepath.Join(rundir.StateDir(root, runID), "ledger.json")
+}
 
 // Write stores l durably (owner 0600 in 0700 directories).
 func Write(root string, l *Ledger) error {
@@ -48,28 +46,7 @@ func Write(root string, l *Ledger) error {
 	if err != nil {
 		return err
 	}
-	return WriteFile(StateDir(root, l.RunID), "ledger.json", append(data, '\n'))
-}
-
-// WriteFile writes dir/name durably and owner-only, creating dir (0700)
-// and its parent (0700) when missing, without following symlinks: a temp
-// file in dir, fsync, rename, fsync of dir. Receipts are written with it too.
-func WriteFile(dir, name string, data []byte) error {
-	for _, d := range []string{filepath.Dir(dir), dir} {
-		if err := unix.Mkdir(d, 0o700); err != nil && err != unix.EEXIST {
-			return fmt.Errorf("create %s: %w", d, err)
-		}
-	}
-	dfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
-	if err != nil {
-		return fmt.Errorf("open %s: %w", dir, err)
-	}
-	defer unix.Close(dfd)
-	err = durable.WriteAt(dfd, name, durable.File{Data: data, Mode: 0o600, Temp: fmt.Sprintf(".%s.%d.tmp", name, os.Getpid())})
-	if err != nil {
-		return fmt.Errorf("write %s/%s: %w", dir, name, err)
-	}
-	return nil
+	return rundir.WriteFile(rundir.StateDir(root, l.RunID), "ledger.json", append(data, '\n'))
 }
 
 // Read loads the run's ledger; a missing one wraps fs.ErrNotExist.

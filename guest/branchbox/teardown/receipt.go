@@ -4,7 +4,7 @@ import (
 	"encoding/json"
 	"path/filepath"
 
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
 // write stores the receipt durably at rc.Path (owner-only).
@@ -13,5 +13,5 @@ func (rc *Receipt) write() error {
 	if err != nil {
 		return err
 	}
-	return ledger.WriteFile(filepath.Dir(rc.Path), filepath.Base(rc.Path), append(data, '\n'))
+	return rundir.WriteFile(filepath.Dir(rc.Path), filepath.Base(rc.Path), append(data, '\n'))
 }

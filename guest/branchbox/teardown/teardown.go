@@ -104,7 +104,7 @@ func Run(opt branchbox.Options, runID string, feature string, force bool, remove
 		rc.prune(l)
 	}
 	rc.tree(opt.RunDir(runID))
-	rc.tree(ledger.StateDir(root, runID))
+	rc.tree(rundir.StateDir(root, runID))
 	rc.ResidueFree = len(rc.Residue) == 0
 	rc.TornDownAt = time.Now().UTC()
 	rc.Path = filepath.Join(root, "receipts", runID+".json")

@@ -19,7 +19,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
@@ -33,7 +32,7 @@ type Record struct {
 
 // Dir is the replay ledger of one tool-request lease.
 func ReplayDir(root, runID, leaseID string) string {
-	return filepath.Join(ledger.StateDir(root, runID), "replay", leaseID)
+	return filepath.Join(rundir.StateDir(root, runID), "replay", leaseID)
 }
 
 // lockRequest serializes one request id across processes with an exclusive
@@ -70,7 +69,7 @@ func lockRequest(dir, id string) (func(), error) {
 
 // claimRecord records req under its id, or checks it against the record
 // already there, and returns the record to act on (hold lockRequest meanwhile):
-//   - no record: the new one is written durably (ledger.WriteFile) before
+//   - no record: the new one is written durably (rundir.WriteFile) before
 //     claimRecord returns, so the relay may start;
 //   - another fingerprint: a changed same-id request, terminal;
 //   - a cached response: returned, the endpoint is not contacted again;
@@ -116,7 +115,7 @@ func store(dir, id string, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	if err := ledger.WriteFile(dir, id+".json", data); err != nil {
+	if err := rundir.WriteFile(dir, id+".json", data); err != nil {
 		return fmt.Errorf("replay record %s: %w", id, err)
 	}
 	return nil
