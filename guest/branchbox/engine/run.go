@@ -32,7 +32,7 @@ const composeProject = "com.docker.compose.project"
 // as if it had made it. So a volume that exists already is refused (rule
 // request-spool), whoever's it is: another run's, or one nobody labelled,
 // is never reused (nor removed); this run's is what an unfinished launch
-// left, which the launch clears before it creates any (launch.Up), so one
+// left, which the launch clears before it creates any (feature.Up), so one
 // found here appeared meanwhile.
 func CreateVolume(ctx context.Context, c *client.Client, name, runID string) (string, error) {
 	res, err := c.VolumeInspect(ctx, name, client.VolumeInspectOptions{})

@@ -11,8 +11,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/toolrequest"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
@@ -79,7 +78,7 @@ func (e *env) spool(r *rundir.Run) (*toolrequest.Spool, error) {
 		return nil, branchbox.Refuse(branchbox.RuleToolRequest, "--lease "+e.o.lease, "is not a tool-request lease of run %s", a.RunID)
 	}
 	endpoint := a.Lease(l.EndpointLeaseID)
-	rec, err := launch.ReadRecord(e.o.root, a.RunID)
+	rec, err := feature.ReadRecord(e.o.root, a.RunID)
 	if err != nil {
 		return nil, fmt.Errorf("run %s is not launched (feature launch first): %w", a.RunID, err)
 	}
@@ -120,7 +119,7 @@ func (e *env) spool(r *rundir.Run) (*toolrequest.Spool, error) {
 // recorded it at materialize (device, inode), answered by owner or root:
 // the relay dials that inode only (toolrequest/relay.go).
 func recordedEndpoint(root, runID, path string, owner uint32) (toolrequest.Endpoint, error) {
-	l, err := ledger.Read(root, runID)
+	l, err := feature.ReadLedger(root, runID)
 	if err != nil {
 		return toolrequest.Endpoint{}, fmt.Errorf("run %s's ledger: %w", runID, err)
 	}

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/provider"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 )
 
@@ -30,7 +30,7 @@ func (e *env) exec() int {
 	if e.o.inherit != "" {
 		inherit = strings.Split(e.o.inherit, ",")
 	}
-	c, err := provider.Prepare(r, provider.Request{Consumer: e.o.consumer, Executable: e.o.executable,
+	c, err := feature.PrepareProvider(r, feature.ProviderRequest{Consumer: e.o.consumer, Executable: e.o.executable,
 		Inherit: inherit, Args: e.o.argv}, os.LookupEnv, time.Now())
 	if err != nil {
 		return e.fail(err)

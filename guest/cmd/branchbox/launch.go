@@ -11,8 +11,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 )
 
@@ -25,7 +24,7 @@ func findRun(root, name string) (string, error) {
 	}
 	var runs []string
 	for _, d := range dirs {
-		if l, err := ledger.Read(root, d.Name()); err == nil && l.Feature == name {
+		if l, err := feature.ReadLedger(root, d.Name()); err == nil && l.Feature == name {
 			runs = append(runs, l.RunID)
 		}
 	}
@@ -38,11 +37,11 @@ func findRun(root, name string) (string, error) {
 	return "", branchbox.Refuse(branchbox.RuleRunDirectory, filepath.Join(root, "state"), "feature %s has %d materialized runs %v; name one with --run", name, len(runs), runs)
 }
 
-// launchStep is told each step of a launch (launch.Options.Step): nil but
+// launchStep is told each step of a launch (feature.Options.Step): nil but
 // in the tests that race a swapped source against it.
 var launchStep func(step string)
 
-// launch starts the run's managed Dev Container (package launch) from
+// launch starts the run's managed Dev Container (package feature) from
 // the materialized workspace and records it for dispatch-tool.
 func (e *env) launch() int {
 	r, err := e.load()
@@ -50,14 +49,14 @@ func (e *env) launch() int {
 		return e.fail(err)
 	}
 	defer r.Close()
-	l, err := ledger.Read(e.o.root, r.Assignment.RunID)
+	l, err := feature.ReadLedger(e.o.root, r.Assignment.RunID)
 	if err != nil {
 		return e.fail(fmt.Errorf("run %s is not materialized (feature materialize first): %w", r.Assignment.RunID, err))
 	}
 	if err := r.SameSources(l.Sources); err != nil {
 		return e.fail(err)
 	}
-	if _, err := launch.ReadRecord(e.o.root, r.Assignment.RunID); err == nil {
+	if _, err := feature.ReadRecord(e.o.root, r.Assignment.RunID); err == nil {
 		return e.fail(branchbox.Refuse(branchbox.RuleReuse, r.Assignment.RunID, "is launched already; tear it down and start a new run"))
 	}
 	c, err := engine.Connect()
@@ -65,11 +64,11 @@ func (e *env) launch() int {
 		return e.fail(err)
 	}
 	defer c.Close()
-	rec, err := launch.Up(context.Background(), c, r, l.Workspace.Path, launch.Options{CLI: e.o.cli, Facade: launch.FacadeDir(e.o.root, r.Assignment.RunID), Step: launchStep})
+	rec, err := feature.Up(context.Background(), c, r, l.Workspace.Path, feature.Options{CLI: e.o.cli, Facade: feature.FacadeDir(e.o.root, r.Assignment.RunID), Step: launchStep})
 	if err != nil {
 		return e.fail(err)
 	}
-	if err := launch.WriteRecord(e.o.root, r.Assignment.RunID, rec); err != nil {
+	if err := feature.WriteRecord(e.o.root, r.Assignment.RunID, rec); err != nil {
 		return e.fail(err)
 	}
 	cleared := ""

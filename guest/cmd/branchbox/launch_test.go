@@ -17,7 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 )
 
 // devcontainerCLI is the real @devcontainers/cli that make setup caches.
@@ -172,7 +172,7 @@ func TestManagedLaunch(t *testing.T) {
 	}
 	var res struct {
 		Status string
-		Launch launch.Record
+		Launch feature.Record
 	}
 	if err := json.Unmarshal([]byte(out), &res); err != nil || res.Status != "launched" || res.Launch.User != "dev" || res.Launch.UID != 1000 {
 		t.Fatalf("launch: %v %s", err, out)
@@ -453,7 +453,7 @@ func TestLaunchAndDispatchBadInput(t *testing.T) {
 			t.Errorf("%v: exit %d, want %d saying %q: %s%s", c.args[1:], code, c.code, c.says, out, errs)
 		}
 	}
-	if _, err := launch.ReadRecord(r.Root, branchboxtest.RunID); err == nil {
+	if _, err := feature.ReadRecord(r.Root, branchboxtest.RunID); err == nil {
 		t.Fatal("a refused launch left a launch record")
 	}
 }
@@ -466,7 +466,7 @@ func TestTeardownOfALaunchWithoutTheEngineIsResidue(t *testing.T) {
 	for _, launched := range []bool{false, true} {
 		r := materialized(t)
 		if launched {
-			if err := launch.WriteRecord(r.Root, branchboxtest.RunID, &launch.Record{Service: "app"}); err != nil {
+			if err := feature.WriteRecord(r.Root, branchboxtest.RunID, &feature.Record{Service: "app"}); err != nil {
 				t.Fatal(err)
 			}
 		}

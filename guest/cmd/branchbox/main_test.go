@@ -16,7 +16,7 @@ import (
 // TestMain runs the test binary as branchbox itself when asked, so exec's
 // replacement of the process is tested for real; with
 // BRANCHBOX_TEST_KILL_AT=STEP a launch SIGKILLs itself at that step
-// (launch.Options.Step), as a crash: no deferred cleanup runs.
+// (feature.Options.Step), as a crash: no deferred cleanup runs.
 func TestMain(m *testing.M) {
 	if os.Getenv("BRANCHBOX_TEST_AS_MAIN") == "1" {
 		if at := os.Getenv("BRANCHBOX_TEST_KILL_AT"); at != "" {

@@ -12,9 +12,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/teardown"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 )
@@ -28,9 +26,9 @@ func (e *env) materialize() int {
 		return e.fail(err)
 	}
 	defer r.Close()
-	if _, err := ledger.Read(e.o.root, r.Assignment.RunID); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := feature.ReadLedger(e.o.root, r.Assignment.RunID); !errors.Is(err, fs.ErrNotExist) {
 		if err == nil {
-			err = branchbox.Refuse(branchbox.RuleReuse, ledger.Path(e.o.root, r.Assignment.RunID), "run %s is already materialized; tear it down and start a new run", r.Assignment.RunID)
+			err = branchbox.Refuse(branchbox.RuleReuse, feature.LedgerPath(e.o.root, r.Assignment.RunID), "run %s is already materialized; tear it down and start a new run", r.Assignment.RunID)
 		}
 		return e.fail(err)
 	}
@@ -39,29 +37,29 @@ func (e *env) materialize() int {
 		return e.fail(err)
 	}
 	a := r.Assignment
-	l := &ledger.Ledger{RunID: a.RunID, Feature: a.Feature, Version: a.Version, OwnerUID: r.Owner,
+	l := &feature.Ledger{RunID: a.RunID, Feature: a.Feature, Version: a.Version, OwnerUID: r.Owner,
 		Repository: a.Repository.Path, Workspace: res, Sources: r.Sources, MaterializedAt: time.Now().UTC()}
-	if err := ledger.Write(e.o.root, l); err != nil {
+	if err := feature.WriteLedger(e.o.root, l); err != nil {
 		return e.fail(err)
 	}
 	e.log.Send(journal.Info, msgDone, fmt.Sprintf("materialized %s: branch %s in %s (delegated: %v), %d sources", a.Feature, a.Branch, res.Path, res.Delegated, len(r.Sources)),
 		"BRANCHBOX_WORKSPACE", res.Path)
 	if e.o.json {
 		e.printJSON(map[string]any{"status": "materialized", "run_id": a.RunID, "feature": a.Feature,
-			"workspace": res, "sources": r.Sources, "ledger": ledger.Path(e.o.root, a.RunID)})
+			"workspace": res, "sources": r.Sources, "ledger": feature.LedgerPath(e.o.root, a.RunID)})
 		return exitOK
 	}
 	fmt.Fprintf(e.stdout, "materialized %s: branch %s checked out in %s", a.Feature, a.Branch, res.Path)
 	if res.Delegated {
 		fmt.Fprintf(e.stdout, ", delegated to group %d (the shared Git metadata too: teardown needs --force)", res.ConsumerGID)
 	}
-	fmt.Fprintf(e.stdout, "\nledger: %s (%d sources)\n", ledger.Path(e.o.root, a.RunID), len(r.Sources))
+	fmt.Fprintf(e.stdout, "\nledger: %s (%d sources)\n", feature.LedgerPath(e.o.root, a.RunID), len(r.Sources))
 	return exitOK
 }
 
 // teardown removes the run and writes its receipt; residue exits 1.
 func (e *env) teardown() int {
-	rc, err := teardown.Run(e.opt, e.o.runID, e.o.name, e.o.force, e.removeEngine())
+	rc, err := feature.Teardown(e.opt, e.o.runID, e.o.name, e.o.force, e.removeEngine())
 	if err != nil && rc == nil {
 		return e.fail(err)
 	}
@@ -95,7 +93,7 @@ func (e *env) teardown() int {
 // record an unreachable engine means nothing was launched; with one it is
 // residue.
 func (e *env) removeEngine() func() ([]engine.Removed, error) {
-	_, noRecord := launch.ReadRecord(e.o.root, e.o.runID)
+	_, noRecord := feature.ReadRecord(e.o.root, e.o.runID)
 	return func() ([]engine.Removed, error) {
 		c, err := engine.Connect()
 		if err == nil {

@@ -16,11 +16,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/devcontainer"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 )
 
 // killedLaunch runs `feature launch` of r as a real process that SIGKILLs
-// itself at step (launch.Options.Step) and checks that SIGKILL ended it.
+// itself at step (feature.Options.Step) and checks that SIGKILL ended it.
 func killedLaunch(t *testing.T, r *branchboxtest.Run, step string) {
 	t.Helper()
 	self, err := os.Executable()
@@ -40,12 +40,12 @@ func killedLaunch(t *testing.T, r *branchboxtest.Run, step string) {
 }
 
 // relaunched launches r in this process and returns its record.
-func relaunched(t *testing.T, r *branchboxtest.Run) launch.Record {
+func relaunched(t *testing.T, r *branchboxtest.Run) feature.Record {
 	t.Helper()
 	out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
 	var res struct {
 		Status string
-		Launch launch.Record
+		Launch feature.Record
 	}
 	if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil || res.Status != "launched" {
 		t.Fatalf("launch: exit %d (%v): %s%s", code, err, out, errs)
@@ -175,7 +175,7 @@ func TestRelaunchAfterAKilledLaunch(t *testing.T) {
 			if got := engineState(t); !slices.Equal(got, clean) {
 				t.Fatalf("after the relaunch the engine holds\n%s\nwhere a clean launch holds\n%s", strings.Join(got, "\n"), strings.Join(clean, "\n"))
 			}
-			if _, err := launch.ReadRecord(r.Root, branchboxtest.RunID); err != nil {
+			if _, err := feature.ReadRecord(r.Root, branchboxtest.RunID); err != nil {
 				t.Fatalf("the relaunch left no launch record: %v", err)
 			}
 		})

@@ -22,7 +22,7 @@ import (
 // let launch exit 0 and the provider read /etc/passwd through the lease.
 func TestLeaseSourceSwappedAtEachStep(t *testing.T) {
 	type swap struct {
-		step string // launch.Options.Step's, "materialized" (before launch) or "cli" (in the CLI)
+		step string // feature.Options.Step's, "materialized" (before launch) or "cli" (in the CLI)
 		dir  bool   // a directory in its place rather than a symlink
 		rule string
 		code int

@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/branchboxtest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/teardown"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 )
 
 func materialized(t *testing.T) *branchboxtest.Run {
@@ -29,9 +29,9 @@ func materialized(t *testing.T) *branchboxtest.Run {
 	return r
 }
 
-func receipt(t *testing.T, out string) *teardown.Receipt {
+func receipt(t *testing.T, out string) *feature.Receipt {
 	t.Helper()
-	var rc teardown.Receipt
+	var rc feature.Receipt
 	if err := json.Unmarshal([]byte(out), &rc); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/launch"
+	"github.com/cocoonbox/cocoonbox/guest/branchbox/feature"
 )
 
 // templates is the devcontainers/templates corpus package devcontainer
@@ -50,7 +50,7 @@ func TestTheDatabaseTemplatesLaunch(t *testing.T) {
 				delete(m, "port_proxy_image")
 			})
 			out, errs, code := runIn("feature", "launch", "coding-demo", "--root", r.Root, "--devcontainer-cli", devcontainerCLI, "--json")
-			var res struct{ Launch launch.Record }
+			var res struct{ Launch feature.Record }
 			if err := json.Unmarshal([]byte(out), &res); code != 0 || err != nil {
 				t.Fatalf("launch: exit %d (%v): %s%s", code, err, out, errs)
 			}

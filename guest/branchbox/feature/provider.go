@@ -1,11 +1,12 @@
-// Package provider prepares the start of a provider for a consumer
+// The provider (provider.go) prepares the start of a provider for a consumer
 // (Contract: BranchBox managed runtime manifest, Security contract: "A
 // provider starts only when the requested executable and inherited
 // environment exactly match one live model-identity lease", "Provider
 // execution starts from an empty process environment, adding only a fixed
 // safe PATH, the exact signed inherited names, and the exact digest-bound
 // provider-environment bindings").
-package provider
+
+package feature
 
 import (
 	"fmt"
@@ -22,8 +23,8 @@ import (
 // executable is looked up.
 const SafePath = "/usr/local/bin:/usr/bin:/bin"
 
-// Request is what the caller asks to start.
-type Request struct {
+// ProviderRequest is what the caller asks to start.
+type ProviderRequest struct {
 	Consumer   string
 	Executable string
 	// Inherit names the caller's variables the provider inherits; it must
@@ -49,7 +50,7 @@ type Command struct {
 	Dir      string
 }
 
-// Prepare matches req against the run's live model-identity leases and
+// PrepareProvider matches req against the run's live model-identity leases and
 // builds the provider's environment. getenv reads the caller's environment
 // (os.LookupEnv). Provider-environment values of the lease's consumer are
 // read again from disk now, with every file check and their digests
@@ -58,7 +59,7 @@ type Command struct {
 // Errors: a *branchbox.RuleError with RuleProvider when nothing matches
 // exactly or an inherited name is unset; the value file's refusal when a
 // value changed after signing (RuleDigest) or its file moved.
-func Prepare(r *rundir.Run, req Request, getenv func(string) (string, bool), now time.Time) (*Command, error) {
+func PrepareProvider(r *rundir.Run, req ProviderRequest, getenv func(string) (string, bool), now time.Time) (*Command, error) {
 	a := r.Assignment
 	lease, err := match(a, req, now)
 	if err != nil {
@@ -101,7 +102,7 @@ func Prepare(r *rundir.Run, req Request, getenv func(string) (string, bool), now
 }
 
 // match finds the one live model-identity lease that req names exactly.
-func match(a *branchbox.Assignment, req Request, now time.Time) (*branchbox.Lease, error) {
+func match(a *branchbox.Assignment, req ProviderRequest, now time.Time) (*branchbox.Lease, error) {
 	want := slices.Clone(req.Inherit)
 	slices.Sort(want)
 	for i := range a.Leases {

@@ -1,10 +1,11 @@
-// Package ledger is a run's record of what BranchBox materialized, which
+// The ledger (ledger.go) is a run's record of what BranchBox materialized, which
 // teardown reads to remove exactly that (Contract: BranchBox managed
 // runtime manifest, Security contract: "Teardown removes every recorded
 // materialization"). It lives in <root>/state/<run_id>/ledger.json, owner
 // only, beside what part 2 keeps there (the replay ledger), and is written
 // the durable way: temp file, fsync, rename, directory fsync.
-package ledger
+
+package feature
 
 import (
 	"encoding/json"
@@ -35,13 +36,13 @@ type Ledger struct {
 	MaterializedAt time.Time       `json:"materialized_at"`
 }
 
-// Path is the ledger file.
-func Path(root, runID string) string {
+// LedgerPath is the ledger file.
+func LedgerPath(root, runID string) string {
 	return filepath.Join(rundir.StateDir(root, runID), "ledger.json")
 }
 
-// Write stores l durably (owner 0600 in 0700 directories).
-func Write(root string, l *Ledger) error {
+// WriteLedger stores l durably (owner 0600 in 0700 directories).
+func WriteLedger(root string, l *Ledger) error {
 	data, err := json.MarshalIndent(l, "", "  ")
 	if err != nil {
 		return err
@@ -49,9 +50,9 @@ func Write(root string, l *Ledger) error {
 	return rundir.WriteFile(rundir.StateDir(root, l.RunID), "ledger.json", append(data, '\n'))
 }
 
-// Read loads the run's ledger; a missing one wraps fs.ErrNotExist.
-func Read(root, runID string) (*Ledger, error) {
-	path := Path(root, runID)
+// ReadLedger loads the run's ledger; a missing one wraps fs.ErrNotExist.
+func ReadLedger(root, runID string) (*Ledger, error) {
+	path := LedgerPath(root, runID)
 	fd, err := rundir.OpenPath(path, unix.O_RDONLY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

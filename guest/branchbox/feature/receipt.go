@@ -1,4 +1,4 @@
-package teardown
+package feature
 
 import (
 	"encoding/json"

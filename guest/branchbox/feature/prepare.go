@@ -1,7 +1,8 @@
-// Package launch runs a managed Dev Containers launch (Contract: BranchBox
+// A launch (prepare.go, up.go, cli.go, clear.go, record.go) runs a managed Dev Containers launch (Contract: BranchBox
 // managed runtime manifest, "Preloaded service images"). Prepare is the
 // part before anything starts.
-package launch
+
+package feature
 
 import (
 	"context"

@@ -1,10 +1,11 @@
-// Package teardown removes a run (Contract: BranchBox managed runtime
+// Teardown (teardown.go, receipt.go) removes a run (Contract: BranchBox managed runtime
 // manifest, Security contract: "Teardown removes every recorded
 // materialization, including non-empty shared directories and Unix
 // sockets, every exact request volume, and the replay ledger. Any source
 // that cannot be removed is reported as residue and prevents a
 // residue-free teardown receipt.") and writes its receipt.
-package teardown
+
+package feature
 
 import (
 	"errors"
@@ -18,7 +19,6 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine"
-	"github.com/cocoonbox/cocoonbox/guest/branchbox/ledger"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
 )
@@ -44,7 +44,7 @@ type Residue struct {
 	Error string `json:"error"`
 }
 
-// Run tears the run down: the workspace its ledger records (then `git
+// Teardown tears the run down: the workspace its ledger records (then `git
 // worktree prune`), the run directory with every source in it, and the
 // state directory with the ledger; then it writes the receipt.
 //
@@ -60,18 +60,18 @@ type Residue struct {
 // Errors: a RuleForce refusal; fs.ErrNotExist when there is neither a
 // ledger nor a run directory; an error writing the receipt. Residue is
 // not an error: the receipt says it.
-func Run(opt branchbox.Options, runID string, feature string, force bool, removeEngine func() ([]engine.Removed, error)) (*Receipt, error) {
+func Teardown(opt branchbox.Options, runID string, feature string, force bool, removeEngine func() ([]engine.Removed, error)) (*Receipt, error) {
 	root := opt.Root
 	if root == "" {
 		root = branchbox.Root
 	}
 	rc := &Receipt{RunID: runID, Feature: feature, Removed: []string{}, Residue: []Residue{}}
-	l, err := ledger.Read(root, runID)
+	l, err := ReadLedger(root, runID)
 	switch {
 	case err == nil:
 		rc.Version = l.Version
 		if l.Feature != feature {
-			return nil, branchbox.Refuse(branchbox.RuleRunDirectory, ledger.Path(root, runID), "is the ledger of feature %q, not %q", l.Feature, feature)
+			return nil, branchbox.Refuse(branchbox.RuleRunDirectory, LedgerPath(root, runID), "is the ledger of feature %q, not %q", l.Feature, feature)
 		}
 	case errors.Is(err, fs.ErrNotExist):
 		opt.SkipExpiry = true
@@ -168,7 +168,7 @@ func (rc *Receipt) left(path string, err error) {
 
 // prune drops the removed worktree's record from the shared Git
 // metadata, as the runtime owner; what it cannot drop is residue.
-func (rc *Receipt) prune(l *ledger.Ledger) {
+func (rc *Receipt) prune(l *Ledger) {
 	name := filepath.Join(l.Workspace.GitDir, "worktrees", filepath.Base(l.Workspace.Path))
 	if out, err := workspace.Git(l.Repository, l.OwnerUID, "worktree", "prune"); err != nil {
 		rc.left(name, fmt.Errorf("git worktree prune: %w: %s", err, out))
