@@ -231,7 +231,7 @@ func checkLabels(where string, labels types.Labels, o order) error {
 	return nil
 }
 
-// ConfigKeys are the devcontainer.json keys a managed launch passes to the
+// configKeys are the devcontainer.json keys a managed launch passes to the
 // Dev Containers CLI, each with why it is safe; facade.go writes
 // the generated configuration from these only. configDropped are removed
 // as the contract says (builds and features: images come from
@@ -239,7 +239,7 @@ func checkLabels(where string, labels types.Labels, o order) error {
 // guest; privileged, securityOpt and capAdd would weaken the container).
 // Any other key is refused (rule devcontainer-config): runArgs, appPort,
 // workspaceMount, hostRequirements (GPUs) and whatever the CLI learns next.
-var ConfigKeys = map[string]string{
+var configKeys = map[string]string{
 	"name":                 "a display name",
 	"dockerComposeFile":    "replaced by the facade's Compose file",
 	"service":              "the primary service, checked to be runnable",
@@ -272,10 +272,10 @@ var configDropped = map[string]bool{"build": true, "dockerFile": true, "image": 
 	"privileged": true, "securityOpt": true, "capAdd": true}
 
 // checkConfigKeys refuses a devcontainer.json key that is neither passed
-// (ConfigKeys) nor dropped (configDropped).
+// (configKeys) nor dropped (configDropped).
 func checkConfigKeys(place string, raw map[string]any, o order) error {
 	for _, k := range keys(o, raw, "") {
-		if _, ok := ConfigKeys[k]; !ok && !configDropped[k] {
+		if _, ok := configKeys[k]; !ok && !configDropped[k] {
 			return branchbox.Refuse(branchbox.RuleDevcontainer, place+": "+k, "is not a devcontainer.json key a managed launch allows")
 		}
 	}

@@ -14,7 +14,7 @@ import (
 // literal values of its files (issue 38, Deliver 3: five Compose templates
 // set env_file: .env inside the repository). Each file is read by
 // BranchBox as every repository file is (readBeneath: below the
-// repository dfd, no symlink, a regular file of at most MaxFile bytes),
+// repository dfd, no symlink, a regular file of at most maxFile bytes),
 // relative to dir (the project directory, as Compose resolves it), in
 // Compose's dotenv format; a value that reads the launcher's environment
 // (a bare KEY, or any $VAR: Compose looks a variable up there before the

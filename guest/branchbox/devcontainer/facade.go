@@ -76,7 +76,7 @@ func WorkspaceVolume(runID string) string { return "branchbox-" + runID + "-work
 // them), and it has no security_opt (Docker's default seccomp profile)
 // and is not privileged. The config names the
 // facade Compose file, keeps the rest of the repository's keys but
-// what ConfigKeys passes, and turns updateRemoteUserUID off. Values are copied as
+// what configKeys passes, and turns updateRemoteUserUID off. Values are copied as
 // loaded, so "$$" escapes, quotes and newlines reach the files unchanged.
 func Generate(a *branchbox.Assignment, in *Input, dir string) (*Facade, error) {
 	if !filepath.IsAbs(dir) {
@@ -270,12 +270,12 @@ func linked(a *branchbox.Assignment, id string) bool {
 }
 
 // generateConfig is the facade devcontainer.json: the repository's keys
-// that ConfigKeys passes, naming only the facade Compose file, with remote
+// that configKeys passes, naming only the facade Compose file, with remote
 // user UID rewriting off (it would build a "-uid" image).
 func generateConfig(c *Config, composePath string) ([]byte, error) {
 	out := make(map[string]any, len(c.Raw))
 	for k, v := range c.Raw {
-		if _, ok := ConfigKeys[k]; ok {
+		if _, ok := configKeys[k]; ok {
 			out[k] = v
 		}
 	}

@@ -94,9 +94,9 @@ func CheckServiceImages(images map[string]string, p *types.Project) error {
 	return nil
 }
 
-// TunnelConnectorRole is the Compose extension value that marks a service
+// tunnelConnectorRole is the Compose extension value that marks a service
 // as an outer tunnel connector: `x-branchbox-role: outer-tunnel-connector`.
-const TunnelConnectorRole = "outer-tunnel-connector"
+const tunnelConnectorRole = "outer-tunnel-connector"
 
 // disableTunnelConnectors disables every service the repository marks as
 // an outer tunnel connector (Contract: Preloaded service images,
@@ -111,7 +111,7 @@ const TunnelConnectorRole = "outer-tunnel-connector"
 // service never starts.
 func disableTunnelConnectors(p *types.Project) {
 	for name, s := range p.Services {
-		if role, _ := s.Extensions["x-branchbox-role"].(string); role == TunnelConnectorRole {
+		if role, _ := s.Extensions["x-branchbox-role"].(string); role == tunnelConnectorRole {
 			if p.DisabledServices == nil {
 				p.DisabledServices = types.Services{}
 			}

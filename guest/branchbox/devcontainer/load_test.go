@@ -123,7 +123,7 @@ func TestHostileRepositories(t *testing.T) {
 		{"duplicate service", map[string]string{"compose.yaml": goodCompose + "  app:\n    image: x\n"}, branchbox.RuleComposeFile, "compose.yaml"},
 		{"not compose", map[string]string{"compose.yaml": "services: [1, 2]\n"}, branchbox.RuleComposeFile, "compose.yaml"},
 		{"unknown attribute", map[string]string{"compose.yaml": goodCompose + "    no_such_attribute: 1\n"}, branchbox.RuleComposeFile, "compose.yaml"},
-		{"too large", map[string]string{"compose.yaml": goodCompose + "# " + strings.Repeat("x", MaxFile) + "\n"}, branchbox.RuleComposeFile, "compose.yaml"},
+		{"too large", map[string]string{"compose.yaml": goodCompose + "# " + strings.Repeat("x", maxFile) + "\n"}, branchbox.RuleComposeFile, "compose.yaml"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

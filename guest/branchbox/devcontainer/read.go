@@ -12,13 +12,13 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
-// MaxFile bounds each devcontainer.json and Compose file read (1 MiB): the
+// maxFile bounds each devcontainer.json and Compose file read (1 MiB): the
 // repository is the consumer's, so nothing it holds is read unbounded.
-const MaxFile = 1 << 20
+const maxFile = 1 << 20
 
 // readBeneath reads rel (clean, relative) below the repository directory
 // dfd: no symlink anywhere, no escape (openat2 RESOLVE_BENEATH), a regular
-// file of at most MaxFile bytes, checked on the descriptor. A missing file
+// file of at most maxFile bytes, checked on the descriptor. A missing file
 // is (nil, nil); every other failure is a refusal under rule naming where.
 func readBeneath(dfd int, rel, where string, rule branchbox.Rule) ([]byte, error) {
 	fd, err := rundir.OpenBeneath(dfd, rel, unix.O_RDONLY)
@@ -41,12 +41,12 @@ func readBeneath(dfd int, rel, where string, rule branchbox.Rule) ([]byte, error
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		return nil, branchbox.Refuse(rule, where, "is not a regular file")
 	}
-	data, err := io.ReadAll(io.LimitReader(f, MaxFile+1))
+	data, err := io.ReadAll(io.LimitReader(f, maxFile+1))
 	if err != nil {
 		return nil, branchbox.Refuse(rule, where, "cannot be read: %v", err)
 	}
-	if len(data) > MaxFile {
-		return nil, branchbox.Refuse(rule, where, "is larger than %d bytes", MaxFile)
+	if len(data) > maxFile {
+		return nil, branchbox.Refuse(rule, where, "is larger than %d bytes", maxFile)
 	}
 	return data, nil
 }

@@ -16,15 +16,15 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 )
 
-// ExecTimeout bounds every command BranchBox runs in a container
+// execTimeout bounds every command BranchBox runs in a container
 // (Security contract: "Docker exec ... operations are time-bounded").
-const ExecTimeout = 10 * time.Second
+const execTimeout = 10 * time.Second
 
 // Exec runs argv in container id as user ("" is the container's own) and
 // returns its standard output, at most 64 KiB; a non-zero exit is an
-// error with its standard error. It gives up after ExecTimeout.
+// error with its standard error. It gives up after execTimeout.
 func Exec(ctx context.Context, c *client.Client, id, user string, argv ...string) ([]byte, error) {
-	ctx, cancel := context.WithTimeout(ctx, ExecTimeout)
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
 	ex, err := c.ExecCreate(ctx, id, client.ExecCreateOptions{User: user, Cmd: argv, AttachStdout: true, AttachStderr: true})
 	if err != nil {
@@ -96,7 +96,7 @@ func ProviderUser(ctx context.Context, c *client.Client, id, remoteUser, contain
 // input open, and reads the process's UID and GID lines from
 // /proc/<pid>/status (ExecInspect's pid, a host pid), then lets it end.
 func kernelUser(ctx context.Context, c *client.Client, id, user string) (uint32, uint32, error) {
-	ctx, cancel := context.WithTimeout(ctx, ExecTimeout)
+	ctx, cancel := context.WithTimeout(ctx, execTimeout)
 	defer cancel()
 	ex, err := c.ExecCreate(ctx, id, client.ExecCreateOptions{User: user, Cmd: []string{"cat"}, AttachStdin: true, AttachStdout: true, AttachStderr: true})
 	if err != nil {

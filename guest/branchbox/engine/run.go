@@ -63,8 +63,8 @@ func VolumeDir(ctx context.Context, c *client.Client, name, runID string) (strin
 	return v.Mountpoint, nil
 }
 
-// ProxyName is the port proxy container of a run.
-func ProxyName(runID string) string { return "branchbox-" + runID + "-port-proxy" }
+// proxyName is the port proxy container of a run.
+func proxyName(runID string) string { return "branchbox-" + runID + "-port-proxy" }
 
 // Port is one published port: Host on the guest's loopback to Runtime in
 // the primary container.
@@ -75,7 +75,7 @@ type Port struct{ Host, Runtime int }
 // out-of-Compose loopback proxy launch with Docker --pull=never"): a
 // container of image (already inspected locally; the Engine API never
 // pulls on create, which is what --pull=never asks of the CLI) named
-// ProxyName, on the project's network netName, publishing each Host port
+// proxyName, on the project's network netName, publishing each Host port
 // on 127.0.0.1 only, with one argument per port,
 // "HOST:TARGET:RUNTIME" (TARGET the primary service's name on that
 // network). It returns the container's id.
@@ -91,7 +91,7 @@ func StartProxy(ctx context.Context, c *client.Client, runID, image, netName, ta
 		hc.PortBindings[cp] = []network.PortBinding{{HostIP: netip.MustParseAddr("127.0.0.1"), HostPort: strconv.Itoa(p.Host)}}
 		cfg.Cmd = append(cfg.Cmd, fmt.Sprintf("%d:%s:%d", p.Host, target, p.Runtime))
 	}
-	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: ProxyName(runID), Config: cfg, HostConfig: hc})
+	res, err := c.ContainerCreate(ctx, client.ContainerCreateOptions{Name: proxyName(runID), Config: cfg, HostConfig: hc})
 	if err != nil {
 		return "", fmt.Errorf("creating the port proxy: %w", err)
 	}

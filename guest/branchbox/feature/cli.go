@@ -29,10 +29,10 @@ type upResult struct {
 // and returns the primary container's id. The CLI gets a fixed
 // environment (no COMPOSE_* or DOCKER_* of the caller's but DOCKER_HOST):
 // its PATH, HOME for Docker's CLI plugins. It runs in a process group of
-// its own, killed whole when ctx ends or UpTimeout passes and once the CLI
+// its own, killed whole when ctx ends or upTimeout passes and once the CLI
 // has exited, so no Compose it started outlives it.
 func devcontainerUp(ctx context.Context, cli, ws, config string) (string, error) {
-	ctx, cancel := context.WithTimeout(ctx, UpTimeout)
+	ctx, cancel := context.WithTimeout(ctx, upTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, cli, "up", "--workspace-folder", ws, "--config", config)
 	cmd.Env = []string{"PATH=" + filepath.Dir(cli) + ":/usr/local/bin:/usr/bin:/bin", "HOME=" + home()}

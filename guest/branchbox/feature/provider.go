@@ -19,9 +19,9 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
-// SafePath is the fixed PATH a provider gets, and the only place its
+// safePath is the fixed PATH a provider gets, and the only place its
 // executable is looked up.
-const SafePath = "/usr/local/bin:/usr/bin:/bin"
+const safePath = "/usr/local/bin:/usr/bin:/bin"
 
 // ProviderRequest is what the caller asks to start.
 type ProviderRequest struct {
@@ -36,7 +36,7 @@ type ProviderRequest struct {
 
 // Command is a provider ready to exec.
 type Command struct {
-	// Path is the executable found in SafePath; Argv[0] is the bare name.
+	// Path is the executable found in safePath; Argv[0] is the bare name.
 	Path string
 	Argv []string
 	// Env is the whole environment, "NAME=value" each: PATH first, then
@@ -69,7 +69,7 @@ func PrepareProvider(r *rundir.Run, req ProviderRequest, getenv func(string) (st
 	if err != nil {
 		return nil, err
 	}
-	env := []string{"PATH=" + SafePath}
+	env := []string{"PATH=" + safePath}
 	for _, name := range lease.InheritedEnvironment {
 		v, ok := getenv(name)
 		if !ok {
@@ -132,15 +132,15 @@ func live(l *branchbox.Lease, now time.Time) bool {
 	return err == nil && exp.After(now)
 }
 
-// lookPath finds name in SafePath only: a regular file with an execute bit.
+// lookPath finds name in safePath only: a regular file with an execute bit.
 func lookPath(name string) (string, error) {
-	for _, dir := range strings.Split(SafePath, ":") {
+	for _, dir := range strings.Split(safePath, ":") {
 		p := dir + "/" + name
 		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
 			return p, nil
 		}
 	}
-	return "", branchbox.Refuse(branchbox.RuleExecutable, name, "is not an executable in the safe PATH %s", SafePath)
+	return "", branchbox.Refuse(branchbox.RuleExecutable, name, "is not an executable in the safe PATH %s", safePath)
 }
 
 // String is the command for a log line: never the environment's values.

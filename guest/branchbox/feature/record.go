@@ -12,9 +12,9 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
-// RecordFile is the launch's record in the run's state directory, which
+// recordFile is the launch's record in the run's state directory, which
 // dispatch-tool reads and teardown removes with that directory.
-const RecordFile = "launch.json"
+const recordFile = "launch.json"
 
 // Record is what a dispatcher needs of a launch: the result, the primary
 // service and the users the provider user is resolved from.
@@ -36,13 +36,13 @@ func WriteRecord(root, runID string, rec *Record) error {
 	if err != nil {
 		return err
 	}
-	return rundir.WriteFile(rundir.StateDir(root, runID), RecordFile, append(data, '\n'))
+	return rundir.WriteFile(rundir.StateDir(root, runID), recordFile, append(data, '\n'))
 }
 
 // ReadRecord loads the run's launch record (opened without following
 // symlinks); a run never launched wraps fs.ErrNotExist.
 func ReadRecord(root, runID string) (*Record, error) {
-	path := filepath.Join(rundir.StateDir(root, runID), RecordFile)
+	path := filepath.Join(rundir.StateDir(root, runID), recordFile)
 	fd, err := rundir.OpenPath(path, unix.O_RDONLY)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}

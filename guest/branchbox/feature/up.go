@@ -17,8 +17,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/workspace"
 )
 
-// UpTimeout bounds the Dev Containers CLI's up.
-const UpTimeout = 10 * time.Minute
+// upTimeout bounds the Dev Containers CLI's up.
+const upTimeout = 10 * time.Minute
 
 // Options are a launch's places.
 type Options struct {
@@ -192,8 +192,8 @@ func (res *Record) up(ctx context.Context, c *client.Client, r *rundir.Run, in *
 	return nil
 }
 
-// SpoolUIDs are the consumer_uid of every tool-request lease of a.
-func SpoolUIDs(a *branchbox.Assignment) []uint32 {
+// spoolUIDs are the consumer_uid of every tool-request lease of a.
+func spoolUIDs(a *branchbox.Assignment) []uint32 {
 	var uids []uint32
 	for _, l := range a.Leases {
 		if l.Scope == branchbox.ScopeToolRequest {
@@ -208,7 +208,7 @@ func SpoolUIDs(a *branchbox.Assignment) []uint32 {
 // user), else the version 3 workspace consumer. The provider user's UID
 // (the kernel's) is checked against it after up.
 func containerConsumer(a *branchbox.Assignment) (uint32, error) {
-	uids := SpoolUIDs(a)
+	uids := spoolUIDs(a)
 	for _, u := range uids {
 		if u != uids[0] {
 			return 0, branchbox.Refuse(branchbox.RuleProviderUser, "leases", "the tool-request leases sign consumer_uid %d and %d; one container has one provider user", uids[0], u)

@@ -19,8 +19,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 )
 
-// MaxValueSize bounds a file materialization (a value or a capability), bytes.
-const MaxValueSize = 64 << 10
+// maxValueSize bounds a file materialization (a value or a capability), bytes.
+const maxValueSize = 64 << 10
 
 // Kind is what a source is.
 type Kind string
@@ -166,7 +166,7 @@ func (r *Run) checkSource(dfd int, l *branchbox.Lease, m branchbox.Materializati
 		// rule each use holds it to (Value): a capability with a trailing
 		// newline passed check and was refused only by launch, after the
 		// containers were up.
-		if reason := ValueReason(data); reason != "" {
+		if reason := valueReason(data); reason != "" {
 			return nil, branchbox.Refuse(branchbox.RuleValueFile, m.SourcePath, "%s", reason)
 		}
 		s.Kind, s.Dev, s.Ino = KindFile, st.Dev, st.Ino
@@ -261,12 +261,12 @@ func (r *Run) checkDir(dfd int, rel string, mode uint32) error {
 // "owner-only regular files ... siblings below the assignment's
 // materializations directory and match their declared SHA-256"): its
 // directory 0700 and the owner's, the file regular, owner-only, the
-// owner's, one link, at most MaxValueSize, and its bytes' digest wantHex.
+// owner's, one link, at most maxValueSize, and its bytes' digest wantHex.
 func (r *Run) readFile(dfd int, rel, path, wantHex string) ([]byte, *unix.Stat_t, error) {
 	if err := r.checkDir(dfd, branchbox.MaterializationsDir, 0o700); err != nil {
 		return nil, nil, err
 	}
-	data, st, err := readOwnerOnly(dfd, rel, path, r.Owner, MaxValueSize, branchbox.RuleOwnerOnly)
+	data, st, err := readOwnerOnly(dfd, rel, path, r.Owner, maxValueSize, branchbox.RuleOwnerOnly)
 	if err != nil {
 		return nil, nil, err
 	}

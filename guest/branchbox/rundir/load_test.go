@@ -152,7 +152,7 @@ func TestSecurityContractMaterializationDigest(t *testing.T) {
 
 // Contract: "Value files are bounded, UTF-8, and control-free."
 func TestSecurityContractValueFilesControlFree(t *testing.T) {
-	for name, value := range map[string]string{"NUL": "tok\x00en", "newline": "token\n", "not UTF-8": "tok\xffen", "C1": "tok\u0085en", "oversize": strings.Repeat("a", MaxValueSize+1)} {
+	for name, value := range map[string]string{"NUL": "tok\x00en", "newline": "token\n", "not UTF-8": "tok\xffen", "C1": "tok\u0085en", "oversize": strings.Repeat("a", maxValueSize+1)} {
 		t.Run(name, func(t *testing.T) {
 			r := branchboxtest.Lay(t, nil)
 			r.SetValue(t, "delivery-token", []byte(value))

@@ -9,14 +9,14 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 )
 
-// ValueReason says why data may not be a provider-environment value, or ""
+// valueReason says why data may not be a provider-environment value, or ""
 // (Contract: Security contract, "Value files are bounded, UTF-8, and
-// control-free"): at most MaxValueSize bytes, valid UTF-8, no C0 or C1
+// control-free"): at most maxValueSize bytes, valid UTF-8, no C0 or C1
 // control character and no DEL. A trailing newline is a control character
 // too: the value is exactly the file's bytes.
-func ValueReason(data []byte) string {
-	if len(data) > MaxValueSize {
-		return fmt.Sprintf("is %d bytes; a value is at most %d", len(data), MaxValueSize)
+func valueReason(data []byte) string {
+	if len(data) > maxValueSize {
+		return fmt.Sprintf("is %d bytes; a value is at most %d", len(data), maxValueSize)
 	}
 	if !utf8.Valid(data) {
 		return "is not valid UTF-8"
@@ -48,7 +48,7 @@ func (r *Run) Value(lease *branchbox.Lease, m branchbox.Materialization) ([]byte
 	if err != nil {
 		return nil, err
 	}
-	if reason := ValueReason(data); reason != "" {
+	if reason := valueReason(data); reason != "" {
 		return nil, branchbox.Refuse(branchbox.RuleValueFile, m.SourcePath, "%s", reason)
 	}
 	return data, nil

@@ -103,7 +103,7 @@ func Dispatch(ctx context.Context, s *Spool, id string, wait time.Duration) (*Re
 	if err != nil {
 		return nil, err
 	}
-	res := &Result{Status: "dispatched", RequestID: id, Response: s.Dir + "/" + ResponsesDir + "/" + id + ".json"}
+	res := &Result{Status: "dispatched", RequestID: id, Response: s.Dir + "/" + responsesDir + "/" + id + ".json"}
 	if rec.Response != nil {
 		res.Cached = true
 	} else if err := s.relay(ctx, window, req, rec); err != nil {
@@ -191,7 +191,7 @@ func (s *Spool) relay(ctx, window context.Context, req *Request, rec *Record) er
 			s.trace(StepCached)
 			return nil
 		}
-		if !errors.Is(err, ErrTransport) {
+		if !errors.Is(err, errTransport) {
 			return err
 		}
 		if s.Policy != branchbox.ReplayExactDigest {

@@ -64,7 +64,7 @@ func write(t testing.TB, s *Spool, id string, body []byte) string {
 // responses lists responses/ (what the consumer could take as an answer).
 func responses(t *testing.T, s *Spool) []string {
 	t.Helper()
-	entries, err := os.ReadDir(filepath.Join(s.Dir, ResponsesDir))
+	entries, err := os.ReadDir(filepath.Join(s.Dir, responsesDir))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ type SpoolBinding struct {
 func BindingOf(a *branchbox.Assignment, l *branchbox.Lease) SpoolBinding {
 	return SpoolBinding{EnvelopeVersion: Version, RunID: a.RunID, LeaseID: l.LeaseID, Consumer: l.Consumer,
 		ConsumerUID: *l.ConsumerUID, Requests: l.RequestSpoolTarget + "/" + RequestsDir,
-		Responses: l.RequestSpoolTarget + "/" + ResponsesDir, Filename: "<request_id>.json",
+		Responses: l.RequestSpoolTarget + "/" + responsesDir, Filename: "<request_id>.json",
 		MaxPending: MaxPending, MaxRequest: MaxRequest, MaxTotal: MaxTotal, ReplayPolicy: l.ReplayPolicy}
 }
 
@@ -87,7 +87,7 @@ func Init(dir string, b SpoolBinding, capability []byte) error {
 		name string
 		mode uint32
 		uid  uint32
-	}{{ProcessingDir, 0o700, 0}, {ResponsesDir, 0o755, 0}, {RequestsDir, 0o700, b.ConsumerUID}} {
+	}{{ProcessingDir, 0o700, 0}, {responsesDir, 0o755, 0}, {RequestsDir, 0o700, b.ConsumerUID}} {
 		if err := mkdir(dfd, dir, d.name, d.mode, d.uid); err != nil {
 			return err
 		}

@@ -46,7 +46,7 @@ func TestInitLaysOutTheContractsSpool(t *testing.T) {
 		BindingFile:    {0o444, 0},
 		CapabilityFile: {0o444, 0},
 		RequestsDir:    {os.ModeDir | 0o700, consumer},
-		ResponsesDir:   {os.ModeDir | 0o755, 0},
+		responsesDir:   {os.ModeDir | 0o755, 0},
 		ProcessingDir:  {os.ModeDir | 0o700, 0},
 	} {
 		st, err := os.Lstat(filepath.Join(dir, name))

@@ -21,11 +21,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/rundir"
 )
 
-// ErrTransport wraps every failure to reach the endpoint or to hear its
+// errTransport wraps every failure to reach the endpoint or to hear its
 // whole answer in time: the one kind a signed exact replay may retry
 // within the wait window. Framing errors are *branchbox.RuleError instead
 // (rule relay-framing), terminal.
-var ErrTransport = errors.New("endpoint transport failed")
+var errTransport = errors.New("endpoint transport failed")
 
 // Endpoint is the linked tool-endpoint socket as the run recorded it: its
 // path, device and inode (rundir.Source, the ledger's), and the run's
@@ -64,14 +64,14 @@ func relayFrame(ctx context.Context, ep Endpoint, frame []byte, timeout time.Dur
 	defer conn.Close()
 	deadline, _ := ctx.Deadline()
 	if err := conn.SetDeadline(deadline); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, path, err)
 	}
 	uc := conn
 	if _, err := uc.Write(append(append([]byte(nil), frame...), '\n')); err != nil {
-		return nil, fmt.Errorf("%w: %s: sending: %v", ErrTransport, path, err)
+		return nil, fmt.Errorf("%w: %s: sending: %v", errTransport, path, err)
 	}
 	if err := uc.CloseWrite(); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, path, err)
 	}
 	// ReadBytes copies each buffered chunk out before reading the next:
 	// ReadSlice's result is the reader's own buffer, which the next read
@@ -84,7 +84,7 @@ func relayFrame(ctx context.Context, ep Endpoint, frame []byte, timeout time.Dur
 	case err == io.EOF:
 		return nil, branchbox.Refuse(branchbox.RuleFraming, path, "the response ended without a newline")
 	case err != nil:
-		return nil, fmt.Errorf("%w: %s: receiving: %v", ErrTransport, path, err)
+		return nil, fmt.Errorf("%w: %s: receiving: %v", errTransport, path, err)
 	}
 	return bytes.TrimSuffix(line, []byte("\n")), nil
 }
@@ -95,16 +95,16 @@ func dial(ctx context.Context, ep Endpoint) (*net.UnixConn, error) {
 	fd, err := rundir.OpenPath(ep.Path, unix.O_PATH)
 	switch {
 	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, ep.Path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, ep.Path, err)
 	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.EXDEV):
 		return nil, branchbox.Refuse(branchbox.RuleSourceType, ep.Path, "is or passes through a symlink; the endpoint socket is dialled only as itself")
 	case err != nil:
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, ep.Path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, ep.Path, err)
 	}
 	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, ep.Path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, ep.Path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Dev != ep.Dev || st.Ino != ep.Ino {
 		return nil, branchbox.Refuse(branchbox.RuleSourceType, ep.Path, "is device %d inode %d (mode %o), not the endpoint socket the run recorded (device %d inode %d)", st.Dev, st.Ino, st.Mode, ep.Dev, ep.Ino)
@@ -112,7 +112,7 @@ func dial(ctx context.Context, ep Endpoint) (*net.UnixConn, error) {
 	var d net.Dialer
 	conn, err := d.DialContext(ctx, "unix", fmt.Sprintf("/proc/self/fd/%d", fd))
 	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %v", ErrTransport, ep.Path, err)
+		return nil, fmt.Errorf("%w: %s: %v", errTransport, ep.Path, err)
 	}
 	uc := conn.(*net.UnixConn)
 	raw, err := uc.SyscallConn()
@@ -125,7 +125,7 @@ func dial(ctx context.Context, ep Endpoint) (*net.UnixConn, error) {
 	}
 	if err != nil {
 		uc.Close()
-		return nil, fmt.Errorf("%w: %s: peer credentials: %v", ErrTransport, ep.Path, err)
+		return nil, fmt.Errorf("%w: %s: peer credentials: %v", errTransport, ep.Path, err)
 	}
 	if cred.Uid != 0 && cred.Uid != ep.Owner {
 		uc.Close()

@@ -99,12 +99,12 @@ func TestRelayOneFrame(t *testing.T) {
 }
 
 // TestRelayFailures: transport failures (no endpoint, an endpoint that
-// never answers, time-bounded) wrap ErrTransport; framing failures are
+// never answers, time-bounded) wrap errTransport; framing failures are
 // terminal by rule relay-framing.
 func TestRelayFailures(t *testing.T) {
 	t.Run("no endpoint", func(t *testing.T) {
 		_, err := relayFrame(context.Background(), Endpoint{Path: filepath.Join(t.TempDir(), "none.sock")}, []byte(`{}`), time.Second)
-		if !errors.Is(err, ErrTransport) {
+		if !errors.Is(err, errTransport) {
 			t.Fatalf("got %v", err)
 		}
 	})
@@ -112,7 +112,7 @@ func TestRelayFailures(t *testing.T) {
 	// all is its own bound at work (and the error says so).
 	t.Run("never answers", func(t *testing.T) {
 		_, err := relayFrame(context.Background(), endpoint(t, nil, make(chan []byte, 1)), []byte(`{}`), 300*time.Millisecond)
-		if !errors.Is(err, ErrTransport) || !strings.Contains(err.Error(), "timeout") {
+		if !errors.Is(err, errTransport) || !strings.Contains(err.Error(), "timeout") {
 			t.Fatalf("got %v, want a transport timeout", err)
 		}
 	})
@@ -122,7 +122,7 @@ func TestRelayFailures(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := relayFrame(context.Background(), endpoint(t, reply, make(chan []byte, 1)), []byte(`{}`), 5*time.Second)
-			if branchbox.RuleOf(err) != branchbox.RuleFraming || errors.Is(err, ErrTransport) {
+			if branchbox.RuleOf(err) != branchbox.RuleFraming || errors.Is(err, errTransport) {
 				t.Fatalf("got %v, want rule %s", err, branchbox.RuleFraming)
 			}
 		})
@@ -181,7 +181,7 @@ func TestRelayDialsTheRecordedSocketOnly(t *testing.T) {
 			}
 			defer os.Remove(ep.Path)
 			_, err := relayFrame(context.Background(), ep, []byte(`{"capability":"x"}`), 5*time.Second)
-			if branchbox.RuleOf(err) != branchbox.RuleSourceType || errors.Is(err, ErrTransport) {
+			if branchbox.RuleOf(err) != branchbox.RuleSourceType || errors.Is(err, errTransport) {
 				t.Fatalf("got %v, want the terminal rule %s", err, branchbox.RuleSourceType)
 			}
 		})

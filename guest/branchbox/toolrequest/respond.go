@@ -14,8 +14,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/durable"
 )
 
-// ResponsesDir is the root-owned 0755 directory the consumer reads answers in.
-const ResponsesDir = "responses"
+// responsesDir is the root-owned 0755 directory the consumer reads answers in.
+const responsesDir = "responses"
 
 // respond creates responses/<id>.json of the spool at dir atomically and
 // idempotently (Contract: request-spool leases, "The trusted dispatcher
@@ -27,15 +27,15 @@ const ResponsesDir = "responses"
 // terminal refusal (rule response-correlation).
 func respond(dir, id string, response []byte, consumerUID uint32) error {
 	name := id + ".json"
-	where := dir + "/" + ResponsesDir + "/" + name
+	where := dir + "/" + responsesDir + "/" + name
 	sfd, err := rundir.OpenPath(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return fmt.Errorf("spool %s: %w", dir, err)
 	}
 	defer unix.Close(sfd)
-	rfd, err := rundir.OpenBeneath(sfd, ResponsesDir, unix.O_RDONLY|unix.O_DIRECTORY)
+	rfd, err := rundir.OpenBeneath(sfd, responsesDir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		return fmt.Errorf("spool %s: %s: %w", dir, ResponsesDir, err)
+		return fmt.Errorf("spool %s: %s: %w", dir, responsesDir, err)
 	}
 	defer unix.Close(rfd)
 	err = durable.WriteAt(rfd, name, durable.File{Data: response, Mode: 0o400, Chown: true, UID: int(consumerUID), GID: -1,

@@ -14,14 +14,14 @@ import (
 // bytes are refused and the first answer stays.
 func TestRespondCreatesConsumerReadOnlyOnce(t *testing.T) {
 	dir := spoolDir(t)
-	if err := os.Mkdir(filepath.Join(dir, ResponsesDir), 0o755); err != nil {
+	if err := os.Mkdir(filepath.Join(dir, responsesDir), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	body := []byte("{\"payload\":\"it's $${x}\\n\"}\n")
 	if err := respond(dir, "r1", body, consumer); err != nil {
 		t.Fatal(err)
 	}
-	p := filepath.Join(dir, ResponsesDir, "r1.json")
+	p := filepath.Join(dir, responsesDir, "r1.json")
 	st, err := os.Lstat(p)
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +41,7 @@ func TestRespondCreatesConsumerReadOnlyOnce(t *testing.T) {
 	if got, _ := os.ReadFile(p); string(got) != string(body) {
 		t.Fatalf("the first response was replaced: %q", got)
 	}
-	entries, _ := os.ReadDir(filepath.Join(dir, ResponsesDir))
+	entries, _ := os.ReadDir(filepath.Join(dir, responsesDir))
 	if len(entries) != 1 {
 		t.Fatalf("responses/ holds %d entries, want only the answer (no temp file)", len(entries))
 	}

@@ -26,7 +26,7 @@ type Result struct {
 	ConsumerGID uint32 `json:"consumer_gid,omitempty"`
 }
 
-// Checkout checks the shared Git metadata (CheckGitMetadata), then checks
+// Checkout checks the shared Git metadata (checkGitMetadata), then checks
 // out a new branch at the signed base commit into the workspace, a new
 // directory whose parent no other UID could replace.
 //
@@ -50,7 +50,7 @@ func Checkout(r *rundir.Run, reuse bool) (res *Result, err error) {
 	if managed && reuse {
 		return nil, branchbox.Refuse(branchbox.RuleReuse, "--reuse", "managed (version 3) launches refuse --reuse: a prior consumer could have changed Git remotes or executable config; use a fresh repository snapshot")
 	}
-	gitDir, err := CheckGitMetadata(a.Repository.Path, r.Owner)
+	gitDir, err := checkGitMetadata(a.Repository.Path, r.Owner)
 	if err != nil {
 		return nil, err
 	}

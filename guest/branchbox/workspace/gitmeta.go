@@ -39,7 +39,7 @@ func GitDir(path string) (string, error) {
 	return "", refuse(path, "is not a Git repository (no .git directory, not bare)")
 }
 
-// CheckGitMetadata refuses shared Git metadata a previous consumer could
+// checkGitMetadata refuses shared Git metadata a previous consumer could
 // have changed (Contract: "Before any managed checkout, BranchBox rejects
 // shared Git metadata that is not runtime-owned or has group/other-writable
 // paths, including a tree delegated by a previous run. It also rejects an
@@ -49,7 +49,7 @@ func GitDir(path string) (string, error) {
 // by owner, not group- or other-writable, and no symlink or special file.
 // It runs before any git command, so no config or hook of an unchecked
 // repository is ever read.
-func CheckGitMetadata(repo string, owner uint32) (gitDir string, err error) {
+func checkGitMetadata(repo string, owner uint32) (gitDir string, err error) {
 	if err := rundir.CheckAncestors(branchbox.RuleGitMetadata, repo, owner); err != nil {
 		return "", err
 	}
