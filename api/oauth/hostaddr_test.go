@@ -6,19 +6,14 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 
 	"github.com/vishvananda/netlink"
 
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
-
-const netnsChild = "OAUTH_TEST_NETNS"
 
 // Issue 37, Deliver 6: "the OAuth client-metadata fetch checks
 // egress.Public but not the host's own addresses", so on a host with a
@@ -29,19 +24,9 @@ const netnsChild = "OAUTH_TEST_NETNS"
 // (no loopback) is refused, naming the rule, and the server sees no
 // connection.
 func TestTheMetadataFetchRefusesAPublicAddressOfThisHost(t *testing.T) {
-	if os.Getenv(netnsChild) == "1" {
+	if testenv.InOwnNetNS(t) {
 		fetchInNamespace(t)
-		return
 	}
-	testenv.RequireRoot(t, "a network namespace of the test's own")
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), netnsChild+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("the run in a network namespace: %v\n%s", err, out)
-	}
-	t.Logf("the run in a network namespace:\n%s", out)
 }
 
 func fetchInNamespace(t *testing.T) {

@@ -6,6 +6,9 @@ package testenv
 
 import (
 	"os"
+	"os/exec"
+	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -28,4 +31,30 @@ func RequireRoot(t testing.TB, what string) {
 	if os.Geteuid() != 0 {
 		SkipOrFail(t, what+" needs root")
 	}
+}
+
+// netNSChildEnv marks the process InOwnNetNS started: its value is the
+// test's name.
+const netNSChildEnv = "COCOONBOX_TEST_NETNS"
+
+// InOwnNetNS answers true in a copy of the test binary that runs t alone
+// in a network namespace of its own (nothing it sends can leave it, and
+// its addresses are the test's to choose), where the caller then does
+// the test's work. Elsewhere it starts that copy (root: RequireRoot),
+// fails t unless the copy's t passed, logs its output and answers false.
+func InOwnNetNS(t *testing.T) bool {
+	t.Helper()
+	if os.Getenv(netNSChildEnv) == t.Name() {
+		return true
+	}
+	RequireRoot(t, "a network namespace of the test's own")
+	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
+	cmd.Env = append(os.Environ(), netNSChildEnv+"="+t.Name())
+	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "--- PASS") {
+		t.Fatalf("the run in a network namespace: %v\n%s", err, out)
+	}
+	t.Logf("the run in a network namespace:\n%s", out)
+	return false
 }

@@ -6,10 +6,8 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -19,8 +17,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
-
-const netnsChild = "EGRESS_TEST_NETNS"
 
 // Issue 24, Deliver 5: the proxy refuses every address of the host, read
 // at start and on change, and every non-public range, before any packet
@@ -33,19 +29,9 @@ const netnsChild = "EGRESS_TEST_NETNS"
 // each is refused with 403, and the namespace's TCP ActiveOpens counter
 // (every connect(2) that sent a SYN) does not move.
 func TestProxyRefusesEveryHostAddressBeforeAnyPacket(t *testing.T) {
-	if os.Getenv(netnsChild) == "1" {
+	if testenv.InOwnNetNS(t) {
 		refuseInNamespace(t)
-		return
 	}
-	testenv.RequireRoot(t, "a network namespace of the test's own")
-	cmd := exec.Command(os.Args[0], "-test.run", "^"+t.Name()+"$", "-test.v", "-test.count=1")
-	cmd.Env = append(os.Environ(), netnsChild+"=1")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWNET}
-	out, err := cmd.CombinedOutput()
-	if err != nil || !strings.Contains(string(out), "--- PASS") {
-		t.Fatalf("the run in a network namespace: %v\n%s", err, out)
-	}
-	t.Logf("the run in a network namespace:\n%s", out)
 }
 
 // uplink are the namespace's "public" addresses; late is added once the
