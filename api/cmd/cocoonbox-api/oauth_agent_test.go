@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
@@ -16,15 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/cocoonbox/cocoonbox/api/apiserver"
-	sandboxv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1"
-	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/sandbox/v1/sandboxv1connect"
-	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/wiretest"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -65,49 +61,10 @@ func startAgentAPI(t *testing.T) *agentAPI {
 	addr := freeAddr(t)
 	a.iss = "http://" + addr
 	conf := filepath.Join(t.TempDir(), "api.yaml")
-	os.WriteFile(conf, []byte("oauth:\n  public_url: "+a.iss+"\n"+stubSandbox(t)), 0o644)
+	os.WriteFile(conf, []byte("oauth:\n  public_url: "+a.iss+"\n"+wiretest.Start(t).SandboxYAML()), 0o644)
 	startServeAt(t, dir, addr, "--config", conf)
 	a.mcpURL = a.iss + "/cocoonbox.mcp/control"
 	return a
-}
-
-// oneImage is a sandboxd that answers Images with one image to a caller
-// with the bearer token.
-type oneImage struct {
-	sandboxv1connect.UnimplementedSandboxHandler
-}
-
-func (oneImage) Images(_ context.Context, r *connect.Request[sandboxv1.ImagesRequest]) (*connect.Response[sandboxv1.ImagesResponse], error) {
-	if r.Header().Get("Authorization") != "Bearer "+strings.Repeat("t", 40) {
-		return nil, connect.NewError(connect.CodeUnauthenticated, nil)
-	}
-	return connect.NewResponse(&sandboxv1.ImagesResponse{Images: []*sandboxv1.Image{{Ref: "cbdesk:v7-base", Version: 7, Tier: "base"}}}), nil
-}
-
-// stubSandbox is the sandbox: section of a supervisor that answers
-// Images with one image and nothing else (as boxes_test.go's): enough for
-// the Boxes service to run box_list, which reads the database alone.
-func stubSandbox(t *testing.T) string {
-	t.Helper()
-	dir := t.TempDir()
-	certs, err := testcert.Write(dir, "sandboxd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cert, err := tls.LoadX509KeyPair(certs.Cert, certs.Key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle(sandboxv1connect.NewSandboxHandler(oneImage{}))
-	srv := httptest.NewUnstartedServer(mux)
-	srv.EnableHTTP2 = true
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	tokenFile := filepath.Join(dir, "token")
-	os.WriteFile(tokenFile, []byte(strings.Repeat("t", 40)+"\n"), 0o600)
-	return fmt.Sprintf("sandbox:\n  hosts: {b: %q}\n  token_file: %s\n  ca_file: %s\n", srv.URL, tokenFile, certs.CA)
 }
 
 // callbackServer is the agent's loopback redirect URI: it hands each
