@@ -110,17 +110,6 @@ func hierarchies() (mounts, own map[string]string, err error) {
 	return mounts, own, nil
 }
 
-// Payloads are the box's payload cgroups (nspawn's "payload" below each of
-// Dirs), the directories a command started in the box joins so that it
-// counts against the box, freezes with it and is reaped by it.
-func (cg Cgroups) Payloads() []string {
-	out := make([]string, len(cg.Dirs))
-	for i, d := range cg.Dirs {
-		out[i] = filepath.Join(d, "payload")
-	}
-	return out
-}
-
 // SetFrozen writes payload's cgroup.freeze (so nspawn itself, in
 // "supervisor", keeps running and can still stop the box) and returns once
 // cgroup.events says the whole subtree is frozen, or thawed; the kernel

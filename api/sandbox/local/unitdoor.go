@@ -75,7 +75,7 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		return nil, err
 	}
 	name := "cocoonbox-door-" + hex.EncodeToString(rnd[:]) + ".service"
-	p := &unitProcess{door: d, name: name, path: unitPath(name), watch: newUnitWatch(), done: make(chan struct{})}
+	p := &unitProcess{name: name, path: unitPath(name), watch: newUnitWatch(), done: make(chan struct{})}
 	argv := doorCommand(req)
 	// KillMode=process: what the command leaves running on purpose
 	// (setsid -f, a tmux server) outlives it as it would a login.
@@ -258,7 +258,6 @@ func (d *unitDoor) openPTY(size sandbox.WindowSize) (*os.File, int, error) {
 
 // unitProcess is a command running as a transient unit of the box.
 type unitProcess struct {
-	door           *unitDoor
 	bus            *boxBus
 	name           string
 	path           dbus.ObjectPath
