@@ -14,7 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
-// mountControlMCP mounts the control MCP at mcpurl.Path on srv: the Boxes
+// mountControlMCP mounts the control MCP at client.MCPPath on srv: the Boxes
 // service's handler h called in process as the caller, the operations its
 // tools wait on followed with the Service's WaitOperation (its errors as
 // boxes.Code's connect codes; UNAVAILABLE without a supervisor), tokens

@@ -9,10 +9,10 @@ import (
 	"os"
 
 	useragents "github.com/cocoonbox/cocoonbox/api/agents"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
-	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/server"
 )
@@ -82,5 +82,5 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		return oauth.User{ID: u.ID, Name: u.Name}, ok
 	}
 	return &agentsOAuth{agents: oauth.NewAgents(cfg.OAuth.PublicURL, clients, grants, session, log), grants: grants,
-		prm: m.ResourceMetadataURL(mcpurl.Path), caps: useragents.NewCaps(db.Pool)}, func() { grants.Stop(); fetcher.Close() }, nil
+		prm: m.ResourceMetadataURL(client.MCPPath), caps: useragents.NewCaps(db.Pool)}, func() { grants.Stop(); fetcher.Close() }, nil
 }

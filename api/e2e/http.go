@@ -12,10 +12,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 )
 
 // Console is a console session of one user, as a browser keeps it (a cookie jar).
@@ -71,8 +70,8 @@ func (c *Console) Do(ctx context.Context, method, path string, v any) (int, stri
 // It answers the device token.
 func (c *Console) Device(ctx context.Context, deviceName string) (string, error) {
 	verifier := rand.Text() + rand.Text()
-	r := firstparty.AuthorizeRequest{Client: firstparty.CLI, RedirectURI: "http://127.0.0.1:9/callback", Scope: firstparty.Scope,
-		State: rand.Text(), CodeChallenge: firstparty.S256(verifier), DeviceName: deviceName}
+	r := client.AuthorizeRequest{Client: client.CLI, RedirectURI: "http://127.0.0.1:9/callback", Scope: client.Scope,
+		State: rand.Text(), CodeChallenge: client.S256(verifier), DeviceName: deviceName}
 	status, body, err := c.Post(ctx, "/cb/api/oauth/approve", map[string]string{"query": r.Query().Encode()})
 	if err != nil {
 		return "", err
@@ -87,7 +86,7 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, firstparty.CLI.ID,
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, client.CLI.ID,
 		loopback.Result{Code: cb.Query().Get("code"), RedirectURI: r.RedirectURI, CodeVerifier: verifier})
 	if err != nil {
 		return "", err
@@ -98,12 +97,12 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 // Account is an Account client calling endpoint with token over gRPC (h2c),
 // as grpcurl -plaintext would.
 func Account(endpoint, token string) controlv1connect.AccountClient {
-	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer.Interceptor(token)))
+	return controlv1connect.NewAccountClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(client.BearerInterceptor(token)))
 }
 
 // Boxes is a Boxes client calling endpoint with token over gRPC (h2c).
 func Boxes(endpoint, token string) controlv1connect.BoxesClient {
-	return controlv1connect.NewBoxesClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(bearer.Interceptor(token)))
+	return controlv1connect.NewBoxesClient(h2cClient, endpoint, connect.WithGRPC(), connect.WithInterceptors(client.BearerInterceptor(token)))
 }
 
 // h2cClient speaks cleartext HTTP/2, as gRPC clients do on a plaintext port.
@@ -130,7 +129,7 @@ func (c *Console) Agent(ctx context.Context, clientName string, maxBoxes, maxRun
 	}
 	verifier := rand.Text() + rand.Text()
 	q := url.Values{"response_type": {"code"}, "client_id": {reg["client_id"]}, "redirect_uri": {redirect}, "state": {rand.Text()},
-		"code_challenge": {firstparty.S256(verifier)}, "code_challenge_method": {"S256"}, "scope": {"boxes"},
+		"code_challenge": {client.S256(verifier)}, "code_challenge_method": {"S256"}, "scope": {"boxes"},
 		"resource": {c.Endpoint + "/cocoonbox.mcp/control"}}
 	status, body, err := c.Post(ctx, "/cb/api/oauth/approve", map[string]any{"query": q.Encode(), "max_boxes": maxBoxes, "max_running": maxRunning, "days": 1})
 	if err != nil {

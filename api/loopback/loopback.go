@@ -17,7 +17,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // Request is what the client asks for: its endpoint (the api's issuer, e.g.
@@ -25,7 +25,7 @@ import (
 // and an optional invite code.
 type Request struct {
 	Endpoint   string
-	Client     firstparty.Client
+	Client     client.FirstParty
 	DeviceName string
 	Invite     string
 }
@@ -83,12 +83,12 @@ func (f *Flow) RedirectURI() string { return f.redirectURI }
 
 // AuthorizeURL is <endpoint>/cb/oauth/authorize with the contract's query.
 func (f *Flow) AuthorizeURL() string {
-	r := firstparty.AuthorizeRequest{
+	r := client.AuthorizeRequest{
 		Client:        f.req.Client,
 		RedirectURI:   f.redirectURI,
-		Scope:         firstparty.Scope,
+		Scope:         client.Scope,
 		State:         f.state,
-		CodeChallenge: firstparty.S256(f.verifier),
+		CodeChallenge: client.S256(f.verifier),
 		DeviceName:    f.req.DeviceName,
 		Invite:        f.req.Invite,
 	}

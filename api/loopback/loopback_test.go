@@ -8,15 +8,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/signin"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 const endpoint = "http://127.0.0.1:18200"
 
-func start(t *testing.T) (*Flow, *firstparty.AuthorizeRequest) {
+func start(t *testing.T) (*Flow, *client.AuthorizeRequest) {
 	t.Helper()
-	f, err := Start(Request{Endpoint: endpoint + "/", Client: firstparty.CLI, DeviceName: "laptop"})
+	f, err := Start(Request{Endpoint: endpoint + "/", Client: client.CLI, DeviceName: "laptop"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,7 @@
 // Package mcp is the control MCP: the lifecycle of the caller's own boxes
 // (list, status, ensure, create, hibernate, save, upgrade, delete, usage)
 // as MCP tools, so a coding agent the user runs manages their boxes
-// without the app. It serves MCP's streamable HTTP at mcpurl.Path on the api's
+// without the app. It serves MCP's streamable HTTP at client.MCPPath on the api's
 // listener with the official go-sdk, behind the sdk's bearer middleware
 // wired to the api's token index, and calls the Boxes service in process
 // with the caller's principal in the context.
@@ -19,7 +19,7 @@ import (
 	"connectrpc.com/connect"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/server"
@@ -126,8 +126,8 @@ func New(d Deps) *Handler {
 // ServeHTTP answers the MCP's streamable HTTP requests.
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) { h.http.ServeHTTP(w, r) }
 
-// Mount serves h at mcpurl.Path on srv.
-func (h *Handler) Mount(srv *server.Server) { srv.Handle(mcpurl.Path, h) }
+// Mount serves h at client.MCPPath on srv.
+func (h *Handler) Mount(srv *server.Server) { srv.Handle(client.MCPPath, h) }
 
 // handlerOf is the handler of the tool named name; a spec without one is
 // an error New panics on.

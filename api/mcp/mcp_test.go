@@ -10,9 +10,9 @@ import (
 	"connectrpc.com/connect"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
-	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
@@ -67,7 +67,7 @@ func newEnv(t testing.TB, with ...func(*Deps)) *env {
 	go func() { srv.Serve(sctx, ln); close(done) }()
 	t.Cleanup(func() { stop(); <-done })
 	e.base = "http://" + ln.Addr().String()
-	e.url = e.base + mcpurl.Path
+	e.url = e.base + client.MCPPath
 	return e
 }
 

@@ -10,9 +10,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 type stream = connect.BidiStream[controlv1.SessionExecRequest, controlv1.SessionExecResponse]
@@ -122,9 +122,9 @@ func Check(start *controlv1.SessionExecStart) (sandbox.ExecRequest, error) {
 // DefaultTerm is a tty's TERM when start names none.
 const DefaultTerm = "xterm-256color"
 
-// checkTerm holds a TERM to a terminfo entry's name (execrules.IsTerm).
+// checkTerm holds a TERM to a terminfo entry's name (client.IsTerm).
 func checkTerm(term string) error {
-	if !execrules.IsTerm(term) {
+	if !client.IsTerm(term) {
 		return sandbox.Invalid("start.term", "%q is not a terminfo name: 1 to 64 of [A-Za-z0-9._+-], from a letter or digit", term)
 	}
 	return nil
@@ -158,7 +158,7 @@ func (o *sender) send(m *controlv1.SessionExecResponse) error {
 // gone: the command is ended then, and its output drained so it can exit.
 func (o *sender) pump(wg *sync.WaitGroup, cancel context.CancelFunc, r io.Reader, wrap func([]byte) *controlv1.SessionExecResponse) {
 	defer wg.Done()
-	buf := make([]byte, execrules.Chunk)
+	buf := make([]byte, client.ExecChunk)
 	for {
 		n, err := r.Read(buf)
 		if n > 0 && o.send(wrap(append([]byte(nil), buf[:n]...))) != nil {

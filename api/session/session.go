@@ -20,9 +20,9 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
-	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 // Locator finds a user's box and the supervisor holding it: box is its
@@ -66,8 +66,8 @@ func (s *Service) Handler(opts ...connect.HandlerOption) (string, http.Handler) 
 }
 
 // MaxMessage bounds one request message: a stdin chunk of at most
-// execrules.Chunk bytes and its framing.
-const MaxMessage = execrules.Chunk + 1<<10
+// client.ExecChunk bytes and its framing.
+const MaxMessage = client.ExecChunk + 1<<10
 
 // status is an error as a connect code, at this one edge: a rule broken
 // is INVALID_ARGUMENT, a box not running FAILED_PRECONDITION, one that is

@@ -5,9 +5,9 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // The authorization endpoint (RFC 6749 §4.1.1-4.1.2) as a console page: the
@@ -72,7 +72,7 @@ type refusal struct {
 
 // request reads a console call's {query}, and answers for it when the
 // request is bad or there is no session (401 login_required).
-func (h *Handler) request(w http.ResponseWriter, r *http.Request) (*firstparty.AuthorizeRequest, Principal, bool) {
+func (h *Handler) request(w http.ResponseWriter, r *http.Request) (*client.AuthorizeRequest, Principal, bool) {
 	q, ok := consoleCall(w, r)
 	if !ok {
 		return nil, Principal{}, false
@@ -139,6 +139,6 @@ func (h *Handler) deny(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]string{
-		"redirect": h.errorCallback(ar.Query(), &Error{Code: firstparty.ErrAccessDenied, Description: "the user denied the sign-in"}),
+		"redirect": h.errorCallback(ar.Query(), &Error{Code: client.ErrAccessDenied, Description: "the user denied the sign-in"}),
 	})
 }

@@ -6,7 +6,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // maxState bounds the client's opaque state, so a request cannot make us
@@ -20,7 +20,7 @@ const maxState = 512
 // Redirect true. Each parameter may appear once (RFC 6749 §3.1).
 //
 // Contract: Browser sign-in and device tokens.
-func ParseAuthorizeRequest(q url.Values) (*firstparty.AuthorizeRequest, *Error) {
+func ParseAuthorizeRequest(q url.Values) (*client.AuthorizeRequest, *Error) {
 	one := func(name string) (string, bool) {
 		v := q[name]
 		if len(v) > 1 {
@@ -33,60 +33,60 @@ func ParseAuthorizeRequest(q url.Values) (*firstparty.AuthorizeRequest, *Error) 
 	}
 	clientID, ok := one("client_id")
 	if !ok {
-		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "client_id is given more than once"}
+		return nil, &Error{Code: client.ErrInvalidRequest, Description: "client_id is given more than once"}
 	}
-	client, known := firstparty.LookupClient(clientID)
+	fp, known := client.LookupFirstParty(clientID)
 	if !known {
-		return nil, &Error{Code: firstparty.ErrInvalidClient, Description: "client_id " + quote(clientID) + " is not a cocoonbox client (cocoonbox-cli or cocoonbox-app)"}
+		return nil, &Error{Code: client.ErrInvalidClient, Description: "client_id " + quote(clientID) + " is not a cocoonbox client (cocoonbox-cli or cocoonbox-app)"}
 	}
 	redirectURI, ok := one("redirect_uri")
 	if !ok {
-		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "redirect_uri is given more than once"}
+		return nil, &Error{Code: client.ErrInvalidRequest, Description: "redirect_uri is given more than once"}
 	}
 	if err := CheckRedirectURI(redirectURI); err != nil {
-		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: err.Error()}
+		return nil, &Error{Code: client.ErrInvalidRequest, Description: err.Error()}
 	}
 
 	// From here on the client and its redirect URI are good (§4.1.2.1).
 	for name, v := range q {
 		if len(v) > 1 {
-			return nil, redirectable(firstparty.ErrInvalidRequest, "%s is given more than once", name)
+			return nil, redirectable(client.ErrInvalidRequest, "%s is given more than once", name)
 		}
 	}
-	r := &firstparty.AuthorizeRequest{Client: client, RedirectURI: redirectURI}
+	r := &client.AuthorizeRequest{Client: fp, RedirectURI: redirectURI}
 	switch rt := q.Get("response_type"); rt {
 	case "code":
 	case "":
-		return nil, redirectable(firstparty.ErrInvalidRequest, "response_type is missing: it must be code")
+		return nil, redirectable(client.ErrInvalidRequest, "response_type is missing: it must be code")
 	default:
-		return nil, redirectable(firstparty.ErrUnsupportedResponseType, "response_type %s is not supported: it must be code", quote(rt))
+		return nil, redirectable(client.ErrUnsupportedResponseType, "response_type %s is not supported: it must be code", quote(rt))
 	}
 	r.State = q.Get("state")
 	if r.State == "" || len(r.State) > maxState {
-		return nil, redirectable(firstparty.ErrInvalidRequest, "state must be 1 to %d bytes, got %d", maxState, len(r.State))
+		return nil, redirectable(client.ErrInvalidRequest, "state must be 1 to %d bytes, got %d", maxState, len(r.State))
 	}
-	if scope := q.Get("scope"); scope != firstparty.Scope {
-		return nil, redirectable(firstparty.ErrInvalidScope, "scope %s is not allowed: %s may ask only for %s", quote(scope), client.ID, firstparty.Scope)
+	if scope := q.Get("scope"); scope != client.Scope {
+		return nil, redirectable(client.ErrInvalidScope, "scope %s is not allowed: %s may ask only for %s", quote(scope), fp.ID, client.Scope)
 	}
-	r.Scope = firstparty.Scope
+	r.Scope = client.Scope
 	switch m := q.Get("code_challenge_method"); m {
-	case firstparty.MethodS256:
+	case client.MethodS256:
 	case "":
-		return nil, redirectable(firstparty.ErrInvalidRequest, "code_challenge_method is missing: it must be S256")
+		return nil, redirectable(client.ErrInvalidRequest, "code_challenge_method is missing: it must be S256")
 	default:
-		return nil, redirectable(firstparty.ErrInvalidRequest, "code_challenge_method %s is not supported: it must be S256", quote(m))
+		return nil, redirectable(client.ErrInvalidRequest, "code_challenge_method %s is not supported: it must be S256", quote(m))
 	}
 	r.CodeChallenge = q.Get("code_challenge")
 	if err := CheckChallenge(r.CodeChallenge); err != nil {
-		return nil, redirectable(firstparty.ErrInvalidRequest, "%s", err.Error())
+		return nil, redirectable(client.ErrInvalidRequest, "%s", err.Error())
 	}
 	r.DeviceName = q.Get("device_name")
 	if err := checkDeviceName(r.DeviceName); err != nil {
 		return nil, err
 	}
 	r.Invite = q.Get("invite")
-	if r.Invite != "" && !firstparty.IsInviteCode(r.Invite) {
-		return nil, redirectable(firstparty.ErrInvalidRequest, "invite must be cbi_ and 64 hex digits")
+	if r.Invite != "" && !client.IsInviteCode(r.Invite) {
+		return nil, redirectable(client.ErrInvalidRequest, "invite must be cbi_ and 64 hex digits")
 	}
 	return r, nil
 }
@@ -96,13 +96,13 @@ func ParseAuthorizeRequest(q url.Values) (*firstparty.AuthorizeRequest, *Error) 
 func checkDeviceName(name string) *Error {
 	switch {
 	case name == "":
-		return redirectable(firstparty.ErrInvalidRequest, "device_name is missing: it names the device in the device list")
-	case len(name) > firstparty.MaxDeviceName:
-		return redirectable(firstparty.ErrInvalidRequest, "device_name is %d bytes: at most %d bytes of UTF-8", len(name), firstparty.MaxDeviceName)
+		return redirectable(client.ErrInvalidRequest, "device_name is missing: it names the device in the device list")
+	case len(name) > client.MaxDeviceName:
+		return redirectable(client.ErrInvalidRequest, "device_name is %d bytes: at most %d bytes of UTF-8", len(name), client.MaxDeviceName)
 	case !utf8.ValidString(name):
-		return redirectable(firstparty.ErrInvalidRequest, "device_name is not valid UTF-8")
+		return redirectable(client.ErrInvalidRequest, "device_name is not valid UTF-8")
 	case strings.ContainsFunc(name, unicode.IsControl):
-		return redirectable(firstparty.ErrInvalidRequest, "device_name holds a control character")
+		return redirectable(client.ErrInvalidRequest, "device_name holds a control character")
 	}
 	return nil
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // FuzzParseAuthorizeRequest feeds raw query strings to the parser. Whatever
@@ -34,16 +34,16 @@ func FuzzParseAuthorizeRequest(f *testing.F) {
 			}
 			return
 		}
-		if _, ok := firstparty.LookupClient(r.Client.ID); !ok {
+		if _, ok := client.LookupFirstParty(r.Client.ID); !ok {
 			t.Fatalf("accepted client %q", r.Client.ID)
 		}
 		if CheckRedirectURI(r.RedirectURI) != nil || !strings.HasPrefix(r.RedirectURI, "http://127.0.0.1:") {
 			t.Fatalf("accepted redirect_uri %q", r.RedirectURI)
 		}
-		if r.Scope != firstparty.Scope || CheckChallenge(r.CodeChallenge) != nil {
+		if r.Scope != client.Scope || CheckChallenge(r.CodeChallenge) != nil {
 			t.Fatalf("accepted scope %q challenge %q", r.Scope, r.CodeChallenge)
 		}
-		if r.DeviceName == "" || len(r.DeviceName) > firstparty.MaxDeviceName || !utf8.ValidString(r.DeviceName) {
+		if r.DeviceName == "" || len(r.DeviceName) > client.MaxDeviceName || !utf8.ValidString(r.DeviceName) {
 			t.Fatalf("accepted device_name %q", r.DeviceName)
 		}
 		if r.State == "" || len(r.State) > maxState {

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // goodQuery is the request cocoonbox login sends.
@@ -49,30 +49,30 @@ func TestAuthorizeRequestBadInput(t *testing.T) {
 		code     string
 		redirect bool
 	}{
-		{"unknown client", func(q url.Values) { q.Set("client_id", "agent-7") }, firstparty.ErrInvalidClient, false},
-		{"no client", func(q url.Values) { q.Del("client_id") }, firstparty.ErrInvalidClient, false},
-		{"redirect to another path", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:41234/other") }, firstparty.ErrInvalidRequest, false},
-		{"redirect with a query", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:41234/callback?a=b") }, firstparty.ErrInvalidRequest, false},
-		{"redirect with user info", func(q url.Values) { q.Set("redirect_uri", "http://u:p@127.0.0.1:41234/callback") }, firstparty.ErrInvalidRequest, false},
-		{"redirect to 127.0.0.1.evil.com", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1.evil.com:41234/callback") }, firstparty.ErrInvalidRequest, false},
-		{"redirect to localhost", func(q url.Values) { q.Set("redirect_uri", "http://localhost:41234/callback") }, firstparty.ErrInvalidRequest, false},
-		{"two redirect URIs", func(q url.Values) { q.Add("redirect_uri", "http://127.0.0.1:1/callback") }, firstparty.ErrInvalidRequest, false},
-		{"code_challenge_method=plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, firstparty.ErrInvalidRequest, true},
-		{"no code_challenge_method", func(q url.Values) { q.Del("code_challenge_method") }, firstparty.ErrInvalidRequest, true},
-		{"no code_challenge", func(q url.Values) { q.Del("code_challenge") }, firstparty.ErrInvalidRequest, true},
-		{"a plain-sized challenge", func(q url.Values) { q.Set("code_challenge", rfcVerifier[:42]) }, firstparty.ErrInvalidRequest, true},
-		{"scope other than account", func(q url.Values) { q.Set("scope", "boxes") }, firstparty.ErrInvalidScope, true},
-		{"scope account and more", func(q url.Values) { q.Set("scope", "account boxes") }, firstparty.ErrInvalidScope, true},
-		{"no scope", func(q url.Values) { q.Del("scope") }, firstparty.ErrInvalidScope, true},
-		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("é", 32)+"x") }, firstparty.ErrInvalidRequest, true},
-		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "lap\xfftop") }, firstparty.ErrInvalidRequest, true},
-		{"device_name with a control character", func(q url.Values) { q.Set("device_name", "lap\x1b[2Jtop") }, firstparty.ErrInvalidRequest, true},
-		{"no device_name", func(q url.Values) { q.Del("device_name") }, firstparty.ErrInvalidRequest, true},
-		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, firstparty.ErrUnsupportedResponseType, true},
-		{"no state", func(q url.Values) { q.Del("state") }, firstparty.ErrInvalidRequest, true},
-		{"state too long", func(q url.Values) { q.Set("state", strings.Repeat("s", 513)) }, firstparty.ErrInvalidRequest, true},
-		{"an invite of the wrong shape", func(q url.Values) { q.Set("invite", "cbi_1234") }, firstparty.ErrInvalidRequest, true},
-		{"a parameter twice", func(q url.Values) { q.Add("scope", "account") }, firstparty.ErrInvalidRequest, true},
+		{"unknown client", func(q url.Values) { q.Set("client_id", "agent-7") }, client.ErrInvalidClient, false},
+		{"no client", func(q url.Values) { q.Del("client_id") }, client.ErrInvalidClient, false},
+		{"redirect to another path", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:41234/other") }, client.ErrInvalidRequest, false},
+		{"redirect with a query", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1:41234/callback?a=b") }, client.ErrInvalidRequest, false},
+		{"redirect with user info", func(q url.Values) { q.Set("redirect_uri", "http://u:p@127.0.0.1:41234/callback") }, client.ErrInvalidRequest, false},
+		{"redirect to 127.0.0.1.evil.com", func(q url.Values) { q.Set("redirect_uri", "http://127.0.0.1.evil.com:41234/callback") }, client.ErrInvalidRequest, false},
+		{"redirect to localhost", func(q url.Values) { q.Set("redirect_uri", "http://localhost:41234/callback") }, client.ErrInvalidRequest, false},
+		{"two redirect URIs", func(q url.Values) { q.Add("redirect_uri", "http://127.0.0.1:1/callback") }, client.ErrInvalidRequest, false},
+		{"code_challenge_method=plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, client.ErrInvalidRequest, true},
+		{"no code_challenge_method", func(q url.Values) { q.Del("code_challenge_method") }, client.ErrInvalidRequest, true},
+		{"no code_challenge", func(q url.Values) { q.Del("code_challenge") }, client.ErrInvalidRequest, true},
+		{"a plain-sized challenge", func(q url.Values) { q.Set("code_challenge", rfcVerifier[:42]) }, client.ErrInvalidRequest, true},
+		{"scope other than account", func(q url.Values) { q.Set("scope", "boxes") }, client.ErrInvalidScope, true},
+		{"scope account and more", func(q url.Values) { q.Set("scope", "account boxes") }, client.ErrInvalidScope, true},
+		{"no scope", func(q url.Values) { q.Del("scope") }, client.ErrInvalidScope, true},
+		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("é", 32)+"x") }, client.ErrInvalidRequest, true},
+		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "lap\xfftop") }, client.ErrInvalidRequest, true},
+		{"device_name with a control character", func(q url.Values) { q.Set("device_name", "lap\x1b[2Jtop") }, client.ErrInvalidRequest, true},
+		{"no device_name", func(q url.Values) { q.Del("device_name") }, client.ErrInvalidRequest, true},
+		{"response_type token", func(q url.Values) { q.Set("response_type", "token") }, client.ErrUnsupportedResponseType, true},
+		{"no state", func(q url.Values) { q.Del("state") }, client.ErrInvalidRequest, true},
+		{"state too long", func(q url.Values) { q.Set("state", strings.Repeat("s", 513)) }, client.ErrInvalidRequest, true},
+		{"an invite of the wrong shape", func(q url.Values) { q.Set("invite", "cbi_1234") }, client.ErrInvalidRequest, true},
+		{"a parameter twice", func(q url.Values) { q.Add("scope", "account") }, client.ErrInvalidRequest, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

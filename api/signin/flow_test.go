@@ -7,7 +7,7 @@ import (
 	"net/url"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // The whole exchange over HTTP on a real database: Allow answers
@@ -43,7 +43,7 @@ func TestApproveThenTokenAnswersTheContractsShape(t *testing.T) {
 	}
 	// The same code again: invalid_grant.
 	resp = serve(mux, tokenRequest(form))
-	if a := answer(t, resp); resp.StatusCode != 400 || a["error"] != firstparty.ErrInvalidGrant {
+	if a := answer(t, resp); resp.StatusCode != 400 || a["error"] != client.ErrInvalidGrant {
 		t.Fatalf("a code used twice: %d %v", resp.StatusCode, a)
 	}
 }

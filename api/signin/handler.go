@@ -16,8 +16,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // Principal is the console's signed-in user: the users row's id and
@@ -64,7 +64,7 @@ func agentClient(ids []string) bool {
 	if len(ids) != 1 {
 		return false
 	}
-	_, first := firstparty.LookupClient(ids[0])
+	_, first := client.LookupFirstParty(ids[0])
 	return !first
 }
 
@@ -128,15 +128,15 @@ func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 		Query string `json:"query"`
 	}
 	if err := server.ReadJSON(r, 16<<10, &body); errors.Is(err, server.ErrNotJSON) {
-		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": err.Error()})
+		server.WriteJSON(w, http.StatusUnsupportedMediaType, map[string]string{"error": client.ErrInvalidRequest, "error_description": err.Error()})
 		return nil, false
 	} else if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": `the body must be {"query": "..."}: ` + err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": client.ErrInvalidRequest, "error_description": `the body must be {"query": "..."}: ` + err.Error()})
 		return nil, false
 	}
 	q, err := url.ParseQuery(body.Query)
 	if err != nil {
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": firstparty.ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": client.ErrInvalidRequest, "error_description": "query is not a URL query: " + err.Error()})
 		return nil, false
 	}
 	return q, true
@@ -147,9 +147,9 @@ func consoleCall(w http.ResponseWriter, r *http.Request) (url.Values, bool) {
 func writeOAuthError(w http.ResponseWriter, e *Error) {
 	status := http.StatusBadRequest
 	switch e.Code {
-	case firstparty.ErrInvalidClient:
+	case client.ErrInvalidClient:
 		status = http.StatusUnauthorized
-	case firstparty.ErrServerError:
+	case client.ErrServerError:
 		status = http.StatusInternalServerError
 	}
 	server.WriteJSON(w, status, map[string]string{"error": e.Code, "error_description": e.Description})
@@ -158,5 +158,5 @@ func writeOAuthError(w http.ResponseWriter, e *Error) {
 // serverError logs err and answers server_error, never err's text.
 func (h *Handler) serverError(w http.ResponseWriter, r *http.Request, err error) {
 	h.log.ErrorContext(r.Context(), "sign-in failed", "path", r.URL.Path, "err", err)
-	writeOAuthError(w, &Error{Code: firstparty.ErrServerError, Description: "the api failed; try again"})
+	writeOAuthError(w, &Error{Code: client.ErrServerError, Description: "the api failed; try again"})
 }

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 const issuer = "http://127.0.0.1:18200"
@@ -82,11 +82,11 @@ func TestAuthorizeBadRequestGoesBackToTheCallbackWithItsError(t *testing.T) {
 		change func(url.Values)
 		code   string
 	}{
-		{"plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, firstparty.ErrInvalidRequest},
-		{"no method", func(q url.Values) { q.Del("code_challenge_method") }, firstparty.ErrInvalidRequest},
-		{"scope", func(q url.Values) { q.Set("scope", "boxes") }, firstparty.ErrInvalidScope},
-		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("x", 65)) }, firstparty.ErrInvalidRequest},
-		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "\xc3") }, firstparty.ErrInvalidRequest},
+		{"plain", func(q url.Values) { q.Set("code_challenge_method", "plain") }, client.ErrInvalidRequest},
+		{"no method", func(q url.Values) { q.Del("code_challenge_method") }, client.ErrInvalidRequest},
+		{"scope", func(q url.Values) { q.Set("scope", "boxes") }, client.ErrInvalidScope},
+		{"device_name of 65 bytes", func(q url.Values) { q.Set("device_name", strings.Repeat("x", 65)) }, client.ErrInvalidRequest},
+		{"device_name invalid UTF-8", func(q url.Values) { q.Set("device_name", "\xc3") }, client.ErrInvalidRequest},
 	} {
 		q := goodQuery()
 		c.change(q)
@@ -156,13 +156,13 @@ func TestCheckOfABadRequestSaysWhereToGoOnlyWhenItMay(t *testing.T) {
 	q := goodQuery()
 	q.Set("scope", "boxes")
 	a := answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/check", "application/json", q)))
-	if a["error"] != firstparty.ErrInvalidScope || !strings.HasPrefix(fmt.Sprint(a["redirect"]), "http://127.0.0.1:41234/callback?") {
+	if a["error"] != client.ErrInvalidScope || !strings.HasPrefix(fmt.Sprint(a["redirect"]), "http://127.0.0.1:41234/callback?") {
 		t.Fatalf("bad scope: %v", a)
 	}
 	q = goodQuery()
 	q.Set("redirect_uri", "http://127.0.0.1.evil.com:1/callback")
 	a = answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/check", "application/json", q)))
-	if _, has := a["redirect"]; has || a["error"] != firstparty.ErrInvalidRequest {
+	if _, has := a["redirect"]; has || a["error"] != client.ErrInvalidRequest {
 		t.Fatalf("bad redirect_uri: %v", a)
 	}
 }
@@ -170,7 +170,7 @@ func TestCheckOfABadRequestSaysWhereToGoOnlyWhenItMay(t *testing.T) {
 func TestDenyGoesBackAsAccessDenied(t *testing.T) {
 	a := answer(t, serve(requestOnly(t, true), consoleRequest("/cb/api/oauth/deny", "application/json", goodQuery())))
 	loc, _ := url.Parse(fmt.Sprint(a["redirect"]))
-	if q := loc.Query(); len(a) != 1 || q.Get("error") != firstparty.ErrAccessDenied || q.Get("state") != "st4te" || q.Get("iss") != issuer {
+	if q := loc.Query(); len(a) != 1 || q.Get("error") != client.ErrAccessDenied || q.Get("state") != "st4te" || q.Get("iss") != issuer {
 		t.Fatalf("deny: %v", a)
 	}
 }
@@ -199,12 +199,12 @@ func TestTokenMalformedRequestRefusedBeforeTheCode(t *testing.T) {
 		code   string
 		status int
 	}{
-		{"a 42-character verifier", func(f url.Values) { f.Set("code_verifier", rfcVerifier[:42]) }, firstparty.ErrInvalidRequest, 400},
-		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, firstparty.ErrInvalidRequest, 400},
-		{"no code", func(f url.Values) { f.Del("code") }, firstparty.ErrInvalidRequest, 400},
-		{"another grant", func(f url.Values) { f.Set("grant_type", "refresh_token") }, firstparty.ErrUnsupportedGrantType, 400},
-		{"an unknown client", func(f url.Values) { f.Set("client_id", "agent") }, firstparty.ErrInvalidClient, 401},
-		{"a parameter twice", func(f url.Values) { f.Add("code", "cbc_y") }, firstparty.ErrInvalidRequest, 400},
+		{"a 42-character verifier", func(f url.Values) { f.Set("code_verifier", rfcVerifier[:42]) }, client.ErrInvalidRequest, 400},
+		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, client.ErrInvalidRequest, 400},
+		{"no code", func(f url.Values) { f.Del("code") }, client.ErrInvalidRequest, 400},
+		{"another grant", func(f url.Values) { f.Set("grant_type", "refresh_token") }, client.ErrUnsupportedGrantType, 400},
+		{"an unknown client", func(f url.Values) { f.Set("client_id", "agent") }, client.ErrInvalidClient, 401},
+		{"a parameter twice", func(f url.Values) { f.Add("code", "cbc_y") }, client.ErrInvalidRequest, 400},
 	} {
 		f := goodTokenForm()
 		c.change(f)

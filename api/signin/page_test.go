@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -88,7 +88,7 @@ func TestConsentPageInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	got = <-callbacks
-	if got.Get("error") != firstparty.ErrAccessDenied || got.Get("code") != "" || got.Get("state") != "st4te" {
+	if got.Get("error") != client.ErrAccessDenied || got.Get("code") != "" || got.Get("state") != "st4te" {
 		t.Fatalf("Deny went to the callback with %v", got)
 	}
 }

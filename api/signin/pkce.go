@@ -6,11 +6,11 @@ import (
 	"encoding/base64"
 	"fmt"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // PKCE (RFC 7636), the server's checks (the client's S256 is in
-// firstparty), S256 only: "plain" and a missing method are refused, since a
+// api/client), S256 only: "plain" and a missing method are refused, since a
 // plain challenge is the verifier itself and protects nothing from a local
 // process that sees the authorize URL.
 
@@ -61,7 +61,7 @@ func VerifyPKCE(challenge, verifier string) error {
 	if err := CheckVerifier(verifier); err != nil {
 		return err
 	}
-	if subtle.ConstantTimeCompare([]byte(firstparty.S256(verifier)), []byte(challenge)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(client.S256(verifier)), []byte(challenge)) != 1 {
 		return fmt.Errorf("code_verifier does not match the code_challenge")
 	}
 	return nil

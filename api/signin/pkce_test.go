@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // RFC 7636 Appendix B's example pair.
@@ -14,7 +14,7 @@ const (
 )
 
 func TestS256MatchesRFC7636AppendixB(t *testing.T) {
-	if got := firstparty.S256(rfcVerifier); got != rfcChallenge {
+	if got := client.S256(rfcVerifier); got != rfcChallenge {
 		t.Fatalf("S256(%q) = %q, want %q", rfcVerifier, got, rfcChallenge)
 	}
 	if err := VerifyPKCE(rfcChallenge, rfcVerifier); err != nil {
@@ -28,7 +28,7 @@ func TestS256MatchesRFC7636AppendixB(t *testing.T) {
 // Bad input: a 42-character verifier.
 func TestVerifierOf42CharactersRefused(t *testing.T) {
 	v := rfcVerifier[:42]
-	if err := VerifyPKCE(firstparty.S256(v), v); err == nil {
+	if err := VerifyPKCE(client.S256(v), v); err == nil {
 		t.Fatal("a 42-character verifier was accepted")
 	}
 	if err := CheckVerifier(strings.Repeat("a", 43)); err != nil {

@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // Token revocation (RFC 7009 §2): POST /cocoonbox.oauth/revoke with token
@@ -26,14 +26,14 @@ func (h *Handler) revokeToken(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if id := f.Get("client_id"); id != "" {
-		if _, ok := firstparty.LookupClient(id); !ok {
-			writeOAuthError(w, &Error{Code: firstparty.ErrInvalidClient, Description: "client_id " + quote(id) + " is not a cocoonbox client"})
+		if _, ok := client.LookupFirstParty(id); !ok {
+			writeOAuthError(w, &Error{Code: client.ErrInvalidClient, Description: "client_id " + quote(id) + " is not a cocoonbox client"})
 			return
 		}
 	}
 	token := f.Get("token")
 	if token == "" {
-		writeOAuthError(w, &Error{Code: firstparty.ErrInvalidRequest, Description: "token is missing"})
+		writeOAuthError(w, &Error{Code: client.ErrInvalidRequest, Description: "token is missing"})
 		return
 	}
 	if err := h.revoke(r.Context(), token); err != nil {

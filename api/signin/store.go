@@ -12,8 +12,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 //go:embed migrations/*.sql
@@ -63,7 +63,7 @@ func hashCode(code string) []byte {
 // IssueCode stores a code for userID's approval of r and answers it (cbc_ and
 // 26 base32 characters, 130 random bits); only its SHA-256 is kept. Codes
 // that expired an hour ago are removed on the way.
-func (s *Store) IssueCode(ctx context.Context, userID string, r *firstparty.AuthorizeRequest) (string, error) {
+func (s *Store) IssueCode(ctx context.Context, userID string, r *client.AuthorizeRequest) (string, error) {
 	code := "cbc_" + rand.Text()
 	_, err := s.pool.Exec(ctx, `
 		WITH gone AS (DELETE FROM signin_codes WHERE expires_at < now() - interval '1 hour')
@@ -94,25 +94,25 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 	var changed string // the user whose tokens the transaction changed
 	err = pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
 		var (
-			userID, client, redirectURI, challenge, label string
-			deviceID                                      *string
-			used, expired, disabled                       bool
+			userID, clientID, redirectURI, challenge, label string
+			deviceID                                        *string
+			used, expired, disabled                         bool
 		)
 		err := tx.QueryRow(ctx, `
 			SELECT c.user_id, c.client, c.redirect_uri, c.code_challenge, c.device_name, c.device_id,
 			       c.used_at IS NOT NULL, c.expires_at <= now(), u.disabled_at IS NOT NULL
 			FROM signin_codes c JOIN users u ON u.id = c.user_id
 			WHERE c.code_sha256 = $1 FOR UPDATE OF c`, hashCode(x.Code)).
-			Scan(&userID, &client, &redirectURI, &challenge, &label, &deviceID, &used, &expired, &disabled)
+			Scan(&userID, &clientID, &redirectURI, &challenge, &label, &deviceID, &used, &expired, &disabled)
 		if errors.Is(err, pgx.ErrNoRows) {
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code is unknown: sign in again"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "the code is unknown: sign in again"}
 			return nil
 		}
 		if err != nil {
 			return fmt.Errorf("read the authorization code: %w", err)
 		}
 		if used {
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "the code was used already; the device it signed in is revoked: sign in again"}
 			if deviceID != nil {
 				changed = userID
 				return s.devices.RevokeDevice(ctx, tx, userID, *deviceID)
@@ -124,20 +124,20 @@ func (s *Store) Redeem(ctx context.Context, x Exchange) (secret string, oauthErr
 		}
 		switch {
 		case expired:
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code expired (it lives 60 s): sign in again"}
-		case client != x.ClientID:
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the code was issued to another client"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "the code expired (it lives 60 s): sign in again"}
+		case clientID != x.ClientID:
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "the code was issued to another client"}
 		case redirectURI != x.RedirectURI:
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "redirect_uri is not the one of the authorization request"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "redirect_uri is not the one of the authorization request"}
 		case VerifyPKCE(challenge, x.Verifier) != nil:
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "code_verifier does not match the code_challenge"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "code_verifier does not match the code_challenge"}
 		case disabled:
-			oauthErr = &Error{Code: firstparty.ErrInvalidGrant, Description: "the account is disabled"}
+			oauthErr = &Error{Code: client.ErrInvalidGrant, Description: "the account is disabled"}
 		}
 		if oauthErr != nil {
 			return nil
 		}
-		id, sec, err := s.devices.CreateDevice(ctx, tx, userID, client, label)
+		id, sec, err := s.devices.CreateDevice(ctx, tx, userID, clientID, label)
 		if err != nil {
 			return fmt.Errorf("make the device token: %w", err)
 		}

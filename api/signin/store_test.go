@@ -5,9 +5,9 @@ import (
 	"net/url"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/devices"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -42,7 +42,7 @@ func newCodeFixture(t *testing.T) *codeFixture {
 }
 
 // approve is the user's Allow of the CLI's request with RFC 7636's pair.
-func (f *codeFixture) approve(q url.Values) (string, *firstparty.AuthorizeRequest) {
+func (f *codeFixture) approve(q url.Values) (string, *client.AuthorizeRequest) {
 	f.t.Helper()
 	r, perr := ParseAuthorizeRequest(q)
 	if perr != nil {
@@ -104,7 +104,7 @@ func TestCodeUsedTwiceIsRefusedAndRevokesItsDevice(t *testing.T) {
 	if _, oerr := f.redeem(goodExchange(code)); oerr != nil {
 		t.Fatal(oerr)
 	}
-	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != firstparty.ErrInvalidGrant {
+	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != client.ErrInvalidGrant {
 		t.Fatalf("a second use: %v, want invalid_grant", oerr)
 	}
 	if n := f.devices(); n != 0 || len(f.reloaded) != 2 {
@@ -119,7 +119,7 @@ func TestCodeOfAUserDisabledMeanwhileIsInvalidGrant(t *testing.T) {
 	if _, err := f.users.SetDisabled(f.ctx, "alice", true); err != nil {
 		t.Fatal(err)
 	}
-	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != firstparty.ErrInvalidGrant {
+	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != client.ErrInvalidGrant {
 		t.Fatalf("a disabled user's code: %v, want invalid_grant", oerr)
 	}
 	if f.devices() != 0 {
@@ -139,7 +139,7 @@ func TestCodeRefusedForAnotherClientRedirectOrVerifierAndBurnt(t *testing.T) {
 			code, _ := f.approve(goodQuery())
 			x := goodExchange(code)
 			change(&x)
-			if _, oerr := f.redeem(x); oerr == nil || oerr.Code != firstparty.ErrInvalidGrant {
+			if _, oerr := f.redeem(x); oerr == nil || oerr.Code != client.ErrInvalidGrant {
 				t.Fatalf("%v, want invalid_grant", oerr)
 			}
 			if f.devices() != 0 {
@@ -161,7 +161,7 @@ func TestExpiredCodeIsInvalidGrant(t *testing.T) {
 	f := newCodeFixture(t)
 	f.store.Lifetime = 0
 	code, _ := f.approve(goodQuery())
-	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != firstparty.ErrInvalidGrant {
+	if _, oerr := f.redeem(goodExchange(code)); oerr == nil || oerr.Code != client.ErrInvalidGrant {
 		t.Fatalf("an expired code: %v, want invalid_grant", oerr)
 	}
 }

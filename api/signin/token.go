@@ -5,8 +5,8 @@ import (
 	"net/http"
 	"net/url"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/server"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // The token endpoint (RFC 6749 §3.2, §4.1.3 and §5) for the authorization
@@ -31,15 +31,15 @@ type tokenAnswer struct {
 func form(w http.ResponseWriter, r *http.Request) (url.Values, *Error) {
 	mt, _, _ := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if mt != "application/x-www-form-urlencoded" {
-		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "send the parameters as application/x-www-form-urlencoded"}
+		return nil, &Error{Code: client.ErrInvalidRequest, Description: "send the parameters as application/x-www-form-urlencoded"}
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
 	if err := r.ParseForm(); err != nil {
-		return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: "the body is not a form: " + err.Error()}
+		return nil, &Error{Code: client.ErrInvalidRequest, Description: "the body is not a form: " + err.Error()}
 	}
 	for name, v := range r.PostForm {
 		if len(v) > 1 {
-			return nil, &Error{Code: firstparty.ErrInvalidRequest, Description: name + " is given more than once"}
+			return nil, &Error{Code: client.ErrInvalidRequest, Description: name + " is given more than once"}
 		}
 	}
 	return r.PostForm, nil
@@ -57,28 +57,28 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if gt := f.Get("grant_type"); gt != "authorization_code" {
-		writeOAuthError(w, &Error{Code: firstparty.ErrUnsupportedGrantType, Description: "grant_type " + quote(gt) + " is not supported: it must be authorization_code"})
+		writeOAuthError(w, &Error{Code: client.ErrUnsupportedGrantType, Description: "grant_type " + quote(gt) + " is not supported: it must be authorization_code"})
 		return
 	}
 	// Public clients: the client_id is their whole authentication (§3.2.1).
-	client, ok := firstparty.LookupClient(f.Get("client_id"))
+	fp, ok := client.LookupFirstParty(f.Get("client_id"))
 	if !ok {
-		writeOAuthError(w, &Error{Code: firstparty.ErrInvalidClient, Description: "client_id " + quote(f.Get("client_id")) + " is not a cocoonbox client"})
+		writeOAuthError(w, &Error{Code: client.ErrInvalidClient, Description: "client_id " + quote(f.Get("client_id")) + " is not a cocoonbox client"})
 		return
 	}
-	x := Exchange{ClientID: client.ID, Code: f.Get("code"), RedirectURI: f.Get("redirect_uri"), Verifier: f.Get("code_verifier")}
+	x := Exchange{ClientID: fp.ID, Code: f.Get("code"), RedirectURI: f.Get("redirect_uri"), Verifier: f.Get("code_verifier")}
 	// A malformed request changes nothing: the code stays usable.
 	switch {
 	case x.Code == "":
-		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "code is missing"}
+		oerr = &Error{Code: client.ErrInvalidRequest, Description: "code is missing"}
 	case x.RedirectURI == "":
-		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "redirect_uri is missing"}
+		oerr = &Error{Code: client.ErrInvalidRequest, Description: "redirect_uri is missing"}
 	case x.Verifier == "":
-		oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: "code_verifier is missing (PKCE is required)"}
+		oerr = &Error{Code: client.ErrInvalidRequest, Description: "code_verifier is missing (PKCE is required)"}
 	}
 	if oerr == nil {
 		if err := CheckVerifier(x.Verifier); err != nil {
-			oerr = &Error{Code: firstparty.ErrInvalidRequest, Description: err.Error()}
+			oerr = &Error{Code: client.ErrInvalidRequest, Description: err.Error()}
 		}
 	}
 	if oerr != nil {
@@ -91,10 +91,10 @@ func (h *Handler) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if oerr != nil {
-		h.log.InfoContext(r.Context(), "token request refused", "client", client.ID, "error", oerr.Code, "why", oerr.Description)
+		h.log.InfoContext(r.Context(), "token request refused", "client", fp.ID, "error", oerr.Code, "why", oerr.Description)
 		writeOAuthError(w, oerr)
 		return
 	}
 	w.Header().Set("Pragma", "no-cache")
-	server.WriteJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: firstparty.Scope})
+	server.WriteJSON(w, http.StatusOK, tokenAnswer{AccessToken: secret, TokenType: "Bearer", Scope: client.Scope})
 }

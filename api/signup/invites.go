@@ -11,7 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // InvitePrefix starts an invite code: cbi_ and 64 hex.
@@ -145,7 +145,7 @@ var ErrNoInvite = errors.New("no usable invite")
 
 // useInvite takes one use of the invite code in tx, answering its id.
 func useInvite(ctx context.Context, tx pgx.Tx, code string) (string, error) {
-	if !firstparty.IsInviteCode(code) {
+	if !client.IsInviteCode(code) {
 		return "", ErrNoInvite
 	}
 	sum := sha256.Sum256([]byte(code))

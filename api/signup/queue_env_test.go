@@ -114,8 +114,8 @@ func (e *qenv) arrive(a Arrival) Outcome {
 	return out
 }
 
-// client is a browser-like HTTP client with its own cookies.
-type client struct {
+// browser is a browser-like HTTP client with its own cookies.
+type browser struct {
 	t    *testing.T
 	base string
 	c    *http.Client
@@ -123,13 +123,13 @@ type client struct {
 	bearer string
 }
 
-func (e *qenv) client() *client {
+func (e *qenv) client() *browser {
 	jar, _ := cookiejar.New(nil)
-	return &client{t: e.t, base: e.url, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	return &browser{t: e.t, base: e.url, c: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 }
 
 // do sends a call (body JSON unless nil) and answers the status and body.
-func (c *client) do(method, path string, body any) (int, []byte) {
+func (c *browser) do(method, path string, body any) (int, []byte) {
 	c.t.Helper()
 	var rd io.Reader
 	if body != nil {
@@ -160,7 +160,7 @@ func (c *client) do(method, path string, body any) (int, []byte) {
 
 // want sends a call and fails unless it answers status; it decodes the
 // answer into v when v is not nil.
-func (c *client) want(status int, method, path string, body, v any) []byte {
+func (c *browser) want(status int, method, path string, body, v any) []byte {
 	c.t.Helper()
 	got, out := c.do(method, path, body)
 	if got != status {
@@ -175,7 +175,7 @@ func (c *client) want(status int, method, path string, body, v any) []byte {
 }
 
 // signIn makes an account (admin or not) and answers a client signed in as it.
-func (e *qenv) signIn(name string, admin bool) (*client, users.User) {
+func (e *qenv) signIn(name string, admin bool) (*browser, users.User) {
 	e.t.Helper()
 	u, err := e.users.Add(e.ctx, name, "correct horse", admin)
 	if err != nil {
@@ -197,7 +197,7 @@ func contains(b []byte, subs ...string) bool {
 
 // setQueueCookie gives c the cb_queue cookie of queue entry id, as the
 // GitHub callback sets it through SetQueueCookie.
-func setQueueCookie(t *testing.T, c *client, s *Signup, id string) {
+func setQueueCookie(t *testing.T, c *browser, s *Signup, id string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
 	s.SetQueueCookie(rec, id)

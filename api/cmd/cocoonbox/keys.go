@@ -17,9 +17,9 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/term"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 )
 
 // maxValueRead bounds what keys add and rotate read as a value; the api
@@ -101,7 +101,7 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
-	keys := controlv1connect.NewKeysClient(http.DefaultClient, st.endpoint, connect.WithInterceptors(bearer.Interceptor(token)))
+	keys := controlv1connect.NewKeysClient(http.DefaultClient, st.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
 	switch verb {
 	case "ls":
 		return listKeys(ctx, st, keys, *asJSON, stdout)

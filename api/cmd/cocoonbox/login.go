@@ -16,9 +16,9 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // loginWait bounds how long login waits for the browser.
@@ -37,21 +37,21 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if *tokenStdin {
 		return loginPaste(ctx, st, stdin, stdout)
 	}
-	if *invite != "" && !firstparty.IsInviteCode(*invite) {
+	if *invite != "" && !client.IsInviteCode(*invite) {
 		return usageError{fmt.Sprintf("--invite %q is not an invite code (cbi_ and 64 hex digits)", *invite)}
 	}
 	name := *deviceName
 	if name == "" {
 		name = hostName()
 	}
-	if len(name) > firstparty.MaxDeviceName || !utf8.ValidString(name) || name == "" {
-		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, firstparty.MaxDeviceName)}
+	if len(name) > client.MaxDeviceName || !utf8.ValidString(name) || name == "" {
+		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, client.MaxDeviceName)}
 	}
 
 	if err := reachable(ctx, st.endpoint); err != nil {
 		return err
 	}
-	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: firstparty.CLI, DeviceName: name, Invite: *invite})
+	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: client.CLI, DeviceName: name, Invite: *invite})
 	if err != nil {
 		return err
 	}
@@ -65,18 +65,18 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	res, err := flow.Wait(wctx)
 	if err != nil {
 		var oe *loopback.OAuthError
-		if errors.As(err, &oe) && oe.Code == firstparty.ErrAccessDenied {
+		if errors.As(err, &oe) && oe.Code == client.ErrAccessDenied {
 			return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
 		}
 		return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, firstparty.CLI.ID, res)
+	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, res)
 	if err != nil {
 		return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
 	}
 	// Contract: a new CLI login revokes the browser token it replaces.
 	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == cliconfig.SourceBrowser && old.Token != tok.AccessToken {
-		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, firstparty.CLI.ID, old.Token); err != nil {
+		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, old.Token); err != nil {
 			fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
 		}
 	}
@@ -123,7 +123,7 @@ func hostName() string {
 	if err != nil || name == "" {
 		return "cocoonbox CLI"
 	}
-	for len(name) > firstparty.MaxDeviceName {
+	for len(name) > client.MaxDeviceName {
 		_, size := utf8.DecodeLastRuneInString(name)
 		name = name[:len(name)-size]
 	}

@@ -9,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/loopback"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
-	"github.com/cocoonbox/cocoonbox/api/signin/firstparty"
 )
 
 // logout forgets the endpoint's token. It revokes only a token this CLI got
@@ -34,7 +34,7 @@ func logout(ctx context.Context, args []string, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "Signed out everywhere at %s: every console session, the personal token and every device.\n", st.endpoint)
 	} else if l.Source == cliconfig.SourceBrowser {
-		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, firstparty.CLI.ID, l.Token); err != nil {
+		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, l.Token); err != nil {
 			return fmt.Errorf("%w at %s; the token is still in %s: run cocoonbox logout again when the api is back", err, st.endpoint, st.path)
 		}
 		fmt.Fprintf(stdout, "Signed out of %s; this device's token is revoked.\n", st.endpoint)

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // mcpClients are the coding CLIs `cocoonbox mcp` writes a snippet for.
@@ -39,7 +39,7 @@ func mcpSnippet(args []string, stdout io.Writer) error {
 		which = pos
 	}
 	token, tokenErr := st.token()
-	url := st.endpoint + mcpurl.Path
+	url := st.endpoint + client.MCPPath
 	for i, c := range which {
 		if i > 0 {
 			fmt.Fprintln(stdout)

@@ -15,9 +15,9 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/term"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/packer"
 )
@@ -240,7 +240,7 @@ func (s *state) findBox(ctx context.Context, want string) (packer.BoxInfo, error
 	if err != nil {
 		return packer.BoxInfo{}, err
 	}
-	boxes := controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer.Interceptor(token)))
+	boxes := controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
 	resp, err := boxes.List(ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
 	if err != nil {
 		return packer.BoxInfo{}, s.explain("list your boxes", err)

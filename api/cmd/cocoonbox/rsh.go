@@ -15,10 +15,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/session/execrules"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 )
 
@@ -104,20 +103,20 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 			return usageError{fmt.Sprintf("rsh: COCOONBOX_PING_AFTER=%q is not a duration of 100ms or more (15s, 1m)", v)}
 		}
 	}
-	client := controlv1connect.NewSessionClient(streamClient(st.endpoint, pingAfter), st.endpoint,
-		connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil), connect.WithInterceptors(bearer.Interceptor(token)))
+	sess := controlv1connect.NewSessionClient(streamClient(st.endpoint, pingAfter), st.endpoint,
+		connect.WithGRPC(), connect.WithAcceptCompression("gzip", nil, nil), connect.WithInterceptors(client.BearerInterceptor(token)))
 	term := newTerminal(a.tty, stdin)
 	defer term.restore()
 	start := &controlv1.SessionExecStart{Box: a.box, Command: a.command}
 	if a.tty {
 		start.Tty, start.Term = term.size(), os.Getenv("TERM")
-		if !execrules.IsTerm(start.Term) {
+		if !client.IsTerm(start.Term) {
 			start.Term = "" // the api's default (xterm-256color) over a refusal
 		} else {
-			uploadTerminfo(ctx, client, a.box, start.Term)
+			uploadTerminfo(ctx, sess, a.box, start.Term)
 		}
 	}
-	code, err := runRemote(ctx, client, start, term, stdin, stdout, os.Stderr)
+	code, err := runRemote(ctx, sess, start, term, stdin, stdout, os.Stderr)
 	if err != nil {
 		term.restore()
 		if ctx.Err() != nil {
@@ -202,8 +201,8 @@ func runRemote(ctx context.Context, client controlv1connect.SessionClient, start
 }
 
 // stdinChunk is what one stdin message carries at most (the api's
-// execrules.Chunk).
-const stdinChunk = execrules.Chunk
+// client.ExecChunk).
+const stdinChunk = client.ExecChunk
 
 // feedStdin sends stdin to its end, then stdin_eof. Without a tty nothing
 // more will be sent, so the request side closes too; with one, resizes

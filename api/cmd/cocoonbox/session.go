@@ -10,8 +10,8 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 )
 
 // DefaultEndpoint is the api of `cocoonbox-api serve` with no config.
@@ -78,7 +78,7 @@ func (s *state) account() (controlv1connect.AccountClient, error) {
 
 // accountWith is the Account service of the endpoint, called with token.
 func (s *state) accountWith(token string) controlv1connect.AccountClient {
-	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer.Interceptor(token)))
+	return controlv1connect.NewAccountClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
 }
 
 // boxes is the Boxes service of the endpoint, called with token().
@@ -87,7 +87,7 @@ func (s *state) boxes() (controlv1connect.BoxesClient, error) {
 	if err != nil {
 		return nil, err
 	}
-	return controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(bearer.Interceptor(token))), nil
+	return controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(client.BearerInterceptor(token))), nil
 }
 
 // explain turns an Account call's error into what went wrong and what to do.

@@ -18,9 +18,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/e2e"
-	"github.com/cocoonbox/cocoonbox/api/mcp/mcpurl"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 )
@@ -91,7 +91,7 @@ func start(t testing.TB) *harness {
 			t.Logf("api %s log:\n%s", a.URL, a.Log())
 		}
 	})
-	h := &harness{api: a, mcpURL: a.URL + mcpurl.Path}
+	h := &harness{api: a, mcpURL: a.URL + client.MCPPath}
 	h.alice, h.bob = h.user(t, "alice"), h.user(t, "bob")
 	return h
 }

@@ -1,15 +1,14 @@
-// Package execrules holds the rules of a Session.Exec stream that both its
-// ends apply: how many bytes one message carries and what a TERM may be.
-// The CLI's rsh imports it without the api's server packages.
-//
+package client
+
+// The rules of a Session.Exec stream that both its ends apply: how many
+// bytes one message carries and what a TERM may be.
 // Contract: Remote command (Session.Exec, cocoonbox rsh).
-package execrules
 
 import "strings"
 
-// Chunk is the most bytes of output one response carries, and what rsh
-// puts in one stdin message.
-const Chunk = 256 << 10
+// ExecChunk is the most bytes of output one Session.Exec response
+// carries, and what rsh puts in one stdin message.
+const ExecChunk = 256 << 10
 
 // IsTerm reports whether term can be a terminfo entry's name: 1 to 64 of
 // [A-Za-z0-9._+-], from a letter or digit. It reaches the command's

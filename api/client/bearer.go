@@ -1,8 +1,7 @@
-// Package bearer is the client's side of the api's token check, apart from
-// the check itself (api/tokens) so that a client links no server package.
-//
-// Contract: Browser sign-in and device tokens.
-package bearer
+package client
+
+// The client's side of the api's token check (the check itself is
+// api/tokens). Contract: Browser sign-in and device tokens.
 
 import (
 	"context"
@@ -10,9 +9,9 @@ import (
 	"connectrpc.com/connect"
 )
 
-// Interceptor puts token on every call a connect client makes, unary or
+// BearerInterceptor puts token on every call a connect client makes, unary or
 // streaming (Boxes.Events, Session.Exec), as Authorization: Bearer <token>.
-func Interceptor(token string) connect.Interceptor { return bearerInterceptor(token) }
+func BearerInterceptor(token string) connect.Interceptor { return bearerInterceptor(token) }
 
 type bearerInterceptor string
 

@@ -1,4 +1,4 @@
-package firstparty
+package client
 
 import (
 	"crypto/sha256"

@@ -1,4 +1,4 @@
-package firstparty
+package client
 
 import (
 	"net/url"
@@ -12,7 +12,7 @@ const MaxDeviceName = 64
 // RFC 7636 §4.3) of a first-party client: what the CLI sends (Query) and
 // what signin.ParseAuthorizeRequest returns once it is checked.
 type AuthorizeRequest struct {
-	Client        Client
+	Client        FirstParty
 	RedirectURI   string // http://127.0.0.1:PORT/callback
 	Scope         string // always Scope
 	State         string // opaque, echoed back; 1 to 512 bytes

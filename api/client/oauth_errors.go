@@ -1,4 +1,4 @@
-package firstparty
+package client
 
 // The OAuth 2.0 error codes used here (RFC 6749 §4.1.2.1 and §5.2).
 const (
