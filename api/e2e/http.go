@@ -13,7 +13,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/client"
-	"github.com/cocoonbox/cocoonbox/api/loopback"
+	"github.com/cocoonbox/cocoonbox/api/client/login"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
 
@@ -86,8 +86,8 @@ func (c *Console) Device(ctx context.Context, deviceName string) (string, error)
 	if err != nil {
 		return "", err
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, c.Endpoint, client.CLI.ID,
-		loopback.Result{Code: cb.Query().Get("code"), RedirectURI: r.RedirectURI, CodeVerifier: verifier})
+	tok, err := login.Exchange(ctx, http.DefaultClient, c.Endpoint, client.CLI.ID,
+		login.Result{Code: cb.Query().Get("code"), RedirectURI: r.RedirectURI, CodeVerifier: verifier})
 	if err != nil {
 		return "", err
 	}

@@ -10,7 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/cliconfig"
+	"github.com/cocoonbox/cocoonbox/api/client/login"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
@@ -38,10 +38,10 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 	if err != nil || st.Mode().Perm() != 0o600 {
 		t.Fatalf("cli.json: %v %v, want mode 0600", st, err)
 	}
-	f, err := cliconfig.Load(path)
-	login := f.Endpoints[e.api.URL]
-	if err != nil || login.Source != cliconfig.SourceBrowser || !regexp.MustCompile(`^cb_[0-9a-f]{64}$`).MatchString(login.Token) {
-		t.Fatalf("cli.json login %+v, %v", login, err)
+	f, err := login.LoadConfig(path)
+	saved := f.Endpoints[e.api.URL]
+	if err != nil || saved.Source != login.SourceBrowser || !regexp.MustCompile(`^cb_[0-9a-f]{64}$`).MatchString(saved.Token) {
+		t.Fatalf("cli.json login %+v, %v", saved, err)
 	}
 
 	out, err = cli.Run(e.ctx, "", "devices", "--endpoint", e.api.URL)
@@ -49,14 +49,14 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 		t.Fatalf("cocoonbox devices: %v\n%s", err, out)
 	}
 
-	resp, err := Account(e.api.URL, login.Token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	resp, err := Account(e.api.URL, saved.Token).ListDevices(e.ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
 	if err != nil {
 		t.Fatalf("ListDevices over gRPC with the device token: %v", err)
 	}
 	if d := resp.Msg.Devices; len(d) != 1 || !d[0].Current || d[0].Label != "test laptop" || d[0].Client != "cocoonbox-cli" {
 		t.Fatalf("ListDevices: %v", d)
 	}
-	first := login.Token
+	first := saved.Token
 
 	// Contract: a new CLI login revokes the browser token it replaces. The
 	// browser's console session is still there: only the Allow click.
@@ -152,7 +152,7 @@ func TestCLIRevokeAndLogout(t *testing.T) {
 	// A browser token (made here through the token endpoint, as the CLI
 	// does) is revoked by logout.
 	mine := e.device(c, "this machine")
-	writeLogin(t, cli, e.api.URL, mine, cliconfig.SourceBrowser)
+	writeLogin(t, cli, e.api.URL, mine, login.SourceBrowser)
 	if out, err := cli.Run(e.ctx, "", "logout", "--endpoint", e.api.URL); err != nil || !strings.Contains(out, "revoked") {
 		t.Fatalf("logout of a browser token: %v\n%s", err, out)
 	}
@@ -165,12 +165,12 @@ func TestCLIRevokeAndLogout(t *testing.T) {
 func writeLogin(t *testing.T, cli CLI, endpoint, token, source string) {
 	t.Helper()
 	path := filepath.Join(cli.ConfigDir, "cocoonbox", "cli.json")
-	f, err := cliconfig.Load(path)
+	f, err := login.LoadConfig(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	f.Endpoint = endpoint
-	f.Endpoints[endpoint] = cliconfig.Login{Token: token, Source: source}
+	f.Endpoints[endpoint] = login.Saved{Token: token, Source: source}
 	if err := f.Save(path); err != nil {
 		t.Fatal(err)
 	}

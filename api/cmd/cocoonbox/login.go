@@ -15,16 +15,15 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/cliconfig"
 	"github.com/cocoonbox/cocoonbox/api/client"
-	"github.com/cocoonbox/cocoonbox/api/loopback"
+	"github.com/cocoonbox/cocoonbox/api/client/login"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
 // loginWait bounds how long login waits for the browser.
 const loginWait = 10 * time.Minute
 
-func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+func loginCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	fs := flags("login")
 	invite := fs.String("invite", "", "an invite code (cbi_ and 64 hex) for a new account's signup")
 	deviceName := fs.String("device-name", "", "the device's name in the device list (default: the host name)")
@@ -51,7 +50,7 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	if err := reachable(ctx, st.endpoint); err != nil {
 		return err
 	}
-	flow, err := loopback.Start(loopback.Request{Endpoint: st.endpoint, Client: client.CLI, DeviceName: name, Invite: *invite})
+	flow, err := login.Start(login.Request{Endpoint: st.endpoint, Client: client.CLI, DeviceName: name, Invite: *invite})
 	if err != nil {
 		return err
 	}
@@ -64,24 +63,24 @@ func login(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer
 	defer cancel()
 	res, err := flow.Wait(wctx)
 	if err != nil {
-		var oe *loopback.OAuthError
+		var oe *login.OAuthError
 		if errors.As(err, &oe) && oe.Code == client.ErrAccessDenied {
 			return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
 		}
 		return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
 	}
-	tok, err := loopback.Exchange(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, res)
+	tok, err := login.Exchange(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, res)
 	if err != nil {
 		return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
 	}
 	// Contract: a new CLI login revokes the browser token it replaces.
-	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == cliconfig.SourceBrowser && old.Token != tok.AccessToken {
-		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, old.Token); err != nil {
+	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == login.SourceBrowser && old.Token != tok.AccessToken {
+		if err := login.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, old.Token); err != nil {
 			fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
 		}
 	}
 	st.file.Endpoint = st.endpoint
-	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: tok.AccessToken, Source: cliconfig.SourceBrowser}
+	st.file.Endpoints[st.endpoint] = login.Saved{Token: tok.AccessToken, Source: login.SourceBrowser}
 	if err := st.save(); err != nil {
 		return err
 	}
@@ -103,7 +102,7 @@ func loginPaste(ctx context.Context, st *state, stdin io.Reader, stdout io.Write
 		return st.explain("check the pasted token", err)
 	}
 	st.file.Endpoint = st.endpoint
-	st.file.Endpoints[st.endpoint] = cliconfig.Login{Token: token, Source: cliconfig.SourcePaste}
+	st.file.Endpoints[st.endpoint] = login.Saved{Token: token, Source: login.SourcePaste}
 	if err := st.save(); err != nil {
 		return err
 	}

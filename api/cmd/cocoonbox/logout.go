@@ -8,9 +8,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/cliconfig"
 	"github.com/cocoonbox/cocoonbox/api/client"
-	"github.com/cocoonbox/cocoonbox/api/loopback"
+	"github.com/cocoonbox/cocoonbox/api/client/login"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
@@ -24,7 +23,7 @@ func logout(ctx context.Context, args []string, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	l, err := st.login()
+	l, err := st.saved()
 	if err != nil {
 		return err
 	}
@@ -33,8 +32,8 @@ func logout(ctx context.Context, args []string, stdout io.Writer) error {
 			return st.explain("sign out everywhere", err)
 		}
 		fmt.Fprintf(stdout, "Signed out everywhere at %s: every console session, the personal token and every device.\n", st.endpoint)
-	} else if l.Source == cliconfig.SourceBrowser {
-		if err := loopback.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, l.Token); err != nil {
+	} else if l.Source == login.SourceBrowser {
+		if err := login.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, l.Token); err != nil {
 			return fmt.Errorf("%w at %s; the token is still in %s: run cocoonbox logout again when the api is back", err, st.endpoint, st.path)
 		}
 		fmt.Fprintf(stdout, "Signed out of %s; this device's token is revoked.\n", st.endpoint)

@@ -154,7 +154,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	cmd, rest := args[0], args[1:]
 	switch cmd {
 	case "login":
-		return login(ctx, rest, stdin, stdout)
+		return loginCmd(ctx, rest, stdin, stdout)
 	case "logout":
 		return logout(ctx, rest, stdout)
 	case "devices":

@@ -9,8 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/cliconfig"
 	"github.com/cocoonbox/cocoonbox/api/client"
+	"github.com/cocoonbox/cocoonbox/api/client/login"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
 
@@ -20,18 +20,18 @@ const DefaultEndpoint = "http://127.0.0.1:18200"
 // state is cli.json and the endpoint a command works on.
 type state struct {
 	path     string
-	file     *cliconfig.File
+	file     *login.Config
 	endpoint string
 }
 
 // loadState reads cli.json and picks the endpoint: the flag, else
 // $COCOONBOX_ENDPOINT, else the last login's, else DefaultEndpoint.
 func loadState(flagEndpoint string) (*state, error) {
-	path, err := cliconfig.Path()
+	path, err := login.ConfigPath()
 	if err != nil {
 		return nil, err
 	}
-	f, err := cliconfig.Load(path)
+	f, err := login.LoadConfig(path)
 	if err != nil {
 		return nil, err
 	}
@@ -48,8 +48,8 @@ func loadState(flagEndpoint string) (*state, error) {
 	return &state{path: path, file: f, endpoint: ep}, nil
 }
 
-// login is the stored login of the endpoint, or an error saying to log in.
-func (s *state) login() (cliconfig.Login, error) {
+// saved is the stored login of the endpoint, or an error saying to log in.
+func (s *state) saved() (login.Saved, error) {
 	l, ok := s.file.Endpoints[s.endpoint]
 	if !ok {
 		return l, fmt.Errorf("not signed in to %s: run cocoonbox login --endpoint %s", s.endpoint, s.endpoint)
@@ -63,7 +63,7 @@ func (s *state) token() (string, error) {
 	if t := os.Getenv("COCOONBOX_TOKEN"); t != "" {
 		return t, nil
 	}
-	l, err := s.login()
+	l, err := s.saved()
 	return l.Token, err
 }
 

@@ -1,4 +1,4 @@
-package loopback
+package login
 
 import (
 	"context"

@@ -1,6 +1,8 @@
-// Package cliconfig is the cocoonbox CLI's cli.json: the token of each
-// endpoint with its source, so that logout revokes only a token the CLI got
-// through the browser, never one pasted from the app.
+package login
+
+// cli.json: the token of each endpoint with its source, so that logout
+// revokes only a token the CLI got through the browser, never one pasted
+// from the app.
 //
 // The file is $XDG_CONFIG_HOME/cocoonbox/cli.json (~/.config/cocoonbox/cli.json),
 // mode 0600 in a 0700 directory, written whole under a temporary name and
@@ -10,7 +12,6 @@
 //	 "endpoints": {"http://127.0.0.1:18200": {"token": "cb_…", "source": "browser"}}}
 //
 // Contract: Browser sign-in and device tokens.
-package cliconfig
 
 import (
 	"encoding/json"
@@ -30,20 +31,20 @@ const (
 	SourceApp     = "app"     // copied from the app: never revoked by logout
 )
 
-// Login is the token of one endpoint.
-type Login struct {
+// Saved is the token of one endpoint.
+type Saved struct {
 	Token  string `json:"token"`
 	Source string `json:"source"`
 }
 
-// File is cli.json. Endpoint is the one commands use without --endpoint.
-type File struct {
+// Config is cli.json. Endpoint is the one commands use without --endpoint.
+type Config struct {
 	Endpoint  string           `json:"endpoint,omitempty"`
-	Endpoints map[string]Login `json:"endpoints,omitempty"`
+	Endpoints map[string]Saved `json:"endpoints,omitempty"`
 }
 
-// Path is where cli.json lives: under os.UserConfigDir ($XDG_CONFIG_HOME or ~/.config).
-func Path() (string, error) {
+// ConfigPath is where cli.json lives: under os.UserConfigDir ($XDG_CONFIG_HOME or ~/.config).
+func ConfigPath() (string, error) {
 	dir, err := os.UserConfigDir()
 	if err != nil {
 		return "", fmt.Errorf("find the config directory for cli.json: %w", err)
@@ -51,21 +52,21 @@ func Path() (string, error) {
 	return filepath.Join(dir, "cocoonbox", "cli.json"), nil
 }
 
-// Load reads the file at path; a missing file is an empty File.
-func Load(path string) (*File, error) {
+// LoadConfig reads the file at path; a missing file is an empty Config.
+func LoadConfig(path string) (*Config, error) {
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return &File{Endpoints: map[string]Login{}}, nil
+		return &Config{Endpoints: map[string]Saved{}}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
-	f := &File{}
+	f := &Config{}
 	if err := json.Unmarshal(data, f); err != nil {
 		return nil, fmt.Errorf("%s is not valid cli.json (%w): fix or remove it, then log in again", path, err)
 	}
 	if f.Endpoints == nil {
-		f.Endpoints = map[string]Login{}
+		f.Endpoints = map[string]Saved{}
 	}
 	for ep, l := range f.Endpoints {
 		switch l.Source {
@@ -78,7 +79,7 @@ func Load(path string) (*File, error) {
 }
 
 // Save writes f to path, mode 0600, its directory made 0700 when missing.
-func (f *File) Save(path string) error {
+func (f *Config) Save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("make the directory of %s: %w", path, err)
 	}

@@ -1,9 +1,9 @@
-// Package loopback is the client side of the RFC 8252 loopback sign-in that
-// cocoonbox login runs: a listener on 127.0.0.1:0, a PKCE pair and a state,
-// the authorize URL, and the one callback that carries the code back.
-//
+package login
+
+// The client side of the RFC 8252 loopback sign-in that cocoonbox login
+// runs: a listener on 127.0.0.1:0, a PKCE pair and a state, the authorize
+// URL, and the one callback that carries the code back.
 // Contract: Browser sign-in and device tokens.
-package loopback
 
 import (
 	"context"
