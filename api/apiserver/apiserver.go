@@ -44,6 +44,10 @@ type Options struct {
 	// local supervisor; an error leaves the api without boxes (every Boxes
 	// call UNAVAILABLE with it), as a supervisor that does not start.
 	Supervisors func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+	// Middleware, when set, wraps every route of the api, outside every
+	// check New adds (inside the request log): apitest's proof that every
+	// api test serves New's whole chain (apitest.WithMiddleware).
+	Middleware func(http.Handler) http.Handler
 }
 
 // Server is the api as New built it: its handler, and the services a test
@@ -120,6 +124,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	index := tokens.NewIndex(db.Pool, db.URL, log)
 
 	srv := server.New(log, func(ctx context.Context) error { return db.Pool.Ping(ctx) })
+	if opts.Middleware != nil {
+		srv.Wrap(opts.Middleware) // first: around what the mounts Wrap
+	}
 	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Read: cfg.HTTP.ReadTimeout, Idle: cfg.HTTP.IdleTimeout,
 		PingAfter: cfg.HTTP.PingAfter, PingTimeout: cfg.HTTP.PingTimeout})
 	srv.SetConnLimit(cfg.HTTP.MaxConnsPerAddress, cfg.TrustedPrefixes())

@@ -86,7 +86,8 @@ func New(t testing.TB, opts ...Option) *API {
 	}
 	kdf := fastKDF
 	ctx, stop := context.WithCancel(context.Background())
-	a.Server, err = apiserver.New(ctx, cfg, apiserver.Options{Log: log, Getenv: o.getenv, Now: o.now, KDF: &kdf, Supervisors: o.supervisors})
+	a.Server, err = apiserver.New(ctx, cfg, apiserver.Options{Log: log, Getenv: o.getenv, Now: o.now, KDF: &kdf, Supervisors: o.supervisors,
+		Middleware: o.middleware})
 	if err != nil {
 		stop()
 		ln.Close()

@@ -5,10 +5,16 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
@@ -46,5 +52,42 @@ func TestNewServesTheApiWithASignedInUser(t *testing.T) {
 	}
 	if off.Grants != nil {
 		t.Fatal("grants with OAuth off")
+	}
+}
+
+// A middleware given to apiserver.New (WithMiddleware) sees a call of each
+// surface the api serves: the health check, the console, signup, OAuth's
+// discovery, a gRPC service and the control MCP. With every api test on
+// apitest.New (TestNoTestBuildsTheAPIsServerByHand), what New adds to the
+// chain is in every api test package.
+func TestAMiddlewareOfApiserverSeesEveryRoute(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	a := apitest.New(t, apitest.WithMiddleware(func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			seen[r.URL.Path] = true
+			mu.Unlock()
+			next.ServeHTTP(w, r)
+		})
+	}))
+	paths := []string{"/healthz", "/cb/api/me", "/cb/queue", "/.well-known/oauth-authorization-server"}
+	for _, p := range paths {
+		a.Session.Send("GET", p, "", "")
+	}
+	tok := a.PersonalToken(a.User.ID)
+	acct := controlv1connect.NewAccountClient(http.DefaultClient, a.URL, connect.WithInterceptors(client.BearerInterceptor(string(tok))))
+	if _, err := acct.ListDevices(context.Background(), connect.NewRequest(&controlv1.ListDevicesRequest{})); err != nil {
+		t.Fatalf("ListDevices with alice's personal token: %v", err)
+	}
+	a.Session.Send("POST", client.MCPPath, "application/json", `{}`)
+	paths = append(paths, controlv1connect.AccountListDevicesProcedure, client.MCPPath)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range paths {
+		if !seen[p] {
+			t.Errorf("the middleware did not see %s (it saw %v)", p, seen)
+		}
 	}
 }

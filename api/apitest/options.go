@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"net/http"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
@@ -21,6 +22,7 @@ type settings struct {
 	now         func() time.Time
 	getenv      func(string) string
 	supervisors func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+	middleware  func(http.Handler) http.Handler
 }
 
 // ErrNoSupervisor is why an api of New without WithSupervisor has no boxes.
@@ -80,4 +82,11 @@ func WithGitHub(gh *githubtest.Server) Option {
 			c.Signup.GitHub = config.SignupGitHub{WebURL: gh.WebURL, APIURL: gh.APIURL, CAFile: gh.CAFile}
 		})
 	}
+}
+
+// WithMiddleware has apiserver.New wrap every route of the api in mw
+// (apiserver.Options.Middleware): what a middleware New adds sees, a test
+// sees through mw.
+func WithMiddleware(mw func(http.Handler) http.Handler) Option {
+	return func(s *settings) { s.middleware = mw }
 }
