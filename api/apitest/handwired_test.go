@@ -21,7 +21,6 @@ var handWired = map[string]string{
 	"signup/admit_test.go":     "an index of its own, on the queue env's database, to trigger Run",
 	"signup/github_test.go":    "GitHub sign-in with the arrival answered by the test, not signup",
 	"signup/queue_env_test.go": "signup and the console, with a test route that sets the queue cookie",
-	"tokens/auth_test.go":      "the index's interceptor and Require around a stand-in Account service",
 }
 
 // builders are the constructors only apiserver.New may call for an api:
