@@ -18,7 +18,6 @@ import (
 // and is not here, and for one here that no longer does.
 var handWired = map[string]string{
 	"mcp/mcp_test.go":          "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
-	"signup/admit_test.go":     "an index of its own, on the queue env's database, to trigger Run",
 	"signup/github_test.go":    "GitHub sign-in with the arrival answered by the test, not signup",
 	"signup/queue_env_test.go": "signup and the console, with a test route that sets the queue cookie",
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -13,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -320,47 +317,6 @@ func TestBadInviteCodesAreRefused(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM signup_queue WHERE subject = $1 AND front", a.Subject); n != 1 {
 		t.Fatalf("the invited person is not at the front")
 	}
-}
-
-// A user disabled or deleted anywhere (here by the store, as the admin CLI
-// does, on the database alone) reaches every api through the token index's
-// NOTIFY; the api's Run admits on it, as cmd/cocoonbox-api wires it.
-func TestAUserDisabledOrDeletedElsewhereAdmitsTheNext(t *testing.T) {
-	e := newQueueEnv(t)
-	alice, err := e.users.Add(e.ctx, "alice", "correct horse", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.open(1, 100)
-	first, second := e.arrive(person(1)).QueueID, e.arrive(person(2)).QueueID
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	ix := tokens.NewIndex(e.db.Pool, e.db.URL, log)
-	ix.OnChange(func(string) { e.s.Trigger() })
-	if err := ix.Start(e.ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Stop()
-	ctx, cancel := context.WithCancel(e.ctx)
-	defer cancel()
-	go e.s.Run(ctx)
-	admitted := func(id string) func() (bool, string) {
-		return func() (bool, string) {
-			n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1 AND status = 'admitted'", id)
-			return n == 1, fmt.Sprintf("%d seats used", e.seatsUsed())
-		}
-	}
-	if _, err := e.users.SetDisabled(e.ctx, alice.Name, true); err != nil {
-		t.Fatal(err)
-	}
-	wait.Eventually(t, 30*time.Second, "the first admitted after alice's disable", admitted(first))
-	var name string
-	if err := e.db.Pool.QueryRow(e.ctx, "SELECT name FROM users WHERE id = $1", first).Scan(&name); err != nil {
-		t.Fatal(err)
-	}
-	if err := e.users.Delete(e.ctx, name); err != nil {
-		t.Fatal(err)
-	}
-	wait.Eventually(t, 30*time.Second, "the second admitted after the first's delete", admitted(second))
 }
 
 // breaker: admission read the waiting people without locking them, so an

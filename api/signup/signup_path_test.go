@@ -2,13 +2,16 @@ package signup_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // pathEnv is the api as the product builds it (apitest.New): the console,
@@ -113,4 +116,39 @@ func TestANewPersonWaitsIsAdmittedWhenASeatFreesAndIsSignedIn(t *testing.T) {
 	if n := e.count("SELECT used FROM invites WHERE id::text = $1", inv.ID); n != 1 {
 		t.Fatalf("the invite's used is %d", n)
 	}
+}
+
+// A user disabled or deleted anywhere (here by the store, as the admin CLI
+// does, on the database alone) reaches every api through the token index's
+// NOTIFY; the api's Run admits on it.
+func TestAUserDisabledOrDeletedElsewhereAdmitsTheNext(t *testing.T) {
+	e := newPathEnv(t) // alice holds the one seat
+	e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = 1, hourly_accounts = 100")
+	var queued []string
+	for n := 1; n <= 2; n++ {
+		out, err := e.Signup.Arrive(e.ctx, signup.Arrival{IdP: "github", Subject: fmt.Sprint(1000 + n), Login: fmt.Sprintf("Person%d", n),
+			Email: fmt.Sprintf("p%d@example.com", n), EmailVerified: true})
+		if err != nil || out.QueueID == "" {
+			t.Fatalf("person %d arrives: %+v, %v; want a place in the queue", n, out, err)
+		}
+		queued = append(queued, out.QueueID)
+	}
+	admitted := func(id string) func() (bool, string) {
+		return func() (bool, string) {
+			n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1 AND status = 'admitted'", id)
+			return n == 1, fmt.Sprintf("%d seats used", e.count("SELECT count(*) FROM users WHERE NOT admin AND disabled_at IS NULL"))
+		}
+	}
+	if _, err := e.Users.SetDisabled(e.ctx, e.User.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the first admitted after alice's disable", admitted(queued[0]))
+	var name string
+	if err := e.DB.Pool.QueryRow(e.ctx, "SELECT name FROM users WHERE id = $1", queued[0]).Scan(&name); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Users.Delete(e.ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	wait.Eventually(t, 30*time.Second, "the second admitted after the first's delete", admitted(queued[1]))
 }
