@@ -39,9 +39,9 @@ type API struct {
 	URL string
 	// Config is the configuration New built the api from.
 	Config config.Config
-	// User is alice, a user (not an admin) with Password; Session is a
-	// browser signed in to the console as her (see SignIn), nil with
-	// WithoutSession.
+	// User is alice, a user (not an admin) with Password (zero with
+	// WithoutUser); Session is a browser signed in to the console as her
+	// (see SignIn), nil with WithoutSession or WithoutUser.
 	User    users.User
 	Session *Browser
 }
@@ -97,7 +97,9 @@ func New(t testing.TB, opts ...Option) *API {
 	go func() { a.Server.Serve(ctx, ln); close(served) }()
 	t.Cleanup(func() { stop(); <-served; a.Server.Close() })
 
-	a.User = a.AddUser("alice", false)
+	if !o.noUser {
+		a.User = a.AddUser("alice", false)
+	}
 	if !o.noSession {
 		a.Session = a.SignIn("alice")
 	}

@@ -17,9 +17,8 @@ import (
 // TestNoTestBuildsTheAPIsServerByHand fails for a file that wires by hand
 // and is not here, and for one here that no longer does.
 var handWired = map[string]string{
-	"mcp/mcp_test.go":          "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
-	"signup/github_test.go":    "GitHub sign-in with the arrival answered by the test, not signup",
-	"signup/queue_env_test.go": "signup and the console, with a test route that sets the queue cookie",
+	"mcp/mcp_test.go":       "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
+	"signup/github_test.go": "GitHub sign-in with the arrival answered by the test, not signup",
 }
 
 // builders are the constructors only apiserver.New may call for an api:

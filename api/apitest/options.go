@@ -18,6 +18,7 @@ type Option func(*settings)
 type settings struct {
 	config      []func(*config.Config)
 	noSession   bool
+	noUser      bool
 	log         *slog.Logger
 	now         func() time.Time
 	getenv      func(string) string
@@ -44,6 +45,10 @@ func WithoutOAuth() Option {
 // WithoutSession leaves alice signed out (API.Session nil): no console
 // session and no sign-in counted by the limits before the test's own.
 func WithoutSession() Option { return func(s *settings) { s.noSession = true } }
+
+// WithoutUser makes no user (API.User zero, API.Session nil): for a test
+// that counts the accounts, the seats signup fills among them.
+func WithoutUser() Option { return func(s *settings) { s.noUser, s.noSession = true, true } }
 
 // WithLog logs the api's lines to log (default: nowhere).
 func WithLog(log *slog.Logger) Option { return func(s *settings) { s.log = log } }

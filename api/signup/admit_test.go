@@ -25,7 +25,7 @@ func TestTwoApisAdmittingAtOnceNeverExceedTheSeats(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	other, _ := serve(t, pool, e.db.URL, e.users)
+	other := newSignup(pool, e.users)
 	apis := []*Signup{e.s, other}
 	if _, err := e.users.Add(e.ctx, "early", "correct horse", false); err != nil {
 		t.Fatal(err) // an admin-made account holds a seat too

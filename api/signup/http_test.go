@@ -1,10 +1,12 @@
-package signup
+package signup_test
 
 import (
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/signup"
 )
 
 // The settings: admins only; a PUT with an unknown key is 400 naming every
@@ -17,7 +19,7 @@ func TestSignupSettingsAreAdminsOnlyAndCheckKeysAndRanges(t *testing.T) {
 	user.want(403, "GET", "/cb/api/signup", nil, nil)
 	user.want(403, "PUT", "/cb/api/signup", map[string]any{"enabled": true}, nil)
 	admin, _ := e.signIn("boss", true)
-	var set Settings
+	var set signup.Settings
 	admin.want(200, "GET", "/cb/api/signup", nil, &set)
 	if set.Enabled || !set.InviteOnly || set.DailyCapMicros != 1_000_000 || set.MaxAgentBoxes != 1 || set.HourlyAccounts != 50 {
 		t.Fatalf("the defaults: %+v", set)
@@ -28,8 +30,8 @@ func TestSignupSettingsAreAdminsOnlyAndCheckKeysAndRanges(t *testing.T) {
 	for _, kv := range []struct {
 		key string
 		v   any
-	}{{"seats", -1}, {"seats", MaxSeats + 1}, {"hourly_accounts", 0}, {"hourly_accounts", MaxHourlyAccounts + 1},
-		{"daily_cap_micros", 0}, {"daily_cap_micros", MaxDailyCapMicros + 1}, {"max_agent_boxes", 0}, {"max_agent_boxes", 65},
+	}{{"seats", -1}, {"seats", signup.MaxSeats + 1}, {"hourly_accounts", 0}, {"hourly_accounts", signup.MaxHourlyAccounts + 1},
+		{"daily_cap_micros", 0}, {"daily_cap_micros", signup.MaxDailyCapMicros + 1}, {"max_agent_boxes", 0}, {"max_agent_boxes", 65},
 		{"enabled", "yes"}, {"seats", 1.5}, {"allow_domains", []string{"not a domain"}}, {"allow_emails", []string{"nobody"}}, {"seats", nil}} {
 		key, v := kv.key, kv.v
 		body := map[string]any{key: v, "invite_only": false}
@@ -68,12 +70,14 @@ func TestAdminsActOnTheQueue(t *testing.T) {
 	e.open(0, 100)
 	a, b, c := e.arrive(person(1)).QueueID, e.arrive(person(2)).QueueID, e.arrive(person(3)).QueueID
 	admin, _ := e.signIn("boss", true)
-	var l queueList
+	var l struct {
+		Entries []signup.QueueEntry `json:"entries"`
+	}
 	admin.want(200, "GET", "/cb/api/queue", nil, &l)
 	if len(l.Entries) != 3 || l.Entries[0].ID != a || l.Entries[0].Position != 1 || l.Entries[2].Position != 3 {
 		t.Fatalf("the queue: %+v", l)
 	}
-	var got QueueEntry
+	var got signup.QueueEntry
 	admin.want(200, "POST", "/cb/api/queue/"+c+"/front", map[string]any{}, &got)
 	if !got.Front || got.Position != 1 {
 		t.Fatalf("after front: %+v", got)
@@ -82,7 +86,7 @@ func TestAdminsActOnTheQueue(t *testing.T) {
 	if got.Status != "rejected" {
 		t.Fatalf("after reject: %+v", got)
 	}
-	if out := e.arrive(person(2)); out.Refusal != RefuseDeclined {
+	if out := e.arrive(person(2)); out.Refusal != signup.RefuseDeclined {
 		t.Fatalf("a rejected person signing in again: %+v", out)
 	}
 	admin.want(200, "POST", "/cb/api/queue/"+a+"/admit", map[string]any{}, &got)
@@ -111,7 +115,7 @@ func TestInvitesMadeListedAndRevoked(t *testing.T) {
 	for _, body := range []map[string]any{{"uses": 0}, {"uses": 1001}, {"days": 0}, {"days": 91}, {"uses": -1, "days": 5}} {
 		admin.want(400, "POST", "/cb/api/invites", body, nil)
 	}
-	var inv NewInvite
+	var inv signup.NewInvite
 	admin.want(201, "POST", "/cb/api/invites", map[string]any{"uses": 1000, "days": 90}, &inv)
 	if !strings.HasPrefix(inv.Code, "cbi_") || len(inv.Code) != 68 || inv.Link != "/cb/?invite="+inv.Code || inv.Uses != 1000 || inv.CreatedBy != "boss" {
 		t.Fatalf("the invite: %+v", inv)
@@ -137,7 +141,7 @@ func TestInvitesMadeListedAndRevoked(t *testing.T) {
 	user.want(403, "GET", "/cb/api/invites", nil, nil)
 }
 
-// Invite-scoped tokens: minted once by an admin; they reach POST /cb/api/invites
+// signup.Invite-scoped tokens: minted once by an admin; they reach POST /cb/api/invites
 // (one use, days 1 to 7, default 2) and GET /cb/api/invites (their own), and
 // every other route answers 403 before its handler (the whole mux); a
 // revoked token, or one whose admin is no longer an enabled admin, is 401.
@@ -147,16 +151,16 @@ func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
 	admin.want(400, "POST", "/cb/api/invite-tokens", map[string]any{"label": ""}, nil)
 	admin.want(400, "POST", "/cb/api/invite-tokens", map[string]any{"label": strings.Repeat("x", 101)}, nil)
 	admin.want(400, "POST", "/cb/api/invite-tokens", map[string]any{"label": "a\nb"}, nil)
-	var tok NewInviteToken
+	var tok signup.NewInviteToken
 	admin.want(201, "POST", "/cb/api/invite-tokens", map[string]any{"label": "the bot"}, &tok)
-	if !strings.HasPrefix(tok.Token, "cbit_") || len(tok.Token) != TokenLen || !tok.Alive {
+	if !strings.HasPrefix(tok.Token, "cbit_") || len(tok.Token) != signup.TokenLen || !tok.Alive {
 		t.Fatalf("the token: %+v", tok)
 	}
 	admin.want(201, "POST", "/cb/api/invites", map[string]any{"uses": 5, "days": 30}, nil) // the admin's own
 
 	bot := e.client()
 	bot.bearer = tok.Token
-	var inv NewInvite
+	var inv signup.NewInvite
 	bot.want(201, "POST", "/cb/api/invites", map[string]any{}, &inv)
 	if inv.Uses != 1 || inv.TokenID != tok.ID || inv.CreatedBy != "boss" {
 		t.Fatalf("the token's invite: %+v", inv)
@@ -168,7 +172,7 @@ func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
 	for _, body := range []map[string]any{{"uses": 2}, {"uses": 0}, {"days": 8}, {"days": 0}, {"days": 90}} {
 		bot.want(400, "POST", "/cb/api/invites", body, nil)
 	}
-	var list struct{ Invites []Invite }
+	var list struct{ Invites []signup.Invite }
 	bot.want(200, "GET", "/cb/api/invites", nil, &list)
 	if len(list.Invites) != 2 {
 		t.Fatalf("the token's list: %+v", list)
@@ -196,14 +200,14 @@ func TestInviteScopedTokensReachOnlyTheInviteRoutes(t *testing.T) {
 		t.Fatal("a refused route acted")
 	}
 	// Malformed and unknown tokens on the invite routes: 401.
-	for _, bad := range []string{"cbit_", "cbit_" + strings.Repeat("0", 64), tok.Token[:TokenLen-1], "cbit_" + strings.ToUpper(tok.Token[5:])} {
+	for _, bad := range []string{"cbit_", "cbit_" + strings.Repeat("0", 64), tok.Token[:signup.TokenLen-1], "cbit_" + strings.ToUpper(tok.Token[5:])} {
 		c := e.client()
 		c.bearer = bad
 		if got, _ := c.do("GET", "/cb/api/invites", nil); got != 401 {
 			t.Errorf("token %.10s…: %d; want 401", bad, got)
 		}
 	}
-	var toks struct{ Tokens []InviteToken }
+	var toks struct{ Tokens []signup.InviteToken }
 	admin.want(200, "GET", "/cb/api/invite-tokens", nil, &toks)
 	if len(toks.Tokens) != 1 || toks.Tokens[0].Invites != 2 || len(toks.Tokens[0].InviteIDs) != 2 || toks.Tokens[0].InviteIDs[1] != inv.ID ||
 		toks.Tokens[0].UsedAt == nil || toks.Tokens[0].Label != "the bot" {
@@ -232,7 +236,7 @@ func TestAdminsSetMaxAgentBoxes(t *testing.T) {
 	e := newQueueEnv(t)
 	admin, _ := e.signIn("boss", true)
 	user, alice := e.signIn("alice", false)
-	var u AdminUser
+	var u signup.AdminUser
 	admin.want(200, "PATCH", "/cb/api/users/"+alice.ID, map[string]any{"max_agent_boxes": 5}, &u)
 	if u.MaxAgentBoxes != 5 || e.count("SELECT max_agent_boxes FROM users WHERE id = $1", alice.ID) != 5 {
 		t.Fatalf("after 5: %+v", u)
@@ -260,7 +264,7 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 	c := e.client()
 	c.want(404, "GET", "/cb/api/queue/me", nil, nil)
 	setQueueCookie(t, c, e.s, q)
-	var st QueueStatus
+	var st signup.QueueStatus
 	c.want(200, "GET", "/cb/api/queue/me", nil, &st)
 	if st.Status != "waiting" || st.Position != 2 || st.Waiting != 2 || st.Email != "p2@example.com" || time.Since(st.Since) > time.Minute {
 		t.Fatalf("the status: %+v", st)
@@ -300,7 +304,7 @@ func TestARejectedPersonCannotLeaveAndComeBack(t *testing.T) {
 	if got, out := c.do("DELETE", "/cb/api/queue/me", nil); got != 409 || !contains(out, `"declined"`) {
 		t.Errorf("a rejected person's leave: %d %s; want 409 declined", got, out)
 	}
-	if out := e.arrive(person(1)); out.Refusal != RefuseDeclined {
+	if out := e.arrive(person(1)); out.Refusal != signup.RefuseDeclined {
 		t.Fatalf("the rejected person's next sign-in: %+v; want declined", out)
 	}
 }

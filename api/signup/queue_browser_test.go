@@ -1,4 +1,4 @@
-package signup
+package signup_test
 
 import (
 	"context"
@@ -7,25 +7,26 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
-// The queue page and the admin page in a real headless Chromium: a queued
-// person sees their place; an admin signs in, sees them, admits them past
+// The queue page and the admin page in a real headless Chromium: a person
+// signs in with GitHub (the stand-in) and, no seat free, sees their place; an admin signs in, sees them, admits them past
 // the cap, makes an invite (its link shown once), mints an invite-scoped
 // token and saves a setting; the person's page then says they are in, and
-// a second person leaves the queue from theirs. COCOONBOX_SIGNUP_SHOTS=DIR
+// a second person, signed in with GitHub once the admin signed out, leaves
+// the queue from theirs. COCOONBOX_SIGNUP_SHOTS=DIR
 // keeps screenshots.
 func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
-	e := newQueueEnv(t)
+	e := newQueueEnvWithGitHub(t)
 	e.open(0, 100)
-	q := e.arrive(person(1)).QueueID
 	if _, err := e.users.Add(e.ctx, "boss", "correct horse", true); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	b, err := webdriver.Start(ctx)
+	b, err := webdriver.StartWith(ctx, "--ignore-certificate-errors-spki-list="+e.gh.SPKI)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,8 +54,11 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 			return true
 		}
 	}
-	step("queued", b.Go(ctx, e.url+"/test/queued/"+q))
+	e.gh.SignInAs(githubtest.Verified(1001, "Person1", "p1@example.com"))
+	step("the sign-in page", b.Go(ctx, e.url+"/cb/"))
+	step("sign in with GitHub", b.Click(ctx, "#github-signin"))
 	step("the place shown", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting", "p1@example.com")))
+	q := e.queued(1001)
 	shot("queue")
 
 	step("the admin page without a session", b.Go(ctx, e.url+"/cb/admin"))
@@ -84,9 +88,13 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 	step("the person's page", b.Go(ctx, e.url+"/cb/queue"))
 	step("in", b.WaitFor(ctx, "the admitted page", has("You're in")))
 	e.exec("UPDATE signup_settings SET seats = 0")
-	other := e.arrive(person(2)).QueueID
-	step("queued again", b.Go(ctx, e.url+"/test/queued/"+other))
-	step("the place", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting")))
+	step("the console", b.Go(ctx, e.url+"/cb/"))
+	step("sign the admin out", b.Click(ctx, "#signout"))
+	step("signed out", b.WaitFor(ctx, "the sign-in page", has("Sign in with GitHub")))
+	e.gh.SignInAs(githubtest.Verified(1002, "Person2", "p2@example.com"))
+	step("sign in with GitHub again", b.Click(ctx, "#github-signin"))
+	step("the place", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting", "p2@example.com")))
+	other := e.queued(1002)
 	step("leave", b.Click(ctx, "#leave"))
 	step("left", b.WaitFor(ctx, "the page after leaving", has("not in the queue")))
 	if n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1", other); n != 0 {
