@@ -1,4 +1,4 @@
-package signup
+package signup_test
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
+
+	"github.com/cocoonbox/cocoonbox/api/signup"
 )
 
 // The whole browser path in a real headless Chromium, for a known
@@ -49,8 +51,8 @@ func TestGitHubSignInInARealBrowser(t *testing.T) {
 	step("sign out", b.Click(ctx, "#signout"))
 	step("signed out", b.WaitFor(ctx, "the sign-in page", func(_, text string) bool { return strings.Contains(text, "Sign in to cocoonbox") }))
 	for code, want := range map[string]string{
-		ErrGitHubDenied:          "You did not allow the sign-in at GitHub.",
-		ErrSignupClosed:          "signup is closed",
+		signup.ErrGitHubDenied:   "You did not allow the sign-in at GitHub.",
+		signup.ErrSignupClosed:   "signup is closed",
 		"Your+account+is+hacked": "Signing in failed; try again.",
 	} {
 		step("open a login_error link", b.Go(ctx, e.url+"/cb/?login_error="+code))

@@ -1,4 +1,4 @@
-package signup
+package signup_test
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
+
+	"github.com/cocoonbox/cocoonbox/api/signup"
 )
 
 // Every failure and refusal of GitHub's side and of ours goes to
@@ -24,20 +26,20 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 		code string
 		run  func(e *env, c *http.Client) *http.Response
 	}{
-		{"the person declines at GitHub", ErrGitHubDenied, func(e *env, c *http.Client) *http.Response {
+		{"the person declines at GitHub", signup.ErrGitHubDenied, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			e.gh.DenyNext()
 			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
 			return resp
 		}},
-		{"GitHub answers another error", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"GitHub answers another error", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
 			q := url.Values{"state": {back.Query().Get("state")}, "error": {"application_suspended"}}
-			resp, _ := e.do(c, "GET", e.url+CallbackPath+"?"+q.Encode(), "")
+			resp, _ := e.do(c, "GET", e.url+signup.CallbackPath+"?"+q.Encode(), "")
 			return resp
 		}},
-		{"a bad code (bad_verification_code)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"a bad code (bad_verification_code)", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
 			q := back.Query()
@@ -49,7 +51,7 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			}
 			return resp
 		}},
-		{"no code", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"no code", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			back := mustURL(e.atGitHub(e.begin(c, "/cb/", "")))
 			q := back.Query()
@@ -58,7 +60,7 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			resp, _ := e.do(c, "GET", back.String(), "")
 			return resp
 		}},
-		{"GitHub's primary rate limit (403)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"GitHub's primary rate limit (403)", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			e.gh.RateLimit(http.StatusForbidden)
 			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
@@ -67,7 +69,7 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			}
 			return resp
 		}},
-		{"GitHub's secondary rate limit (429)", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"GitHub's secondary rate limit (429)", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			e.gh.RateLimit(http.StatusTooManyRequests)
 			resp, _ := e.do(c, "GET", e.atGitHub(e.begin(c, "/cb/", "")), "")
@@ -76,20 +78,20 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			}
 			return resp
 		}},
-		{"a known identity of a disabled user", ErrDisabled, func(e *env, c *http.Client) *http.Response {
+		{"a known identity of a disabled user", signup.ErrDisabled, func(e *env, c *http.Client) *http.Response {
 			if _, err := e.users.SetDisabled(context.Background(), "alice", true); err != nil {
 				e.t.Fatal(err)
 			}
 			resp, _ := e.signInWithGitHub(c, known, "/cb/", "")
 			return resp
 		}},
-		{"an unknown identity with signup off", ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
+		{"an unknown identity with signup off", signup.ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
-		{"an unknown identity with an unverified primary email, signup on", ErrEmailUnverified, func(e *env, c *http.Client) *http.Response {
+		{"an unknown identity with an unverified primary email, signup on", signup.ErrEmailUnverified, func(e *env, c *http.Client) *http.Response {
 			e.db.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
-			e.arrive = func(Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
 			resp, _ := e.signInWithGitHub(c, githubtest.Account{ID: 3003, Login: "carol", Emails: []githubtest.Email{
 				{Email: "carol@example.com", Primary: true, Verified: false}, {Email: "c2@example.com", Verified: true}}}, "/cb/", "")
 			if len(e.arrived) != 0 {
@@ -97,35 +99,37 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			}
 			return resp
 		}},
-		{"an unknown identity whose email is a user's: an email never links", ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
+		{"an unknown identity whose email is a user's: an email never links", signup.ErrSignupClosed, func(e *env, c *http.Client) *http.Response {
 			e.db.Pool.Exec(context.Background(), "UPDATE identities SET email = 'alice@example.com', email_verified = true")
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "alice", "alice@example.com"), "/cb/", "")
 			return resp
 		}},
-		{"signup refuses (its code passes through)", ErrInviteRequired, func(e *env, c *http.Client) *http.Response {
-			e.arrive = func(Arrival) (Outcome, error) { return Outcome{Refusal: ErrInviteRequired}, nil }
+		{"signup refuses (its code passes through)", signup.ErrInviteRequired, func(e *env, c *http.Client) *http.Response {
+			e.arrive = func(signup.Arrival) (signup.Outcome, error) {
+				return signup.Outcome{Refusal: signup.ErrInviteRequired}, nil
+			}
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
-		{"signup fails", ErrFailed, func(e *env, c *http.Client) *http.Response {
-			e.arrive = func(Arrival) (Outcome, error) { return Outcome{}, errors.New("database gone") }
+		{"signup fails", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
+			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{}, errors.New("database gone") }
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
-		{"signup admits a user disabled meanwhile", ErrDisabled, func(e *env, c *http.Client) *http.Response {
+		{"signup admits a user disabled meanwhile", signup.ErrDisabled, func(e *env, c *http.Client) *http.Response {
 			e.users.SetDisabled(context.Background(), "bob", true)
-			e.arrive = func(Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
-		{"a flow past its 10 minutes", ErrFailed, func(e *env, c *http.Client) *http.Response {
+		{"a flow past its 10 minutes", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			back := e.atGitHub(e.begin(c, "/cb/", ""))
 			e.db.Pool.Exec(context.Background(), "UPDATE github_login_flows SET expires_at = now() - interval '1 second'")
 			resp, _ := e.do(c, "GET", back, "")
 			return resp
 		}},
-		{"no cb_login cookie", ErrBrowser, func(e *env, c *http.Client) *http.Response {
+		{"no cb_login cookie", signup.ErrBrowser, func(e *env, c *http.Client) *http.Response {
 			e.gh.SignInAs(known)
 			back := e.atGitHub(e.begin(c, "/cb/", ""))
 			resp, _ := e.do(e.browser(), "GET", back, "")
@@ -134,7 +138,7 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newEnv(t)
+			e := newStubEnv(t) // some cases answer for signup's Arrive
 			e.link("1001", e.alice.ID)
 			c := e.browser()
 			resp := tc.run(e, c)
@@ -159,28 +163,28 @@ func TestTwentyCallsPerAddressOnBeginAndOnTheCallback(t *testing.T) {
 	e := newEnv(t)
 	c := e.browser()
 	body := `{"return_to":"/cb/"}`
-	for i := range LimitPerAddress {
+	for i := range signup.LimitPerAddress {
 		if resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", body); resp.StatusCode != 200 {
 			t.Fatalf("begin %d: %d %s", i+1, resp.StatusCode, text)
 		}
 	}
 	resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", body)
-	var ans apiError
+	var ans struct{ Error string }
 	json.Unmarshal([]byte(text), &ans)
-	if resp.StatusCode != 429 || ans.Error != ErrTooMany || resp.Header.Get("Retry-After") == "" {
+	if resp.StatusCode != 429 || ans.Error != signup.ErrTooMany || resp.Header.Get("Retry-After") == "" {
 		t.Fatalf("begin 21: %d %s", resp.StatusCode, text)
 	}
-	if n := e.count("SELECT count(*) FROM github_login_flows"); n != LimitPerAddress {
-		t.Fatalf("%d flows stored, want %d", n, LimitPerAddress)
+	if n := e.count("SELECT count(*) FROM github_login_flows"); n != signup.LimitPerAddress {
+		t.Fatalf("%d flows stored, want %d", n, signup.LimitPerAddress)
 	}
-	for i := range LimitPerAddress {
-		resp, _ := e.do(c, "GET", CallbackPath+"?state=x&code=y", "")
-		if code := loginError(t, resp); code != ErrBrowser {
+	for i := range signup.LimitPerAddress {
+		resp, _ := e.do(c, "GET", signup.CallbackPath+"?state=x&code=y", "")
+		if code := loginError(t, resp); code != signup.ErrBrowser {
 			t.Fatalf("callback %d: login_error %q, want browser", i+1, code)
 		}
 	}
-	resp, _ = e.do(c, "GET", CallbackPath+"?state=x&code=y", "")
-	if code := loginError(t, resp); code != ErrTooMany {
+	resp, _ = e.do(c, "GET", signup.CallbackPath+"?state=x&code=y", "")
+	if code := loginError(t, resp); code != signup.ErrTooMany {
 		t.Fatalf("callback 21: login_error %q, want too_many", code)
 	}
 }
@@ -195,7 +199,7 @@ func TestBeginRefusesABadReturnToAndAMalformedInvite(t *testing.T) {
 		"/x", "/cb", "\\\\evil", "/cb/\\evil", "javascript:alert(1)", "/cb/\nx", "http:/cb/", "/cb/" + strings.Repeat("a", 5000)} {
 		body, _ := json.Marshal(map[string]string{"return_to": bad})
 		resp, text := e.do(c, "POST", "/cb/api/auth/github/begin", string(body))
-		if resp.StatusCode != 400 || !strings.Contains(text, "bad_return_to") || cookie(resp, LoginCookie) != nil {
+		if resp.StatusCode != 400 || !strings.Contains(text, "bad_return_to") || cookie(resp, signup.LoginCookie) != nil {
 			t.Errorf("return_to %q: %d %s; want 400 bad_return_to", bad, resp.StatusCode, text)
 		}
 	}
@@ -225,23 +229,25 @@ func TestBeginRefusesABadReturnToAndAMalformedInvite(t *testing.T) {
 // cookie and goes to /cb/queue.
 func TestAnUnknownIdentityIsHandedToSignup(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	e := newStubEnv(t)
 	invite := "cbi_" + strings.Repeat("ab", 32)
-	e.arrive = func(a Arrival) (Outcome, error) { return Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001"}, nil }
+	e.arrive = func(a signup.Arrival) (signup.Outcome, error) {
+		return signup.Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001"}, nil
+	}
 	c := e.browser()
 	resp, text := e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/", invite)
 	if onward(resp, text) != "/cb/queue" {
 		t.Fatalf("queued: %d %s; want the page going to /cb/queue", resp.StatusCode, text)
 	}
-	q := cookie(resp, QueueCookie)
+	q := cookie(resp, signup.QueueCookie)
 	if q == nil || q.Value != "3f1c1b8e-0000-4000-8000-000000000001" || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
 		t.Fatalf("cb_queue %+v", q)
 	}
-	want := Arrival{IdP: "github", Subject: "3003", Login: "Carol", Email: "carol@example.com", EmailVerified: true, Invite: invite}
+	want := signup.Arrival{IdP: "github", Subject: "3003", Login: "Carol", Email: "carol@example.com", EmailVerified: true, Invite: invite}
 	if len(e.arrived) != 1 || e.arrived[0] != want {
 		t.Fatalf("arrived %+v, want %+v", e.arrived, want)
 	}
-	e.arrive = func(a Arrival) (Outcome, error) { return Outcome{UserID: e.bob.ID}, nil }
+	e.arrive = func(a signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
 	c = e.browser()
 	resp, text = e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/token", "")
 	if onward(resp, text) != "/cb/token" || e.me(c) != "bob" {
@@ -254,19 +260,19 @@ func TestProviders(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.browser()
-	get := func(e *env) Providers {
+	get := func(e *env) signup.Providers {
 		resp, text := e.do(c, "GET", "/cb/api/auth/providers", "")
-		var p Providers
+		var p signup.Providers
 		if resp.StatusCode != 200 || json.Unmarshal([]byte(text), &p) != nil {
 			t.Fatalf("providers: %d %s", resp.StatusCode, text)
 		}
 		return p
 	}
-	if p := get(e); p != (Providers{GitHub: true, Signup: false, InviteOnly: true}) {
+	if p := get(e); p != (signup.Providers{GitHub: true, Signup: false, InviteOnly: true}) {
 		t.Errorf("defaults: %+v", p)
 	}
 	e.db.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false")
-	if p := get(e); p != (Providers{GitHub: true, Signup: true, InviteOnly: false}) {
+	if p := get(e); p != (signup.Providers{GitHub: true, Signup: true, InviteOnly: false}) {
 		t.Errorf("signup on: %+v", p)
 	}
 	off := newEnvWith(t, false)
@@ -294,7 +300,6 @@ func TestANewPersonThroughGitHubIsAdmittedOrQueued(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	ctx := context.Background()
-	e.arrive = func(a Arrival) (Outcome, error) { return e.signup.Arrive(ctx, a) }
 	if _, err := e.db.Pool.Exec(ctx, "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 5"); err != nil {
 		t.Fatal(err)
 	}
@@ -326,7 +331,7 @@ func TestANewPersonThroughGitHubIsAdmittedOrQueued(t *testing.T) {
 	if onward(resp, text) != "/cb/queue" || e.me(c) != "" {
 		t.Fatalf("no seat: %d %s; want the queue", resp.StatusCode, text)
 	}
-	q := cookie(resp, QueueCookie)
+	q := cookie(resp, signup.QueueCookie)
 	if q == nil || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
 		t.Fatalf("cb_queue %+v", q)
 	}

@@ -1,4 +1,4 @@
-package signup
+package signup_test
 
 import (
 	"bytes"
@@ -18,44 +18,67 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
-// env is an api with the console and the GitHub sign-in, on a fresh
-// database, and a GitHub stand-in its api.yaml keys point at.
+// env is an api with the console and GitHub sign-in, on a fresh database,
+// and a GitHub stand-in its api.yaml keys point at.
 type env struct {
 	t     *testing.T
 	url   string
 	db    *dbtest.DB
 	users *users.Store
 	gh    *githubtest.Server
-	g     *GitHub
 	// alice is an admin-made account with a password, bob another.
 	alice, bob users.User
 	log        *bytes.Buffer
 
-	// signup is the signup side on the same database; arrive, when set,
-	// answers in its place (nil: signup_closed, as GitHubDeps.Arrive nil).
-	signup  *Signup
+	// signup is the signup side on the same database. In a stub env
+	// (newStubEnv) arrive, when set, answers for it (nil: signup_closed).
+	signup  *signup.Signup
 	mu      sync.Mutex
-	arrive  func(Arrival) (Outcome, error)
-	arrived []Arrival
+	arrive  func(signup.Arrival) (signup.Outcome, error)
+	arrived []signup.Arrival
 }
 
+// newEnv is the api as the product builds it (apitest.New) with GitHub
+// sign-in against the stand-in: the callback hands an unknown identity to
+// signup's Arrive.
 func newEnv(t *testing.T) *env { return newEnvWith(t, true) }
 
+// newEnvWith is newEnv, with GitHub sign-in not configured unless configured.
 func newEnvWith(t *testing.T, configured bool) *env {
 	t.Helper()
+	e := &env{t: t, log: new(bytes.Buffer), gh: githubtest.New(t)}
+	opts := []apitest.Option{apitest.WithoutSession(), apitest.WithLog(e.logger())}
+	if configured {
+		opts = append(opts, apitest.WithGitHub(e.gh))
+	}
+	a := apitest.New(t, opts...)
+	e.url, e.db, e.users, e.signup, e.alice = a.URL, &dbtest.DB{Pool: a.DB.Pool, URL: a.DB.URL}, a.Users, a.Signup, a.User
+	e.bob = a.AddUser("bob", false)
+	return e
+}
+
+// newStubEnv is GitHub sign-in with signup's Arrive answered by the test
+// (e.arrive) and what it was asked kept (e.arrived): the refusals and
+// failures of Arrive that signup's real state cannot make on demand (a
+// database gone). It wires the console, signup and GitHub sign-in by hand
+// (apitest's handWired list says why).
+func newStubEnv(t *testing.T) *env {
+	t.Helper()
 	ctx := context.Background()
-	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, Schema)
+	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, signup.Schema)
 	e := &env{t: t, db: db, log: new(bytes.Buffer)}
-	log := slog.New(slog.NewTextHandler(syncWriter{w: e.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	log := e.logger()
 	e.users = users.NewStore(db.Pool)
 	e.users.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
 	ix := tokens.NewIndex(db.Pool, db.URL, log)
@@ -67,19 +90,16 @@ func newEnvWith(t *testing.T, configured bool) *env {
 	t.Cleanup(ts.Close)
 	e.url = ts.URL
 	e.gh = githubtest.New(t)
-	app := GitHubApp{}
-	if configured {
-		app = GitHubApp{ClientID: e.gh.ClientID, Secret: Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
-	}
-	e.signup = New(Deps{Pool: db.Pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie})
-	g, err := NewGitHub(GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
+	app := signup.GitHubApp{ClientID: e.gh.ClientID, Secret: signup.Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
+	e.signup = signup.New(signup.Deps{Pool: db.Pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie})
+	g, err := signup.NewGitHub(signup.GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
 		SetQueueCookie: e.signup.SetQueueCookie,
-		Arrive: func(_ context.Context, a Arrival) (Outcome, error) {
+		Arrive: func(_ context.Context, a signup.Arrival) (signup.Outcome, error) {
 			e.mu.Lock()
 			defer e.mu.Unlock()
 			if e.arrive == nil {
 				// As Deps.Arrive nil would: signup_closed.
-				return Outcome{Refusal: ErrSignupClosed}, nil
+				return signup.Outcome{Refusal: signup.ErrSignupClosed}, nil
 			}
 			e.arrived = append(e.arrived, a)
 			return e.arrive(a)
@@ -87,23 +107,26 @@ func newEnvWith(t *testing.T, configured bool) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.g = g
 	g.Mount(srv)
-	if g.Configured() {
-		con.OfferGitHub()
-	}
+	con.OfferGitHub()
 	if e.alice, err = e.users.Add(ctx, "alice", "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
 	if e.bob, err = e.users.Add(ctx, "bob", "correct horse", false); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("the api's log:\n%s", e.log.String())
+	return e
+}
+
+// logger logs the api's lines, debug too, into e.log, which a failing
+// test prints.
+func (e *env) logger() *slog.Logger {
+	e.t.Cleanup(func() {
+		if e.t.Failed() {
+			e.t.Logf("the api's log:\n%s", e.log.String())
 		}
 	})
-	return e
+	return slog.New(slog.NewTextHandler(syncWriter{w: e.log}, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
 // syncWriter serializes the log's writes into w.
@@ -177,7 +200,7 @@ func (e *env) begin(c *http.Client, returnTo, invite string) string {
 	if resp.StatusCode != 200 {
 		e.t.Fatalf("begin: %d %s", resp.StatusCode, text)
 	}
-	var ans BeginAnswer
+	var ans signup.BeginAnswer
 	if err := json.Unmarshal([]byte(text), &ans); err != nil {
 		e.t.Fatal(err)
 	}
@@ -191,7 +214,7 @@ func (e *env) atGitHub(authorize string) string {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if !strings.HasPrefix(back, e.url+CallbackPath+"?") {
+	if !strings.HasPrefix(back, e.url+signup.CallbackPath+"?") {
 		e.t.Fatalf("GitHub sends the browser to %q, not the callback", back)
 	}
 	return back
@@ -283,11 +306,11 @@ func TestKnownIdentitySignsInAndGoesToReturnTo(t *testing.T) {
 	if resp.StatusCode != 200 {
 		t.Fatalf("begin: %d %s", resp.StatusCode, text)
 	}
-	ck := cookie(resp, LoginCookie)
+	ck := cookie(resp, signup.LoginCookie)
 	if ck == nil || !ck.HttpOnly || ck.SameSite != http.SameSiteLaxMode || ck.Path != "/cocoonbox.auth/" || ck.MaxAge != 600 || len(ck.Value) != 43 {
 		t.Fatalf("cb_login %+v: want HttpOnly, Lax, Path=/cocoonbox.auth/, 10 min", ck)
 	}
-	var ans BeginAnswer
+	var ans signup.BeginAnswer
 	json.Unmarshal([]byte(text), &ans)
 	au, err := url.Parse(ans.URL)
 	if err != nil || !strings.HasPrefix(ans.URL, e.gh.WebURL+"/login/oauth/authorize?") {
@@ -311,7 +334,7 @@ func TestKnownIdentitySignsInAndGoesToReturnTo(t *testing.T) {
 	if to := onward(resp, text); to != "/cb/token?from=github" {
 		t.Fatalf("callback: %d %s; want the page going on to return_to", resp.StatusCode, text)
 	}
-	if ck := cookie(resp, LoginCookie); ck == nil || ck.MaxAge >= 0 {
+	if ck := cookie(resp, signup.LoginCookie); ck == nil || ck.MaxAge >= 0 {
 		t.Errorf("the callback leaves cb_login: %+v", ck)
 	}
 	if s := cookie(resp, console.CookieName); s == nil || s.SameSite != http.SameSiteStrictMode {
@@ -346,7 +369,7 @@ func TestForgedCallbackChangesNothing(t *testing.T) {
 	back := e.atGitHub(e.begin(victim, "/cb/", ""))
 	victimNonce := ""
 	for _, c := range victim.Jar.Cookies(mustURL(e.url + "/cocoonbox.auth/callback")) {
-		if c.Name == LoginCookie {
+		if c.Name == signup.LoginCookie {
 			victimNonce = c.Value
 		}
 	}
@@ -375,10 +398,10 @@ func TestForgedCallbackChangesNothing(t *testing.T) {
 		"another flow's state":     {victim, swapped.String()},
 	} {
 		resp, text := e.do(try.c, "GET", try.target, "")
-		if code := loginError(t, resp); code != ErrBrowser {
+		if code := loginError(t, resp); code != signup.ErrBrowser {
 			t.Errorf("%s: %d %s, login_error %q; want browser", name, resp.StatusCode, text, code)
 		}
-		if ck := cookie(resp, LoginCookie); ck != nil {
+		if ck := cookie(resp, signup.LoginCookie); ck != nil {
 			t.Errorf("%s: the answer touched cb_login: %+v", name, ck)
 		}
 		if n := e.count("SELECT count(*) FROM github_login_flows WHERE used_at IS NOT NULL"); n != 0 {
@@ -402,9 +425,9 @@ func TestForgedCallbackChangesNothing(t *testing.T) {
 	// The victim's flow again, with its nonce put back: used, so failed.
 	replay := e.browser()
 	u, _ := url.Parse(e.url + "/cocoonbox.auth/")
-	replay.Jar.SetCookies(u, []*http.Cookie{{Name: LoginCookie, Value: victimNonce}})
+	replay.Jar.SetCookies(u, []*http.Cookie{{Name: signup.LoginCookie, Value: victimNonce}})
 	resp, text = e.do(replay, "GET", back, "")
-	if code := loginError(t, resp); code != ErrFailed || e.me(replay) != "" {
+	if code := loginError(t, resp); code != signup.ErrFailed || e.me(replay) != "" {
 		t.Fatalf("a second use of the flow: %d %s, login_error %q; want failed", resp.StatusCode, text, code)
 	}
 }

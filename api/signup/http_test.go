@@ -141,7 +141,7 @@ func TestInvitesMadeListedAndRevoked(t *testing.T) {
 	user.want(403, "GET", "/cb/api/invites", nil, nil)
 }
 
-// signup.Invite-scoped tokens: minted once by an admin; they reach POST /cb/api/invites
+// Invite-scoped tokens: minted once by an admin; they reach POST /cb/api/invites
 // (one use, days 1 to 7, default 2) and GET /cb/api/invites (their own), and
 // every other route answers 403 before its handler (the whole mux); a
 // revoked token, or one whose admin is no longer an enabled admin, is 401.

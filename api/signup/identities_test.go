@@ -1,4 +1,4 @@
-package signup
+package signup_test
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
+
+	"github.com/cocoonbox/cocoonbox/api/signup"
 )
 
 // passwordSignIn signs c in to the console with a password account.
@@ -24,7 +26,7 @@ func (e *env) connect(c *http.Client, a githubtest.Account) (*http.Response, str
 	if resp.StatusCode != 200 {
 		e.t.Fatalf("connect: %d %s", resp.StatusCode, text)
 	}
-	var ans BeginAnswer
+	var ans signup.BeginAnswer
 	json.Unmarshal([]byte(text), &ans)
 	if q := mustURL(ans.URL).Query(); q.Get("prompt") != "select_account" || q.Get("scope") != "user:email" {
 		e.t.Fatalf("connect's authorize URL %s: want GitHub's account picker", ans.URL)
@@ -33,10 +35,10 @@ func (e *env) connect(c *http.Client, a githubtest.Account) (*http.Response, str
 	return e.do(c, "GET", e.atGitHub(ans.URL), "")
 }
 
-func (e *env) identities(c *http.Client) IdentitiesAnswer {
+func (e *env) identities(c *http.Client) signup.IdentitiesAnswer {
 	e.t.Helper()
 	resp, text := e.do(c, "GET", "/cb/api/me/identities", "")
-	var ans IdentitiesAnswer
+	var ans signup.IdentitiesAnswer
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(text), &ans) != nil {
 		e.t.Fatalf("identities: %d %s", resp.StatusCode, text)
 	}
@@ -89,10 +91,10 @@ func TestConnectAndDisconnect(t *testing.T) {
 
 	bob := e.browser()
 	e.passwordSignIn(bob, "bob")
-	if resp, _ := e.connect(bob, githubtest.Verified(4004, "alice-gh", "a@example.com")); loginError(t, resp) != ErrGitHubTaken {
+	if resp, _ := e.connect(bob, githubtest.Verified(4004, "alice-gh", "a@example.com")); loginError(t, resp) != signup.ErrGitHubTaken {
 		t.Fatalf("bob connects alice's GitHub account: %d %v", resp.StatusCode, resp.Header)
 	}
-	if resp, _ := e.connect(alice, githubtest.Verified(5005, "alice-other", "a2@example.com")); loginError(t, resp) != ErrGitHubLinked {
+	if resp, _ := e.connect(alice, githubtest.Verified(5005, "alice-other", "a2@example.com")); loginError(t, resp) != signup.ErrGitHubLinked {
 		t.Fatalf("alice connects a second GitHub account: %d %v", resp.StatusCode, resp.Header)
 	}
 	if n := e.count("SELECT count(*) FROM identities"); n != 1 {
@@ -105,7 +107,7 @@ func TestConnectAndDisconnect(t *testing.T) {
 	if resp, _ := e.do(alice, "DELETE", "/cb/api/me/identities/github", ""); resp.StatusCode != 404 {
 		t.Fatalf("disconnect again: %d", resp.StatusCode)
 	}
-	if resp, _ := e.signInWithGitHub(e.browser(), githubtest.Verified(4004, "alice-gh", "a@example.com"), "/cb/", ""); loginError(t, resp) != ErrSignupClosed {
+	if resp, _ := e.signInWithGitHub(e.browser(), githubtest.Verified(4004, "alice-gh", "a@example.com"), "/cb/", ""); loginError(t, resp) != signup.ErrSignupClosed {
 		t.Fatal("the disconnected account still signs alice in")
 	}
 
