@@ -69,22 +69,6 @@ func Bind(ctx context.Context, p *Principal) (context.Context, context.CancelFun
 	return ctx, func() { stop(); cancel() }
 }
 
-// Require runs next only for a request with a live token, the principal in
-// its context (FromContext); the request's context ends when the token is
-// revoked, so a stream open on it ends. Others get 401 with a JSON error and
-// WWW-Authenticate (RFC 6750).
-func (ix *Index) Require(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, done, err := ix.authorize(r.Context(), r.Header.Get("Authorization"))
-		if err != nil {
-			refuse(w, err)
-			return
-		}
-		defer done()
-		next.ServeHTTP(w, r.WithContext(ctx))
-	})
-}
-
 // refuse answers a request without a live token: 401 with a JSON error
 // and WWW-Authenticate (RFC 6750).
 func refuse(w http.ResponseWriter, err error) {

@@ -9,18 +9,21 @@ import (
 	"testing"
 )
 
-func TestRequireAnswers401WithReasonAndChallenge(t *testing.T) {
+func TestGuardAnswersAPlainRequest401WithReasonAndChallenge(t *testing.T) {
 	t.Parallel()
 	f := newFixture(t)
 	alice := f.user(t, "alice")
 	dev := f.device(t, alice, "dev_0123456789abcdef")
-	// Require is a handler's wrapper: called as a server would call it.
-	me := f.index(t).Require(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	// A request that is not a connect call (a content type connect does not
+	// speak; a bare GET would be a Connect unary GET) gets
+	// the plain 401 of RFC 6750 from Guard, as the server mounts it.
+	me := f.index(t).Guard(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		p, _ := FromContext(r.Context())
 		w.Write([]byte(p.UserName))
 	}))
 	get := func(auth string) (int, string, string) {
-		req := httptest.NewRequest("GET", "/me", nil)
+		req := httptest.NewRequest("POST", "/me", strings.NewReader("hello"))
+		req.Header.Set("Content-Type", "text/plain") // no protocol connect speaks
 		if auth != "" {
 			req.Header.Set("Authorization", auth)
 		}
