@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
@@ -136,7 +135,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	tokenStore := tokens.NewStore(db.Pool, index)
 	con := console.New(console.Deps{Pool: db.Pool, Users: userStore, Tokens: tokenStore,
-		Secure: strings.HasPrefix(cfg.Issuer(), "https:"), Log: log, Now: opts.Now,
+		Secure: cfg.Secure(), Log: log, Now: opts.Now,
 		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
@@ -150,7 +149,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, bh.CallInterceptor(), log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
-	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer(), cfg.OAuth.PublicURL)
+	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer())
 	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
 	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {
 		return nil, err

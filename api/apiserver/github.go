@@ -64,7 +64,7 @@ func mountGitHub(srv *server.Server, cfg config.Config, getenv func(string) stri
 		return err
 	}
 	g, err := signup.NewGitHub(signup.GitHubDeps{Pool: pool, App: app, PublicURL: cfg.OAuth.PublicURL,
-		Secure: strings.HasPrefix(cfg.OAuth.PublicURL, "https:"), Session: con.Session, StartSession: con.StartSession,
+		Secure: cfg.Secure(), Session: con.Session, StartSession: con.StartSession,
 		Arrive: sg.Arrive, SetQueueCookie: sg.SetQueueCookie,
 		TrustedProxies: cfg.TrustedPrefixes(), Log: log})
 	if err != nil {

@@ -45,7 +45,7 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	if cfg.OAuth.PublicURL == "" {
 		return nil, func() {}, nil
 	}
-	m := oauth.NewMetadata(cfg.OAuth.PublicURL)
+	m := oauth.NewMetadata(cfg.Issuer())
 	m.Mount(srv)
 	fc := oauth.FetcherConfig{}
 	if path := os.Getenv(TestCIMDRootsEnv); path != "" {
@@ -81,6 +81,6 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 		u, ok := con.Session(r)
 		return oauth.User{ID: u.ID, Name: u.Name}, ok
 	}
-	return &agentsOAuth{agents: oauth.NewAgents(cfg.OAuth.PublicURL, clients, grants, session, log), grants: grants,
+	return &agentsOAuth{agents: oauth.NewAgents(cfg.Issuer(), clients, grants, session, log), grants: grants,
 		prm: m.ResourceMetadataURL(client.MCPPath), caps: useragents.NewCaps(db.Pool)}, func() { grants.Stop(); fetcher.Close() }, nil
 }

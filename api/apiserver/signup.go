@@ -3,7 +3,6 @@ package apiserver
 import (
 	"context"
 	"log/slog"
-	"strings"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 
@@ -31,7 +30,7 @@ func mountSignup(ctx context.Context, srv *server.Server, cfg config.Config, poo
 			_, err := DeleteUser(ctx, pool, store, name)
 			return err
 		},
-		Secure: strings.HasPrefix(cfg.Issuer(), "https:")})
+		Secure: cfg.Secure()})
 	s.Mount(srv)
 	srv.Wrap(s.GuardInviteTokens)
 	addSignupSections(con)

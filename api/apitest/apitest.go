@@ -9,9 +9,12 @@ package apitest
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"testing"
 	"time"
 
@@ -19,6 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -34,9 +38,13 @@ var fastKDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
 type API struct {
 	*apiserver.Server
 	t testing.TB
-	// URL is the api's origin (http://127.0.0.1:PORT), its issuer and,
-	// with OAuth on, oauth.public_url.
+	// URL is the api's origin (http://127.0.0.1:PORT, https with
+	// WithTLS), its issuer and, with OAuth on, oauth.public_url.
 	URL string
+	// CAFile is the PEM file of the CA that signed the api's certificate
+	// (WithTLS; "" without): what a client of the api must trust.
+	CAFile string
+	roots  *x509.CertPool
 	// Config is the configuration New built the api from.
 	Config config.Config
 	// User is alice, a user (not an admin) with Password (zero with
@@ -63,11 +71,14 @@ func New(t testing.TB, opts ...Option) *API {
 		t.Fatal(err)
 	}
 	a := &API{t: t, URL: "http://" + ln.Addr().String()}
+	if o.tls {
+		ln = a.serveTLS(ln)
+	}
 	cfg := config.Default()
 	cfg.Listen, cfg.StateDir = ln.Addr().String(), t.TempDir()
 	cfg.Database.URL = db.URL
 	cfg.Console.SignIn = config.SignIn{PerUser: 100, PerAddress: 100, Window: time.Minute}
-	cfg.OAuth.PublicURL = a.URL
+	cfg.OAuth.PublicURL = a.URL // https with WithTLS: the one issuer
 	for _, f := range o.config {
 		f(&cfg)
 	}
@@ -104,4 +115,27 @@ func New(t testing.TB, opts ...Option) *API {
 		a.Session = a.SignIn("alice")
 	}
 	return a
+}
+
+// serveTLS makes a test CA and a certificate it signs for loopback, and
+// answers ln wrapped in TLS with it; a.URL becomes https, a.CAFile the
+// CA's PEM file.
+func (a *API) serveTLS(ln net.Listener) net.Listener {
+	a.t.Helper()
+	files, err := testcert.Write(a.t.TempDir(), "api")
+	if err != nil {
+		a.t.Fatalf("apitest: the api's certificate: %v", err)
+	}
+	cert, err := tls.LoadX509KeyPair(files.Cert, files.Key)
+	if err != nil {
+		a.t.Fatalf("apitest: the api's certificate: %v", err)
+	}
+	pem, err := os.ReadFile(files.CA)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	a.roots = x509.NewCertPool()
+	a.roots.AppendCertsFromPEM(pem)
+	a.URL, a.CAFile = "https://"+ln.Addr().String(), files.CA
+	return tls.NewListener(ln, &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12})
 }

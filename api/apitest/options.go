@@ -19,6 +19,7 @@ type settings struct {
 	config      []func(*config.Config)
 	noSession   bool
 	noUser      bool
+	tls         bool
 	log         *slog.Logger
 	now         func() time.Time
 	getenv      func(string) string
@@ -41,6 +42,13 @@ func WithConfig(f func(*config.Config)) Option {
 func WithoutOAuth() Option {
 	return WithConfig(func(c *config.Config) { c.OAuth.PublicURL = "" })
 }
+
+// WithTLS serves the api over https with a test CA's certificate (for
+// 127.0.0.1, ::1 and localhost; API.CAFile) and makes that https origin
+// its one public origin, oauth.public_url (so the issuer, and every
+// cookie Secure), as a deployment behind TLS is. API.URL is https, and
+// the API's browsers trust the CA.
+func WithTLS() Option { return func(s *settings) { s.tls = true } }
 
 // WithoutSession leaves alice signed out (API.Session nil): no console
 // session and no sign-in counted by the limits before the test's own.

@@ -2,6 +2,7 @@ package apitest
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -45,7 +46,11 @@ type Browser struct {
 // Browser is a new browser without a session.
 func (a *API) Browser() *Browser {
 	jar, _ := cookiejar.New(nil)
-	return &Browser{a: a, Client: &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
+	c := &http.Client{Jar: jar, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if a.roots != nil { // WithTLS
+		c.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: a.roots}}
+	}
+	return &Browser{a: a, Client: c}
 }
 
 // SignIn is a browser signed in to the console as name (POST

@@ -434,6 +434,12 @@ func (c *Config) Validate() error {
 	if err := c.OAuth.validate(); err != nil {
 		return err
 	}
+	// One issuer (issue 41, Deliver 7): the first-party sign-in and OAuth
+	// for agents are one authorization server, so its iss, its metadata's
+	// issuer and its cookies' Secure come from one origin.
+	if c.PublicURL != "" && c.OAuth.PublicURL != "" && c.PublicURL != c.OAuth.PublicURL {
+		return fmt.Errorf("public_url %q and oauth.public_url %q name two origins: the api has one issuer; set one of them, or both to the same origin", c.PublicURL, c.OAuth.PublicURL)
+	}
 	if err := c.Signup.GitHub.validate(); err != nil {
 		return err
 	}
@@ -607,13 +613,23 @@ const (
 	MaxTimeout = 24 * time.Hour
 )
 
-// Issuer is the api's public URL: public_url, else http://<listen>.
+// Issuer is the api's one public origin, the issuer of every sign-in
+// (the first-party clients' and the agents'): public_url, else
+// oauth.public_url, else http://<listen>. Validate refuses the two keys
+// naming different origins.
 func (c *Config) Issuer() string {
-	if c.PublicURL != "" {
+	switch {
+	case c.PublicURL != "":
 		return c.PublicURL
+	case c.OAuth.PublicURL != "":
+		return c.OAuth.PublicURL
 	}
 	return "http://" + c.Listen
 }
+
+// Secure says whether the issuer is https: every cookie the api sets is
+// then Secure.
+func (c *Config) Secure() bool { return strings.HasPrefix(c.Issuer(), "https:") }
 
 // validate checks signup.github: web_url an https origin, api_url an https
 // URL without query, fragment or user, ca_file absolute; a trailing "/" is

@@ -215,6 +215,43 @@ func TestIssuerDefaultsToTheListenAddress(t *testing.T) {
 	}
 }
 
+// Issue 41, Deliver 7 (one issuer): with only oauth.public_url set, it is
+// the issuer of the first-party sign-in too (it was http://<listen>, so
+// the CLI's redirect carried an iss the metadata did not name), and
+// Secure follows it; the same origin under both keys is one issuer.
+func TestOAuthPublicURLAloneIsTheOneIssuer(t *testing.T) {
+	for _, text := range []string{
+		"oauth:\n  public_url: https://api.example.com/\n",
+		"public_url: https://api.example.com\noauth:\n  public_url: https://api.example.com/\n",
+	} {
+		c, err := Parse([]byte(text))
+		if err != nil {
+			t.Fatalf("%q: %v", text, err)
+		}
+		if got := c.Issuer(); got != "https://api.example.com" || !c.Secure() {
+			t.Errorf("%q: issuer %q, Secure %v; want https://api.example.com, true", text, got, c.Secure())
+		}
+	}
+	if c := Default(); c.Secure() {
+		t.Error("the default http://<listen> issuer is Secure")
+	}
+}
+
+// Two different origins under public_url and oauth.public_url are refused
+// at start, the error naming both keys and both values.
+func TestTwoIssuersAreRefusedNamingBothKeys(t *testing.T) {
+	for _, text := range []string{
+		"public_url: https://a.example.com\noauth:\n  public_url: https://b.example.com\n",
+		"public_url: http://127.0.0.1:18200\noauth:\n  public_url: https://api.example.com\n",
+	} {
+		_, err := Parse([]byte(text))
+		if err == nil || !strings.Contains(err.Error(), "public_url \"") || !strings.Contains(err.Error(), "oauth.public_url \"") ||
+			!strings.Contains(err.Error(), "two origins") {
+			t.Errorf("%q: %v; want a refusal naming public_url and oauth.public_url", text, err)
+		}
+	}
+}
+
 // The shipped api.yaml is the defaults, and names every key.
 func TestShippedFileIsTheDefaultsWithEveryKey(t *testing.T) {
 	c, err := Load("api.yaml")
