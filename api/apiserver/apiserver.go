@@ -33,7 +33,8 @@ type Options struct {
 	Log *slog.Logger
 	// Getenv reads the login OAuth App's variables (nil: os.Getenv).
 	Getenv func(string) string
-	// Now is the console's sign-in limits' clock (nil: time.Now).
+	// Now is the clock of the console's sign-in limits and of OAuth for
+	// agents' codes and tokens (nil: time.Now).
 	Now func() time.Time
 	// KDF, when set, is the users store's password hashing cost in place
 	// of users.DefaultKDF (a test's cheap one).
@@ -139,7 +140,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
-	agents, stopOAuth, err := mountOAuth(ctx, srv, cfg, db, con, log)
+	agents, stopOAuth, err := mountOAuth(ctx, srv, cfg, db, con, opts.Now, log)
 	if err != nil {
 		return nil, err
 	}

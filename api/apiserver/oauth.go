@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"time"
 
 	useragents "github.com/cocoonbox/cocoonbox/api/agents"
 	"github.com/cocoonbox/cocoonbox/api/client"
@@ -41,7 +42,7 @@ type agentsOAuth struct {
 // when it is not.
 //
 // Contract: OAuth for agents (MCP authorization 2025-11-25).
-func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, con *console.Console, log *slog.Logger) (*agentsOAuth, func(), error) {
+func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *database.DB, con *console.Console, now func() time.Time, log *slog.Logger) (*agentsOAuth, func(), error) {
 	if cfg.OAuth.PublicURL == "" {
 		return nil, func() {}, nil
 	}
@@ -67,6 +68,9 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	clients := oauth.NewClients(db.Pool, fetcher)
 	oauth.NewRegistration(clients, log).Mount(srv)
 	grants := oauth.NewGrants(db.Pool, db.URL, log)
+	if now != nil {
+		grants.Now = now
+	}
 	if err := grants.Start(ctx); err != nil {
 		fetcher.Close()
 		return nil, nil, err

@@ -61,7 +61,8 @@ func WithoutUser() Option { return func(s *settings) { s.noUser, s.noSession = t
 // WithLog logs the api's lines to log (default: nowhere).
 func WithLog(log *slog.Logger) Option { return func(s *settings) { s.log = log } }
 
-// WithClock is the console's sign-in limits' clock.
+// WithClock is the api's clock of the console's sign-in limits and of
+// OAuth for agents' codes and tokens (apiserver.Options.Now).
 func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
 
 // WithSupervisor gives the api the supervisor sup under the host name

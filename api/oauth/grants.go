@@ -257,11 +257,18 @@ func (s *Grants) writeUses(ctx context.Context) {
 const pruneAfter = time.Hour
 
 // prune deletes the rows no check needs any more: codes, access tokens,
-// and the tokens of an ended grant, each pruneAfter past its end. A
-// spent refresh token of a live grant stays, so its replay is known.
+// and the tokens of an ended grant, each pruneAfter past its end, and the
+// pairs the grace window keeps once it is over. A spent refresh token of
+// a live grant stays, so its replay is known.
 // Every api prunes; the DELETEs are idempotent.
 func (s *Grants) prune(ctx context.Context) error {
 	before := s.Now().Add(-pruneAfter)
+	// The grace window's sealed pairs go once the window is over (the
+	// spent token stays, so its replay is still known).
+	if _, err := s.pool.Exec(ctx, `UPDATE oauth_tokens SET successor = NULL WHERE successor IS NOT NULL AND used_at < $1`,
+		s.Now().Add(-RefreshGrace)); err != nil {
+		return fmt.Errorf("prune: %w", err)
+	}
 	for _, q := range []string{
 		`DELETE FROM oauth_codes WHERE expires_at < $1`,
 		`DELETE FROM oauth_tokens WHERE kind = 'access' AND expires_at < $1`,

@@ -32,7 +32,9 @@ import (
 //     it. A code presented a second time revokes the grant it made.
 //   - refresh_token: refresh_token, client_id; resource and scope
 //     optional. Each refresh token works once and is replaced (rotation);
-//     a used one presented again revokes the whole grant (its family).
+//     a used one presented again by its client within RefreshGrace of
+//     its use answers the same new pair, and after it revokes the whole
+//     grant (its family).
 //
 // The answer is {access_token (cba_, AccessTTL), token_type Bearer,
 // expires_in, refresh_token (cbr_), scope boxes}.
@@ -264,7 +266,8 @@ func (a *Agents) exchange(ctx context.Context, f url.Values, clientID string) (t
 }
 
 // refresh rotates a refresh token (§4.3, §4.3.1): the presented one is
-// spent and a new pair answered; one spent before revokes its grant.
+// spent and a new pair answered; one spent before answers that same pair
+// within RefreshGrace of its use, and revokes its grant after it.
 func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (tokenAnswer, *tokenError, error) {
 	rt := f.Get("refresh_token")
 	if rt == "" {
@@ -283,10 +286,11 @@ func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (to
 		var gid, gclient string
 		var used, revoked, disabled *time.Time
 		var gexpires time.Time
-		err := tx.QueryRow(ctx, `SELECT g.id, g.user_id::text, g.client_id, g.expires_at, g.revoked_at, u.disabled_at, t.used_at
+		var sealed []byte
+		err := tx.QueryRow(ctx, `SELECT g.id, g.user_id::text, g.client_id, g.expires_at, g.revoked_at, u.disabled_at, t.used_at, t.successor
 		    FROM oauth_tokens t JOIN oauth_grants g ON g.id = t.grant_id JOIN users u ON u.id = g.user_id
 		   WHERE t.digest = $1 AND t.kind = 'refresh' FOR UPDATE OF t, g`, d[:]).
-			Scan(&gid, &userID, &gclient, &gexpires, &revoked, &disabled, &used)
+			Scan(&gid, &userID, &gclient, &gexpires, &revoked, &disabled, &used, &sealed)
 		if errors.Is(err, pgx.ErrNoRows) {
 			refused = terr(errInvalidGrant, "the refresh token is unknown, used or revoked")
 			return nil
@@ -299,6 +303,18 @@ func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (to
 			refused = terr(errInvalidGrant, "the refresh token was issued to another client")
 		case revoked != nil || disabled != nil || !now.Before(gexpires):
 			refused = terr(errInvalidGrant, "the grant has ended: the agent must sign in again")
+		case used != nil && sealed != nil && now.Sub(*used) < RefreshGrace:
+			// The grace window: the same client again within RefreshGrace
+			// (a concurrent refresh, a retry after a lost answer) gets the
+			// pair the first use answered.
+			next, err := s.open(rt, sealed)
+			if err != nil {
+				return fmt.Errorf("open the refreshed pair: %w", err)
+			}
+			expiresIn := int(next.AccessExpires.Sub(now).Seconds())
+			ans = tokenAnswer{AccessToken: next.AccessToken, TokenType: "Bearer", ExpiresIn: max(expiresIn, 0), RefreshToken: next.RefreshToken, Scope: Scope}
+			userID = "" // nothing changed: no reload
+			return nil
 		case used != nil:
 			// Rotation's replay detection (OAuth 2.1 §4.3.1): one of two
 			// holders is not the client; the whole family ends.
@@ -311,15 +327,20 @@ func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (to
 		if refused != nil {
 			return nil
 		}
-		if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET used_at = $2 WHERE digest = $1`, d[:], now); err != nil {
-			return fmt.Errorf("spend the refresh token: %w", err)
-		}
 		if _, err := tx.Exec(ctx, `UPDATE oauth_grants SET last_used_at = $2 WHERE id = $1`, gid, now); err != nil {
 			return fmt.Errorf("note the grant's use: %w", err)
 		}
 		// The access tokens this one replaces expire on their own.
 		if ans, err = s.issue(ctx, tx, gid, now, gexpires); err != nil {
 			return err
+		}
+		sealed, err = s.seal(rt, successor{AccessToken: ans.AccessToken, RefreshToken: ans.RefreshToken,
+			AccessExpires: now.Add(time.Duration(ans.ExpiresIn) * time.Second)})
+		if err != nil {
+			return fmt.Errorf("seal the refreshed pair: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `UPDATE oauth_tokens SET used_at = $2, successor = $3 WHERE digest = $1`, d[:], now, sealed); err != nil {
+			return fmt.Errorf("spend the refresh token: %w", err)
 		}
 		return notify(ctx, tx, userID)
 	})
