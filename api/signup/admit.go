@@ -170,6 +170,11 @@ func (s *Signup) admitOne(ctx context.Context, tx pgx.Tx, e entry, set Settings)
 	if _, err := sp.Exec(ctx, "INSERT INTO signup_admissions (user_id) VALUES ($1)", e.ID); err != nil {
 		return fmt.Errorf("log the admission: %w", err)
 	}
+	// Admission spends the person's cb_queue secrets: from now on they
+	// answer the status alone.
+	if _, err := sp.Exec(ctx, "UPDATE signup_queue_cookies SET spent_at = now() WHERE queue_id = $1 AND spent_at IS NULL", e.ID); err != nil {
+		return fmt.Errorf("spend the queue cookies: %w", err)
+	}
 	return sp.Commit(ctx)
 }
 

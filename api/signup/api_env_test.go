@@ -157,12 +157,13 @@ func contains(b []byte, subs ...string) bool {
 	return true
 }
 
-// setQueueCookie gives c the cb_queue cookie of queue entry id, as the
-// GitHub callback sets it through SetQueueCookie.
-func setQueueCookie(t *testing.T, c *browser, s *signup.Signup, id string) {
+// setQueueCookie gives c the cb_queue cookie of secret (an Outcome's
+// QueueSecret, or a forgery), as the GitHub callback sets it through
+// SetQueueCookie.
+func setQueueCookie(t *testing.T, c *browser, s *signup.Signup, secret string) {
 	t.Helper()
 	rec := httptest.NewRecorder()
-	s.SetQueueCookie(rec, id)
+	s.SetQueueCookie(rec, secret)
 	u, _ := url.Parse(c.base + "/cb/")
 	c.c.Jar.SetCookies(u, rec.Result().Cookies())
 	ck := rec.Result().Cookies()[0]

@@ -17,12 +17,14 @@ type Arrival struct {
 	Invite string
 }
 
-// Outcome is Arrive's answer: exactly one of its fields is set.
+// Outcome is Arrive's answer: exactly one of UserID, QueueID (with its
+// QueueSecret) and Refusal is set.
 type Outcome struct {
 	// UserID: admitted, now or before: the callback signs them in.
 	UserID string
-	// QueueID: queued: the callback sets the cb_queue cookie and goes to /cb/queue.
-	QueueID string
+	// QueueID: queued: the callback sets the cb_queue cookie of
+	// QueueSecret, a new secret of this entry's, and goes to /cb/queue.
+	QueueID, QueueSecret string
 	// Refusal is a login_error code of the contract (signup_closed,
 	// email_unverified, email_not_allowed, invite_required, declined, ...).
 	Refusal string
@@ -65,7 +67,12 @@ func (s *Signup) Arrive(ctx context.Context, a Arrival) (Outcome, error) {
 		return out, nil
 	}
 	s.admitLogged(ctx, "a signup")
-	return s.outcomeOf(context.WithoutCancel(ctx), out.QueueID)
+	ctx = context.WithoutCancel(ctx)
+	if out, err = s.outcomeOf(ctx, out.QueueID); err != nil || out.QueueID == "" {
+		return out, err
+	}
+	out.QueueSecret, err = s.mintQueueSecret(ctx, out.QueueID)
+	return out, err
 }
 
 // errRace: another sign-in of the same identity joined the queue first.

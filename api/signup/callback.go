@@ -143,7 +143,7 @@ func (g *GitHub) finishSignIn(w http.ResponseWriter, r *http.Request, f flow, gu
 		g.signIn(w, r, out.UserID, f.ReturnTo, gu)
 	case out.QueueID != "":
 		g.log.InfoContext(ctx, "GitHub sign-in: queued", "github_id", gu.ID, "queue_id", out.QueueID)
-		g.setQueue(w, out.QueueID)
+		g.setQueue(w, out.QueueSecret)
 		g.goTo(w, r, "/cb/queue")
 	default:
 		g.refuse(w, r, ErrFailed, "signup answered nothing", nil, "github_id", gu.ID)

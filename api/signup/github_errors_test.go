@@ -231,8 +231,9 @@ func TestAnUnknownIdentityIsHandedToSignup(t *testing.T) {
 	t.Parallel()
 	e := newStubEnv(t)
 	invite := "cbi_" + strings.Repeat("ab", 32)
+	secret := signup.QueueSecretPrefix + strings.Repeat("5e", 32)
 	e.arrive = func(a signup.Arrival) (signup.Outcome, error) {
-		return signup.Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001"}, nil
+		return signup.Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001", QueueSecret: secret}, nil
 	}
 	c := e.browser()
 	resp, text := e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/", invite)
@@ -240,7 +241,7 @@ func TestAnUnknownIdentityIsHandedToSignup(t *testing.T) {
 		t.Fatalf("queued: %d %s; want the page going to /cb/queue", resp.StatusCode, text)
 	}
 	q := cookie(resp, signup.QueueCookie)
-	if q == nil || q.Value != "3f1c1b8e-0000-4000-8000-000000000001" || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
+	if q == nil || q.Value != secret || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
 		t.Fatalf("cb_queue %+v", q)
 	}
 	want := signup.Arrival{IdP: "github", Subject: "3003", Login: "Carol", Email: "carol@example.com", EmailVerified: true, Invite: invite}
@@ -335,7 +336,8 @@ func TestANewPersonThroughGitHubIsAdmittedOrQueued(t *testing.T) {
 	if q == nil || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
 		t.Fatalf("cb_queue %+v", q)
 	}
-	if n := e.count("SELECT count(*) FROM signup_queue WHERE id::text = $1 AND status = 'waiting' AND subject = '7010'", q.Value); n != 1 {
-		t.Fatal("the cookie is not the waiting entry's id")
+	if n := e.count(`SELECT count(*) FROM signup_queue q JOIN signup_queue_cookies c ON c.queue_id = q.id
+		WHERE c.sha256 = sha256($1::bytea) AND q.status = 'waiting' AND q.subject = '7010'`, []byte(q.Value)); n != 1 {
+		t.Fatal("the cookie is not a secret of the waiting entry's")
 	}
 }

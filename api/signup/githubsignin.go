@@ -69,7 +69,7 @@ type GitHubDeps struct {
 	Arrive func(ctx context.Context, a Arrival) (Outcome, error)
 	// SetQueueCookie puts a queued person's cb_queue cookie in the answer
 	// (Signup.SetQueueCookie); needed with Arrive.
-	SetQueueCookie func(w http.ResponseWriter, queueID string)
+	SetQueueCookie func(w http.ResponseWriter, secret string)
 	// TrustedProxies name the client behind a proxy (ratelimit.ClientKey).
 	TrustedProxies []netip.Prefix
 	Log            *slog.Logger

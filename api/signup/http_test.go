@@ -2,6 +2,7 @@ package signup_test
 
 import (
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -260,10 +261,11 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 	e := newQueueEnv(t)
 	e.open(0, 100)
 	e.arrive(person(1))
-	q := e.arrive(person(2)).QueueID
+	queued := e.arrive(person(2))
+	q := queued.QueueID
 	c := e.client()
 	c.want(404, "GET", "/cb/api/queue/me", nil, nil)
-	setQueueCookie(t, c, e.s, q)
+	setQueueCookie(t, c, e.s, queued.QueueSecret)
 	var st signup.QueueStatus
 	c.want(200, "GET", "/cb/api/queue/me", nil, &st)
 	if st.Status != "waiting" || st.Position != 2 || st.Waiting != 2 || st.Email != "p2@example.com" || time.Since(st.Since) > time.Minute {
@@ -274,19 +276,55 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 	if n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1", q); n != 0 {
 		t.Fatal("the entry is still there")
 	}
-	// An admitted person's entry stays: it is the account's record.
+}
+
+// Issue 41, Deliver 9, its Must show: the queue cookie after admission
+// reads no email. cb_queue held the entry's id, which admission makes the
+// account's id, and GET /cb/api/queue/me answered the admitted entry's
+// email to any request whose cookie named it, with no session. Now the
+// cookie is a secret of its own (only its SHA-256 kept), spent at
+// admission: the person's own cookie answers {"status": "admitted"}
+// alone, and a cookie naming the account's id (or any other value than a
+// live secret) answers 404. The entry stays (it is the account's record),
+// so leaving is 409.
+func TestTheQueueCookieAfterAdmissionReadsNoEmail(t *testing.T) {
+	e := newQueueEnv(t)
+	e.open(0, 100)
+	queued := e.arrive(person(1))
+	if queued.QueueID == "" || !regexp.MustCompile(`^`+signup.QueueSecretPrefix+`[0-9a-f]{64}$`).MatchString(queued.QueueSecret) ||
+		strings.Contains(queued.QueueSecret, queued.QueueID) {
+		t.Fatalf("queued %+v: want a cbq_ secret of its own", queued)
+	}
+	if n := e.count("SELECT count(*) FROM signup_queue_cookies WHERE sha256 = sha256($1::bytea)", []byte(queued.QueueSecret)); n != 1 {
+		t.Fatal("the secret's SHA-256 is not what is kept")
+	}
+	mine := e.client()
+	setQueueCookie(t, mine, e.s, queued.QueueSecret)
+	var st signup.QueueStatus
+	mine.want(200, "GET", "/cb/api/queue/me", nil, &st)
+	if st.Status != "waiting" || st.Email != "p1@example.com" {
+		t.Fatalf("the waiting person's own status: %+v", st)
+	}
+
 	e.exec("UPDATE signup_settings SET seats = 1")
-	first := e.arrive(person(1))
-	if first.UserID == "" {
-		t.Fatalf("not admitted: %+v", first)
+	if _, err := e.s.Admit(e.ctx); err != nil {
+		t.Fatal(err)
 	}
-	d := e.client()
-	setQueueCookie(t, d, e.s, first.UserID)
-	d.want(200, "GET", "/cb/api/queue/me", nil, &st)
-	if st.Status != "admitted" {
-		t.Fatalf("%+v", st)
+	if n := e.count("SELECT count(*) FROM users WHERE id = $1", queued.QueueID); n != 1 {
+		t.Fatal("not admitted")
 	}
-	d.want(409, "DELETE", "/cb/api/queue/me", nil, nil)
+	out := mine.want(200, "GET", "/cb/api/queue/me", nil, nil)
+	if string(out) != `{"status":"admitted"}`+"\n" {
+		t.Errorf("the admitted person's own cookie answers %s; want its status alone", out)
+	}
+	mine.want(409, "DELETE", "/cb/api/queue/me", nil, nil)
+	for _, forged := range []string{queued.QueueID, signup.QueueSecretPrefix + strings.Repeat("0", 64)} {
+		other := e.client()
+		setQueueCookie(t, other, e.s, forged)
+		if got, out := other.do("GET", "/cb/api/queue/me", nil); got != 404 || contains(out, "p1@example.com") {
+			t.Errorf("a cb_queue cookie of %q: %d %s; want 404 and no email", forged, got, out)
+		}
+	}
 }
 
 // breaker: a rejected person deleted their entry with DELETE
@@ -296,11 +334,11 @@ func TestTheQueuedPersonSeesTheirPlaceAndLeaves(t *testing.T) {
 func TestARejectedPersonCannotLeaveAndComeBack(t *testing.T) {
 	e := newQueueEnv(t)
 	e.open(0, 100)
-	q := e.arrive(person(1)).QueueID
+	queued := e.arrive(person(1))
 	admin, _ := e.signIn("boss", true)
-	admin.want(200, "POST", "/cb/api/queue/"+q+"/reject", map[string]any{}, nil)
+	admin.want(200, "POST", "/cb/api/queue/"+queued.QueueID+"/reject", map[string]any{}, nil)
 	c := e.client()
-	setQueueCookie(t, c, e.s, q)
+	setQueueCookie(t, c, e.s, queued.QueueSecret)
 	if got, out := c.do("DELETE", "/cb/api/queue/me", nil); got != 409 || !contains(out, `"declined"`) {
 		t.Errorf("a rejected person's leave: %d %s; want 409 declined", got, out)
 	}

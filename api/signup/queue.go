@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
@@ -20,37 +22,66 @@ var pages embed.FS
 var templates = template.Must(template.ParseFS(pages, "pages/*.html"))
 
 // QueueCookie is the queued person's cookie (Contract: "A queued person
-// gets the Strict cookie cb_queue (90 days) and the page /cb/queue"): the
-// queue entry's id, a random UUID that only the person and the admins see
-// (it becomes the account's id when admitted, when the cookie is spent).
+// gets the Strict cookie cb_queue (90 days) and the page /cb/queue"): a
+// random secret of its own (QueueSecretPrefix and 64 hex digits), of
+// which the database keeps the SHA-256 (signup_queue_cookies). It was the
+// queue entry's id, which becomes the account's id at admission, so
+// anyone who learnt that id read the entry's email (issue 41, Deliver 9).
+// Admission spends it: a spent secret answers the entry's status alone.
 const QueueCookie = "cb_queue"
+
+// QueueSecretPrefix begins every cb_queue secret.
+const QueueSecretPrefix = "cbq_"
 
 // QueueCookieTTL is the cookie's life.
 const QueueCookieTTL = 90 * 24 * time.Hour
 
-var uuidRule = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+var (
+	uuidRule        = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+	queueSecretRule = regexp.MustCompile(`^` + QueueSecretPrefix + `[0-9a-f]{64}$`)
+)
 
 func (s *Signup) queueCookie(value string, maxAge int) *http.Cookie {
 	return &http.Cookie{Name: QueueCookie, Value: value, Path: "/cb/", MaxAge: maxAge,
 		HttpOnly: true, Secure: s.secure, SameSite: http.SameSiteStrictMode}
 }
 
-// SetQueueCookie puts the cb_queue cookie of the queue entry queueID (an
-// Outcome's QueueID) in the answer w; the callback then sends the browser
-// to /cb/queue.
-func (s *Signup) SetQueueCookie(w http.ResponseWriter, queueID string) {
-	http.SetCookie(w, s.queueCookie(queueID, int(QueueCookieTTL.Seconds())))
+// SetQueueCookie puts the cb_queue cookie of secret (an Outcome's
+// QueueSecret) in the answer w; the callback then sends the browser to
+// /cb/queue.
+func (s *Signup) SetQueueCookie(w http.ResponseWriter, secret string) {
+	http.SetCookie(w, s.queueCookie(secret, int(QueueCookieTTL.Seconds())))
+}
+
+// mintQueueSecret makes a new cb_queue secret of the queue entry
+// queueID and keeps its SHA-256.
+func (s *Signup) mintQueueSecret(ctx context.Context, queueID string) (string, error) {
+	secret, digest := newSecret(QueueSecretPrefix)
+	if _, err := s.pool.Exec(ctx, "INSERT INTO signup_queue_cookies (sha256, queue_id) VALUES ($1, $2)", digest[:], queueID); err != nil {
+		return "", fmt.Errorf("keep the queue cookie: %w", err)
+	}
+	return secret, nil
 }
 
 func (s *Signup) clearQueueCookie(w http.ResponseWriter) { http.SetCookie(w, s.queueCookie("", -1)) }
 
-// queueID is the entry id of r's cb_queue cookie.
-func queueID(r *http.Request) (string, bool) {
+// queueCookieOf is the queue entry r's cb_queue cookie names, and
+// whether admission spent it; ErrNotFound for no cookie, a malformed or
+// an unknown one.
+func (s *Signup) queueCookieOf(r *http.Request) (id string, spent bool, err error) {
 	c, err := r.Cookie(QueueCookie)
-	if err != nil || !uuidRule.MatchString(c.Value) {
-		return "", false
+	if err != nil || !queueSecretRule.MatchString(c.Value) {
+		return "", false, ErrNotFound
 	}
-	return c.Value, true
+	err = s.pool.QueryRow(r.Context(), "SELECT queue_id::text, spent_at IS NOT NULL FROM signup_queue_cookies WHERE sha256 = $1",
+		sum(c.Value)).Scan(&id, &spent)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", false, ErrNotFound
+	}
+	if err != nil {
+		return "", false, fmt.Errorf("read the queue cookie: %w", err)
+	}
+	return id, spent, nil
 }
 
 // QueueStatus is GET /cb/api/queue/me's answer.
@@ -80,23 +111,25 @@ func (s *Signup) notQueued(w http.ResponseWriter) {
 	server.WriteJSON(w, http.StatusNotFound, callError{"not_queued", "this browser is not in the signup queue; sign in with GitHub to join"})
 }
 
-// queueMe is GET /cb/api/queue/me.
+// queueMe is GET /cb/api/queue/me. An admitted person's entry (the
+// cookie spent) answers {"status": "admitted"} alone: the entry is the
+// account's record now, and the page only says to sign in.
 func (s *Signup) queueMe(w http.ResponseWriter, r *http.Request) {
-	id, ok := queueID(r)
-	if !ok {
-		s.notQueued(w)
-		return
+	id, spent, err := s.queueCookieOf(r)
+	var st QueueStatus
+	if err == nil && !spent {
+		st, err = s.Status(r.Context(), id)
 	}
-	st, err := s.Status(r.Context(), id)
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		s.notQueued(w)
-		return
-	}
-	if err != nil {
+	case err != nil:
 		s.fail(w, r, "read the queue", err)
-		return
+	case spent || st.Status == "admitted":
+		server.WriteJSON(w, http.StatusOK, map[string]string{"status": "admitted"})
+	default:
+		server.WriteJSON(w, http.StatusOK, st)
 	}
-	server.WriteJSON(w, http.StatusOK, st)
 }
 
 // Leave deletes a waiting queue entry: ErrNotFound, ErrAdmitted, and
@@ -125,12 +158,10 @@ func (s *Signup) Leave(ctx context.Context, id string) error {
 
 // leaveQueue is DELETE /cb/api/queue/me.
 func (s *Signup) leaveQueue(w http.ResponseWriter, r *http.Request) {
-	id, ok := queueID(r)
-	if !ok {
-		s.notQueued(w)
-		return
+	id, _, err := s.queueCookieOf(r)
+	if err == nil {
+		err = s.Leave(r.Context(), id)
 	}
-	err := s.Leave(r.Context(), id)
 	if errors.Is(err, ErrNotFound) {
 		s.notQueued(w)
 		return
