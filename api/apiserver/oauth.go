@@ -48,6 +48,7 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	}
 	m := oauth.NewMetadata(cfg.Issuer())
 	m.Mount(srv)
+	srv.Wrap(oauth.CleanWellKnown)
 	fc := oauth.FetcherConfig{}
 	if path := os.Getenv(TestCIMDRootsEnv); path != "" {
 		pem, err := os.ReadFile(path)

@@ -51,7 +51,7 @@ func newAgentsFixture(t *testing.T) *agentsFixture {
 	}
 	f := &agentsFixture{t: t, user: u, now: time.Now(), signedIn: func(*http.Request) bool { return true }}
 	clients := NewClients(db.Pool, newFetcher(t, FetcherConfig{}))
-	f.client, err = clients.register(context.Background(), metadata{ClientName: "codex", RedirectURIs: []string{"http://127.0.0.1:1455/cb"}})
+	f.client, err = clients.register(context.Background(), metadata{ClientName: "codex", RedirectURIs: []string{"http://127.0.0.1:1455/cb"}, GrantTypes: DefaultGrantTypes})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -427,10 +427,10 @@ func (a *Agents) approve(w http.ResponseWriter, r *http.Request) {
 	d := a.grants.digest(code)
 	now := a.grants.Now()
 	if _, err := a.grants.pool.Exec(r.Context(), `INSERT INTO oauth_codes (digest, user_id, client_id, client_name, verified_host,
-	  redirect_uri, code_challenge, resource, max_boxes, max_running, days, created_at, expires_at)
-	  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)`,
+	  redirect_uri, code_challenge, resource, max_boxes, max_running, days, created_at, expires_at, refresh)
+	  VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)`,
 		d[:], u.ID, ar.Client.ID, ar.Client.Name, ar.Client.VerifiedHost, ar.RedirectURI, ar.Challenge, ar.Resource,
-		maxBoxes, maxRunning, days, now, now.Add(CodeTTL)); err != nil {
+		maxBoxes, maxRunning, days, now, now.Add(CodeTTL), ar.Client.Refreshes()); err != nil {
 		a.serverError(w, r, fmt.Errorf("store a code: %w", err))
 		return
 	}

@@ -224,7 +224,7 @@ func parseDocument(id string, b []byte) (Client, error) {
 		return Client{}, fmt.Errorf("%w: client_id %q is not the document's URL %q", ErrInvalidMetadata, m.ClientID, id)
 	}
 	u, _ := url.Parse(id) // checked by checkDocumentURL
-	return Client{ID: id, Name: m.ClientName, RedirectURIs: m.RedirectURIs, VerifiedHost: u.Host}, nil
+	return Client{ID: id, Name: m.ClientName, RedirectURIs: m.RedirectURIs, VerifiedHost: u.Host, GrantTypes: m.GrantTypes}, nil
 }
 
 // freshFor is how long a response may be kept (RFC 9111 §4.2.1):

@@ -25,7 +25,22 @@ type Client struct {
 	// VerifiedHost is the host the metadata document was fetched from
 	// over https; empty for a registered client (shown as unverified).
 	VerifiedHost string
+	// GrantTypes are the grant types the client may use, as it registered
+	// them or its document names them (RFC 7591 §2): authorization_code,
+	// and refresh_token unless it left it out of a list it gave;
+	// DefaultGrantTypes when it gave none.
+	GrantTypes []string
 }
+
+// DefaultGrantTypes are the grant types of a client that names none. RFC
+// 7591 §2's default is authorization_code alone, and §3.2.1 lets the
+// server substitute its own: MCP clients that omit the field refresh
+// (docs/oauth.md, Clients).
+var DefaultGrantTypes = []string{"authorization_code", "refresh_token"}
+
+// Refreshes says whether the client takes refresh tokens: its grant
+// types name refresh_token. The exchange answers one only then.
+func (c Client) Refreshes() bool { return slices.Contains(c.GrantTypes, "refresh_token") }
 
 // ErrInvalidMetadata is a client's metadata the api refuses: RFC 7591
 // §3.2.2's invalid_client_metadata. ErrInvalidRedirectURI is its
@@ -88,6 +103,10 @@ func parseMetadata(b []byte) (metadata, error) {
 	if len(m.GrantTypes) > 0 && !slices.Contains(m.GrantTypes, "authorization_code") {
 		return metadata{}, fmt.Errorf("%w: grant_types %q lacks authorization_code", ErrInvalidMetadata, m.GrantTypes)
 	}
+	if len(m.GrantTypes) == 0 {
+		m.GrantTypes = DefaultGrantTypes
+	}
+	m.GrantTypes = slices.Compact(slices.Sorted(slices.Values(m.GrantTypes)))
 	if !utf8.ValidString(m.ClientName) || utf8.RuneCountInString(m.ClientName) > maxName {
 		return metadata{}, fmt.Errorf("%w: client_name: at most %d characters of UTF-8", ErrInvalidMetadata, maxName)
 	}

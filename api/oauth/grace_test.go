@@ -26,30 +26,43 @@ func (c *clock) advance(d time.Duration) { c.mu.Lock(); c.now = c.now.Add(d); c.
 // alice: its client_id and its first pair.
 func agent(t *testing.T, a *apitest.API) (clientID, access, refresh string) {
 	t.Helper()
-	resp, text := a.Browser().Send("POST", oauth.RegistrationPath, "application/json",
-		`{"client_name":"four processes","redirect_uris":["http://127.0.0.1:1455/cb"]}`)
-	var reg struct {
-		ClientID string `json:"client_id"`
-	}
+	clientID, _ = register(t, a, `{"client_name":"four processes","redirect_uris":["http://127.0.0.1:1455/cb"]}`)
+	pair := signIn(t, a, clientID)
+	return clientID, pair["access_token"].(string), pair["refresh_token"].(string)
+}
+
+// register registers metadata (RFC 7591): the client_id and the answer.
+func register(t *testing.T, a *apitest.API, metadata string) (string, map[string]any) {
+	t.Helper()
+	resp, text := a.Browser().Send("POST", oauth.RegistrationPath, "application/json", metadata)
+	var reg map[string]any
 	if resp.StatusCode != 201 || json.Unmarshal([]byte(text), &reg) != nil {
 		t.Fatalf("register: %d %s", resp.StatusCode, text)
 	}
+	id, _ := reg["client_id"].(string)
+	return id, reg
+}
+
+// signIn approves clientID's request as alice and exchanges the code:
+// the token endpoint's answer.
+func signIn(t *testing.T, a *apitest.API, clientID string) map[string]any {
+	t.Helper()
 	const verifier = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"
-	q := url.Values{"client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:1455/cb"}, "response_type": {"code"},
+	q := url.Values{"client_id": {clientID}, "redirect_uri": {"http://127.0.0.1:1455/cb"}, "response_type": {"code"},
 		"state": {"st4te"}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}}
 	body, _ := json.Marshal(map[string]string{"query": q.Encode()})
-	resp, text = a.Session.Send("POST", "/cb/api/oauth/approve", "application/json", string(body))
+	resp, text := a.Session.Send("POST", "/cb/api/oauth/approve", "application/json", string(body))
 	var approved struct{ Redirect string }
 	if resp.StatusCode != 200 || json.Unmarshal([]byte(text), &approved) != nil {
 		t.Fatalf("approve: %d %s", resp.StatusCode, text)
 	}
 	cb, _ := url.Parse(approved.Redirect)
 	status, pair := token(t, a, url.Values{"grant_type": {"authorization_code"}, "code": {cb.Query().Get("code")},
-		"client_id": {reg.ClientID}, "code_verifier": {verifier}})
+		"client_id": {clientID}, "code_verifier": {verifier}})
 	if status != 200 {
 		t.Fatalf("exchange: %d %v", status, pair)
 	}
-	return reg.ClientID, pair["access_token"].(string), pair["refresh_token"].(string)
+	return pair
 }
 
 // token posts form to the token endpoint: its status and answer.

@@ -3,6 +3,7 @@ package oauth
 import (
 	"encoding/json"
 	"net/http"
+	"path"
 	"regexp"
 	"strings"
 )
@@ -25,6 +26,25 @@ func (m *Metadata) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET "+ASMetadataPath, http.HandlerFunc(m.authorizationServer))
 	mux.Handle("GET "+PRMetadataPath, http.HandlerFunc(m.protectedResource))
 	mux.Handle("GET "+PRMetadataPath+"/", http.HandlerFunc(m.protectedResource))
+}
+
+// CleanWellKnown wraps the api's whole handler (server.Server.Wrap): a
+// path under /.well-known/ that is not in canonical form (an empty
+// segment, a "." or ".." segment, a trailing "/") answers 404 here,
+// before net/http's ServeMux would redirect it to its cleaned path, which
+// may be a document's (…/cocoonbox.mcp//control to …/cocoonbox.mcp/control):
+// docs/oauth.md promises 404 for every well-known path that is not
+// exactly one of ours, and RFC 9728 §3.3 has the client compare the
+// resource against the URL it asked for.
+func CleanWellKnown(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p := r.URL.EscapedPath()
+		if strings.HasPrefix(p, "/.well-known/") && path.Clean(p) != p {
+			http.NotFound(w, r)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // ResourceMetadataURL is the metadata URL of the resource at path (the

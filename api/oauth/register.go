@@ -33,7 +33,8 @@ func (r *Registration) Mount(mux interface{ Handle(string, http.Handler) }) {
 }
 
 // registrationResponse is RFC 7591 §3.2.1's answer: the metadata as
-// stored, with no client_secret (a public client).
+// stored (grant_types as asked, DefaultGrantTypes when not), with no
+// client_secret (a public client).
 type registrationResponse struct {
 	ClientID                string   `json:"client_id"`
 	ClientIDIssuedAt        int64    `json:"client_id_issued_at"`
@@ -78,7 +79,7 @@ func (r *Registration) register(w http.ResponseWriter, req *http.Request) {
 	}
 	server.WriteJSON(w, http.StatusCreated, registrationResponse{
 		ClientID: c.ID, ClientIDIssuedAt: time.Now().Unix(), ClientName: c.Name, RedirectURIs: c.RedirectURIs,
-		GrantTypes: []string{"authorization_code", "refresh_token"}, ResponseTypes: []string{"code"},
+		GrantTypes: c.GrantTypes, ResponseTypes: []string{"code"},
 		TokenEndpointAuthMethod: "none", Scope: Scope,
 	})
 }

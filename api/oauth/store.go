@@ -46,7 +46,8 @@ func (c *Clients) Lookup(ctx context.Context, id string) (Client, error) {
 		return c.fetch.Fetch(ctx, id)
 	}
 	cl := Client{ID: id}
-	err := c.pool.QueryRow(ctx, `SELECT name, redirect_uris FROM oauth_clients WHERE id = $1`, id).Scan(&cl.Name, &cl.RedirectURIs)
+	err := c.pool.QueryRow(ctx, `SELECT name, redirect_uris, grant_types FROM oauth_clients WHERE id = $1`, id).
+		Scan(&cl.Name, &cl.RedirectURIs, &cl.GrantTypes)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return Client{}, fmt.Errorf("%w: %q", ErrUnknownClient, id)
 	}
@@ -60,9 +61,9 @@ func (c *Clients) Lookup(ctx context.Context, id string) (Client, error) {
 func (c *Clients) register(ctx context.Context, m metadata) (Client, error) {
 	b := make([]byte, 16)
 	rand.Read(b)
-	cl := Client{ID: hex.EncodeToString(b), Name: m.ClientName, RedirectURIs: m.RedirectURIs}
-	if _, err := c.pool.Exec(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris) VALUES ($1, $2, $3)`,
-		cl.ID, cl.Name, cl.RedirectURIs); err != nil {
+	cl := Client{ID: hex.EncodeToString(b), Name: m.ClientName, RedirectURIs: m.RedirectURIs, GrantTypes: m.GrantTypes}
+	if _, err := c.pool.Exec(ctx, `INSERT INTO oauth_clients (id, name, redirect_uris, grant_types) VALUES ($1, $2, $3, $4)`,
+		cl.ID, cl.Name, cl.RedirectURIs, cl.GrantTypes); err != nil {
 		return Client{}, fmt.Errorf("store client: %w", err)
 	}
 	return cl, nil

@@ -46,7 +46,7 @@ type tokenAnswer struct {
 	AccessToken  string `json:"access_token"`
 	TokenType    string `json:"token_type"`
 	ExpiresIn    int    `json:"expires_in"`
-	RefreshToken string `json:"refresh_token"`
+	RefreshToken string `json:"refresh_token,omitempty"` // none for a client without refresh_token
 	Scope        string `json:"scope"`
 }
 
@@ -198,11 +198,12 @@ func (a *Agents) exchange(ctx context.Context, f url.Values, clientID string) (t
 			expires                                                 time.Time
 			used                                                    *time.Time
 			grantID                                                 *string
+			refresh                                                 bool
 		}
 		err := tx.QueryRow(ctx, `SELECT user_id::text, client_id, client_name, verified_host, redirect_uri, code_challenge,
-		    max_boxes, max_running, days, expires_at, used_at, grant_id FROM oauth_codes WHERE digest = $1 FOR UPDATE`, d[:]).
+		    max_boxes, max_running, days, expires_at, used_at, grant_id, refresh FROM oauth_codes WHERE digest = $1 FOR UPDATE`, d[:]).
 			Scan(&c.userID, &c.clientID, &c.clientName, &c.host, &c.redirect, &c.challenge, &c.maxBoxes, &c.maxRunning, &c.days,
-				&c.expires, &c.used, &c.grantID)
+				&c.expires, &c.used, &c.grantID, &c.refresh)
 		if errors.Is(err, pgx.ErrNoRows) {
 			refused = terr(errInvalidGrant, "the code is unknown, used or expired")
 			return nil
@@ -249,7 +250,7 @@ func (a *Agents) exchange(ctx context.Context, f url.Values, clientID string) (t
 		if _, err := tx.Exec(ctx, `UPDATE oauth_codes SET grant_id = $2 WHERE digest = $1`, d[:], gid); err != nil {
 			return fmt.Errorf("spend the code: %w", err)
 		}
-		if ans, err = s.issue(ctx, tx, gid, now, expires); err != nil {
+		if ans, err = s.issue(ctx, tx, gid, now, expires, c.refresh); err != nil {
 			return err
 		}
 		return notify(ctx, tx, c.userID)
@@ -331,7 +332,7 @@ func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (to
 			return fmt.Errorf("note the grant's use: %w", err)
 		}
 		// The access tokens this one replaces expire on their own.
-		if ans, err = s.issue(ctx, tx, gid, now, gexpires); err != nil {
+		if ans, err = s.issue(ctx, tx, gid, now, gexpires, true); err != nil {
 			return err
 		}
 		sealed, err = s.seal(rt, successor{AccessToken: ans.AccessToken, RefreshToken: ans.RefreshToken,
@@ -355,20 +356,30 @@ func (a *Agents) refresh(ctx context.Context, f url.Values, clientID string) (to
 	return ans, refused, nil
 }
 
-// issue stores a new access token and refresh token of grant gid, which
-// ends at grantExpires, in tx.
-func (s *Grants) issue(ctx context.Context, tx pgx.Tx, gid string, now, grantExpires time.Time) (tokenAnswer, error) {
-	at, rt := newSecret(AccessPrefix), newSecret(RefreshPrefix)
+// issue stores a new access token of grant gid, which ends at
+// grantExpires, and with refresh a refresh token too, in tx.
+func (s *Grants) issue(ctx context.Context, tx pgx.Tx, gid string, now, grantExpires time.Time, refresh bool) (tokenAnswer, error) {
+	at := newSecret(AccessPrefix)
 	atExpires := now.Add(AccessTTL)
 	if grantExpires.Before(atExpires) {
 		atExpires = grantExpires
 	}
-	ad, rd := s.digest(at), s.digest(rt)
-	if _, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (digest, grant_id, kind, created_at, expires_at) VALUES
-	    ($1, $3, 'access', $4, $5), ($2, $3, 'refresh', $4, $6)`, ad[:], rd[:], gid, now, atExpires, grantExpires); err != nil {
-		return tokenAnswer{}, fmt.Errorf("store the tokens: %w", err)
+	ad := s.digest(at)
+	if _, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (digest, grant_id, kind, created_at, expires_at) VALUES ($1, $2, 'access', $3, $4)`,
+		ad[:], gid, now, atExpires); err != nil {
+		return tokenAnswer{}, fmt.Errorf("store the access token: %w", err)
 	}
-	return tokenAnswer{AccessToken: at, TokenType: "Bearer", ExpiresIn: int(atExpires.Sub(now).Seconds()), RefreshToken: rt, Scope: Scope}, nil
+	ans := tokenAnswer{AccessToken: at, TokenType: "Bearer", ExpiresIn: int(atExpires.Sub(now).Seconds()), Scope: Scope}
+	if !refresh {
+		return ans, nil
+	}
+	ans.RefreshToken = newSecret(RefreshPrefix)
+	rd := s.digest(ans.RefreshToken)
+	if _, err := tx.Exec(ctx, `INSERT INTO oauth_tokens (digest, grant_id, kind, created_at, expires_at) VALUES ($1, $2, 'refresh', $3, $4)`,
+		rd[:], gid, now, grantExpires); err != nil {
+		return tokenAnswer{}, fmt.Errorf("store the refresh token: %w", err)
+	}
+	return ans, nil
 }
 
 // newGrantID is cbg_ and 24 hex digits.
