@@ -22,6 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/signup"
+	"github.com/cocoonbox/cocoonbox/api/state/store"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
@@ -72,6 +73,8 @@ type Server struct {
 	// Boxes is the Boxes service's handler: an Unavailable one without a
 	// supervisor.
 	Boxes *boxes.Handler
+	// State is the state store (state.store: embedded or s3).
+	State store.Store
 
 	cfg     config.Config
 	log     *slog.Logger
@@ -86,8 +89,8 @@ type Server struct {
 // server, the token index, the grants, signup's admission and the vault's
 // audit sweeper started. Their background work runs until Close (or ctx's
 // end). An error comes from the database, the vault's master key, OAuth's
-// metadata fetcher or grants, the GitHub App's settings or the token
-// index; what New started is stopped before it answers one. A supervisor
+// metadata fetcher or grants, the GitHub App's settings, the token index
+// or the state store; what New started is stopped before it answers one. A supervisor
 // that does not start is no error: the api serves the rest and logs why
 // (Boxes answers UNAVAILABLE).
 func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err error) {
@@ -130,6 +133,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Read: cfg.HTTP.ReadTimeout, Idle: cfg.HTTP.IdleTimeout,
 		PingAfter: cfg.HTTP.PingAfter, PingTimeout: cfg.HTTP.PingTimeout})
 	srv.SetConnLimit(cfg.HTTP.MaxConnsPerAddress, cfg.TrustedPrefixes())
+	if s.State, err = openState(ctx, srv, cfg, log); err != nil {
+		return nil, err
+	}
 	userStore := users.NewStore(db.Pool)
 	if opts.KDF != nil {
 		userStore.KDF = *opts.KDF

@@ -50,6 +50,40 @@ type Config struct {
 	Secrets        Secrets  `yaml:"secrets"`
 	OAuth          OAuth    `yaml:"oauth"`
 	Signup         Signup   `yaml:"signup"`
+	State          State    `yaml:"state"`
+}
+
+// State configures the state store (api/state/store; docs/state.md), where
+// the objects of box saves and the flow library live, keyed <uid>/...
+// Contract: State objects (agent ↔ api), Flow library.
+type State struct {
+	// Store is embedded (a directory state/ under state_dir, for one
+	// machine) or s3 (an S3-compatible object store that every api and
+	// host reaches).
+	Store string `yaml:"store"`
+	// PresignExpiry is how long a presigned URL of one object works (1s
+	// to 1h; default 5m).
+	PresignExpiry time.Duration `yaml:"presign_expiry"`
+	S3            StateS3       `yaml:"s3"`
+}
+
+// StateS3 is the S3-compatible store of state.store s3 (store.S3Config).
+type StateS3 struct {
+	// Endpoint is http(s)://HOST[:PORT], no path.
+	Endpoint string `yaml:"endpoint"`
+	// Bucket must exist; Region signs the requests (empty: us-east-1).
+	Bucket string `yaml:"bucket"`
+	Region string `yaml:"region"`
+	// URLStyle is path (HOST/BUCKET/KEY: MinIO, Ceph, SeaweedFS) or
+	// virtual (BUCKET.HOST/KEY: AWS, R2).
+	URLStyle string `yaml:"url_style"`
+	// CredentialsFile, an absolute path, is an AWS shared credentials file
+	// (aws_access_key_id, aws_secret_access_key under [Profile]).
+	CredentialsFile string `yaml:"credentials_file"`
+	Profile         string `yaml:"profile"`
+	// CAFile, an absolute path, is a PEM file of the only roots the
+	// endpoint's certificate may chain to; empty is the system's.
+	CAFile string `yaml:"ca_file"`
 }
 
 // Signup configures sign-in with GitHub and signup (api/signup;
@@ -271,6 +305,7 @@ func Default() Config {
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
 		OAuth:  OAuth{IdleHibernate: 30 * time.Minute, IdleCheckEvery: time.Minute},
+		State:  State{Store: "embedded", PresignExpiry: 5 * time.Minute, S3: StateS3{URLStyle: "path", Profile: "default"}},
 	}
 }
 
@@ -507,7 +542,50 @@ func (c *Config) Validate() error {
 	if n := c.Boxes.MaxQueued; n < 1 || n > 100000 {
 		return fmt.Errorf("boxes.max_queued: %d is not 1..100000", n)
 	}
+	if err := c.State.validate(); err != nil {
+		return err
+	}
 	return c.Sandbox.validate()
+}
+
+// validate checks the state section; s3's keys are needed with store s3
+// only, and the service itself is checked when the api opens it.
+func (s *State) validate() error {
+	if s.PresignExpiry < time.Second || s.PresignExpiry > time.Hour {
+		return fmt.Errorf("state.presign_expiry: %s is not 1s..1h", s.PresignExpiry)
+	}
+	switch s.S3.URLStyle {
+	case "path", "virtual":
+	default:
+		return fmt.Errorf("state.s3.url_style: %q is not path or virtual", s.S3.URLStyle)
+	}
+	for _, f := range []struct{ key, v string }{{"state.s3.credentials_file", s.S3.CredentialsFile}, {"state.s3.ca_file", s.S3.CAFile}} {
+		if f.v != "" && !filepath.IsAbs(f.v) {
+			return fmt.Errorf("%s: %q is not an absolute path", f.key, f.v)
+		}
+	}
+	switch s.Store {
+	case "embedded":
+		return nil
+	case "s3":
+	default:
+		return fmt.Errorf("state.store: %q is not embedded or s3", s.Store)
+	}
+	u, err := url.Parse(s.S3.Endpoint)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("state.s3.endpoint: %q is not http(s)://HOST[:PORT] alone (state.store is s3)", s.S3.Endpoint)
+	}
+	if s.S3.Bucket == "" {
+		return errors.New("state.s3.bucket: empty (state.store is s3)")
+	}
+	if s.S3.CredentialsFile == "" {
+		return errors.New("state.s3.credentials_file: empty (state.store is s3; an AWS shared credentials file)")
+	}
+	if s.S3.Profile == "" {
+		return errors.New("state.s3.profile: empty (the credentials file's section, e.g. default)")
+	}
+	return nil
 }
 
 var (

@@ -11,6 +11,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/cocoonbox/cocoonbox/api/seal"
 )
 
 // Errors of the store, beside ErrInvalid.
@@ -82,7 +84,7 @@ func (s *Store) stateKey(ctx context.Context, tx pgx.Tx, owner string, create bo
 		return nil, err
 	}
 	if sealed != nil {
-		key, err := unseal(s.master.key, stateKeyLabel, stateKeyAAD(owner), sealed)
+		key, err := seal.Open(s.master.key, stateKeyLabel, stateKeyAAD(owner), sealed)
 		if err != nil {
 			return nil, fmt.Errorf("user %s (%s): %w", owner, s.master, ErrWrongMasterKey)
 		}
@@ -94,10 +96,25 @@ func (s *Store) stateKey(ctx context.Context, tx pgx.Tx, owner string, create bo
 	key := make([]byte, stateKeySize)
 	rand.Read(key)
 	if _, err := tx.Exec(ctx, "UPDATE users SET state_key_sealed = $2 WHERE id = $1 AND state_key_sealed IS NULL",
-		owner, seal(s.master.key, stateKeyLabel, stateKeyAAD(owner), key)); err != nil {
+		owner, seal.Seal(s.master.key, stateKeyLabel, stateKeyAAD(owner), key)); err != nil {
 		return nil, err
 	}
 	return key, nil
+}
+
+// StateKey is owner's state key (32 bytes), made and sealed under the
+// master key on first use: the secret every object of the user's is
+// sealed under, each kind with its own HKDF label (Contract: Key vault,
+// State objects (agent ↔ api)). A user that does not exist is an error,
+// and a sealed key that does not open is ErrWrongMasterKey.
+func (s *Store) StateKey(ctx context.Context, owner string) ([]byte, error) {
+	var key []byte
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var err error
+		key, err = s.stateKey(ctx, tx, owner, true)
+		return err
+	})
+	return key, err
 }
 
 func audit(ctx context.Context, tx pgx.Tx, owner, id, name, action string, actor Actor) error {
@@ -134,7 +151,7 @@ func (s *Store) Add(ctx context.Context, owner string, actor Actor, name string,
 		}
 		err = tx.QueryRow(ctx, `INSERT INTO vault_secrets (id, owner, name, hosts, how, placeholder, value_sealed)
 			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING created_at`,
-			id, owner, name, hosts, how, k.Placeholder, seal(sk, valueLabel, valueAAD(id, owner), []byte(value.v))).Scan(&k.Created)
+			id, owner, name, hosts, how, k.Placeholder, seal.Seal(sk, valueLabel, valueAAD(id, owner), []byte(value.v))).Scan(&k.Created)
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "23505" {
 			return fmt.Errorf("%s: %w (keys rotate %s changes its value)", name, ErrExists, name)
@@ -206,7 +223,7 @@ func (s *Store) Rotate(ctx context.Context, owner string, actor Actor, name stri
 			return fmt.Errorf("user %s has keys but no state key", owner)
 		}
 		err = tx.QueryRow(ctx, "UPDATE vault_secrets SET value_sealed = $2, rotated_at = now() WHERE id = $1 RETURNING rotated_at",
-			k.ID, seal(sk, valueLabel, valueAAD(k.ID, owner), []byte(value.v))).Scan(&k.Rotated)
+			k.ID, seal.Seal(sk, valueLabel, valueAAD(k.ID, owner), []byte(value.v))).Scan(&k.Rotated)
 		if err != nil {
 			return err
 		}
@@ -280,11 +297,11 @@ func (s *Store) Unseal(ctx context.Context, owner string) ([]Unsealed, error) {
 		if err := tx.QueryRow(ctx, "SELECT state_key_sealed FROM users WHERE id = $1", owner).Scan(&sealed); err != nil {
 			return err
 		}
-		if stateKey, err = unseal(s.master.key, stateKeyLabel, stateKeyAAD(owner), sealed); err != nil {
+		if stateKey, err = seal.Open(s.master.key, stateKeyLabel, stateKeyAAD(owner), sealed); err != nil {
 			return fmt.Errorf("user %s (%s): %w", owner, s.master, ErrWrongMasterKey)
 		}
 		for _, k := range ks {
-			v, err := unseal(stateKey, valueLabel, valueAAD(k.ID, owner), k.sealed)
+			v, err := seal.Open(stateKey, valueLabel, valueAAD(k.ID, owner), k.sealed)
 			if err != nil {
 				return fmt.Errorf("key %s of user %s %w", k.Name, owner, err)
 			}

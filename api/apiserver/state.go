@@ -1,0 +1,39 @@
+package apiserver
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/state/store"
+)
+
+// openState opens the state store state.store names: the embedded one
+// under state_dir/state, whose presigned URLs this api serves (at
+// store.PresignPath; the handler bounds its bodies itself, a chunk being
+// larger than a call's body), or the S3 bucket of state.s3. An error
+// refuses the start: saves with nowhere to go are no api to serve.
+func openState(ctx context.Context, srv *server.Server, cfg config.Config, log *slog.Logger) (store.Store, error) {
+	var st store.Store
+	switch cfg.State.Store {
+	case "s3":
+		c := cfg.State.S3
+		s3, err := store.OpenS3(ctx, store.S3Config{Endpoint: c.Endpoint, Bucket: c.Bucket, Region: c.Region,
+			VirtualHosted: c.URLStyle == "virtual", CredentialsFile: c.CredentialsFile, Profile: c.Profile, CAFile: c.CAFile})
+		if err != nil {
+			return nil, err
+		}
+		st = s3
+	default:
+		d, err := store.OpenDir(filepath.Join(cfg.StateDir, "state"), cfg.Issuer(), nil)
+		if err != nil {
+			return nil, err
+		}
+		srv.HandleStream(store.PresignPath, d.Handler())
+		st = d
+	}
+	log.Info("state: the store", "store", st.String())
+	return st, nil
+}
