@@ -22,6 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/signup"
+	"github.com/cocoonbox/cocoonbox/api/state"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -87,7 +88,8 @@ type Server struct {
 // New opens and migrates cfg's database (the embedded cluster without
 // database.url) and builds the api on it: every service mounted on one
 // server, the token index, the grants, signup's admission and the vault's
-// audit sweeper started. Their background work runs until Close (or ctx's
+// audit sweeper and the state store's sweeper of deleted users started.
+// Their background work runs until Close (or ctx's
 // end). An error comes from the database, the vault's master key, OAuth's
 // metadata fetcher or grants, the GitHub App's settings, the token index
 // or the state store; what New started is stopped before it answers one. A supervisor
@@ -136,6 +138,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	if s.State, err = openState(ctx, srv, cfg, log); err != nil {
 		return nil, err
 	}
+	// A deleted user's objects leave the store as their machines leave
+	// their hosts: at boxes.recover_every.
+	go state.NewSweeper(db.Pool, s.State, log).Run(ctx, cfg.Boxes.RecoverEvery)
 	userStore := users.NewStore(db.Pool)
 	if opts.KDF != nil {
 		userStore.KDF = *opts.KDF

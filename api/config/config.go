@@ -149,7 +149,8 @@ func (c Config) MasterKeyFile() (string, bool) {
 // Boxes configures the api's box service (api/boxes; docs/box-lifecycle.md).
 type Boxes struct {
 	// RecoverEvery is how often each api adopts the operations a dead api
-	// left and removes a deleted user's machines and saves (1s to 1h; it
+	// left and removes a deleted user's machines, saves and state store
+	// objects (1s to 1h; it
 	// also looks once at start). Shorter finds a dead replica's work sooner
 	// at the cost of one query per host each pass.
 	RecoverEvery time.Duration `yaml:"recover_every"`
