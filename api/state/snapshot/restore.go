@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strconv"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -51,10 +51,12 @@ func Load(ctx context.Context, st store.Store, k *objects.Keys, box, snapshot st
 
 // Restore rebuilds m's entries (those keep says yes to; nil keeps all)
 // under dest, an existing directory, through an os.Root: no entry lands
-// outside it whatever the manifest's symlinks say. Owners, modes, times
-// and xattrs are set as saved. A chunk missing or corrupt in the store
-// fails the files that need it, each named, and the rest is restored;
-// the error joins them.
+// outside it whatever the manifest's symlinks say. Directories come
+// first, then files (four at once), then symlinks and hard links, and the
+// directories' metadata last, deepest first; owners, modes, times and
+// xattrs are set as saved, and the file system is synced once at the end.
+// A chunk missing or corrupt fails the files that need it, each named,
+// and the rest is restored; the error joins them.
 func Restore(ctx context.Context, st store.Store, k *objects.Keys, m *objects.Manifest, dest string, keep func(rel string) bool) (Stats, error) {
 	var stats Stats
 	r, err := os.OpenRoot(dest)
@@ -62,43 +64,80 @@ func Restore(ctx context.Context, st store.Store, k *objects.Keys, m *objects.Ma
 		return stats, err
 	}
 	defer r.Close()
-	var errs []error
-	var dirs []objects.Entry
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	fail := func(e objects.Entry, err error) {
+		mu.Lock()
+		errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
+		mu.Unlock()
+	}
+	var dirs, files, links []objects.Entry
 	for _, e := range m.Entries {
-		if err := ctx.Err(); err != nil {
-			return stats, err
-		}
 		if keep != nil && !keep(e.Path) {
 			continue
 		}
-		if err := mkParents(r, e.Path); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
-			continue
-		}
-		var err error
 		switch e.Type {
 		case objects.TypeDir:
-			if err = r.Mkdir(e.Path, 0o700); errors.Is(err, fs.ErrExist) {
-				err = nil
+			dirs = append(dirs, e)
+		case objects.TypeFile:
+			files = append(files, e)
+		default:
+			links = append(links, e)
+		}
+	}
+	for _, e := range dirs {
+		if err := r.MkdirAll(e.Path, 0o700); err != nil {
+			fail(e, err)
+		}
+	}
+	work := make(chan objects.Entry)
+	var wg sync.WaitGroup
+	for range restoreWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for e := range work {
+				n, err := writeFile(ctx, st, k, r, e)
+				if err == nil {
+					err = setMeta(r, e)
+				}
+				mu.Lock()
+				stats.Bytes += n
+				stats.Chunks += len(e.Chunks)
+				if err == nil {
+					stats.Entries++
+				}
+				mu.Unlock()
+				if err != nil {
+					fail(e, err)
+				}
 			}
-			dirs = append(dirs, e) // metadata once what it holds is in
-		case objects.TypeSymlink:
+		}()
+	}
+	for _, e := range files {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- e
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return stats, err
+	}
+	for _, e := range links {
+		err := mkParents(r, e.Path)
+		if err == nil && e.Type == objects.TypeSymlink {
 			if err = r.Symlink(e.Target, e.Path); err == nil {
 				err = r.Lchown(e.Path, int(e.UID), int(e.GID))
 			}
-		case objects.TypeHardlink:
+		} else if err == nil {
 			err = r.Link(e.Link, e.Path)
-		case objects.TypeFile:
-			var n int64
-			n, err = writeFile(ctx, st, k, r, e)
-			stats.Bytes += n
-			stats.Chunks += len(e.Chunks)
-		}
-		if err == nil && e.Type == objects.TypeFile {
-			err = setMeta(r, e)
 		}
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
+			fail(e, err)
 			continue
 		}
 		stats.Entries++
@@ -106,11 +145,27 @@ func Restore(ctx context.Context, st store.Store, k *objects.Keys, m *objects.Ma
 	slices.Reverse(dirs)
 	for _, e := range dirs {
 		if err := setMeta(r, e); err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", e.Path, err))
+			fail(e, err)
+			continue
 		}
+		stats.Entries++
+	}
+	// One sync of the whole file system, not one per file: a restore is
+	// whole once this returns.
+	d, err := r.Open(".")
+	if err == nil {
+		err = unix.Syncfs(int(d.Fd()))
+		d.Close()
+	}
+	if err != nil {
+		errs = append(errs, fmt.Errorf("sync %s: %w", dest, err))
 	}
 	return stats, errors.Join(errs...)
 }
+
+// restoreWorkers is how many files a restore writes at once: a store's
+// round trips overlap (S3's most of all).
+const restoreWorkers = 4
 
 // mkParents makes the directories above p that are not there yet (an
 // entry restored alone, without its directories' entries).
@@ -123,6 +178,9 @@ func mkParents(r *os.Root, p string) error {
 }
 
 func writeFile(ctx context.Context, st store.Store, k *objects.Keys, r *os.Root, e objects.Entry) (int64, error) {
+	if err := mkParents(r, e.Path); err != nil {
+		return 0, err
+	}
 	f, err := r.OpenFile(e.Path, os.O_WRONLY|os.O_CREATE|os.O_EXCL|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return 0, err
@@ -147,7 +205,7 @@ func writeFile(ctx context.Context, st store.Store, k *objects.Keys, r *os.Root,
 	if n != e.Size {
 		return n, fmt.Errorf("%d bytes restored, %d saved: %w", n, e.Size, objects.ErrCorrupt)
 	}
-	return n, f.Sync()
+	return n, nil
 }
 
 // setMeta sets a file's or directory's owner, mode, xattrs and mtime, on

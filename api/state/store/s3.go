@@ -123,6 +123,9 @@ func (s *S3) Put(ctx context.Context, key string, data []byte) error {
 	return nil
 }
 
+// Sync implements Store: S3 answers a PUT once the object is durable.
+func (s *S3) Sync(ctx context.Context) error { return nil }
+
 // Get implements Store.
 func (s *S3) Get(ctx context.Context, key string) ([]byte, error) {
 	if err := CheckKey(key); err != nil {

@@ -41,13 +41,19 @@ var (
 
 // Store is a state store. Keys are checked with CheckKey by every method
 // (an invalid one is ErrInvalidKey, nothing touched). A Put is atomic: a
-// reader sees the old object or the new one, never half; an object Put
-// returned for survives a crash of the api. Every method is safe for
-// concurrent use, across processes and (S3) hosts.
+// reader sees the old object or the new one, never half; the objects Put
+// before a Sync returned survive a crash of the api (S3's as soon as Put
+// returns). Every method is safe for concurrent use, across processes and
+// (S3) hosts.
 type Store interface {
 	// Put stores data (at most MaxObject bytes, else ErrTooLarge) under
 	// key, replacing what was there.
 	Put(ctx context.Context, key string, data []byte) error
+	// Sync makes every object Put before it durable: a save syncs its
+	// chunks once before it puts the manifest that names them, not each
+	// chunk as it goes (a home's thousands of small files are thousands
+	// of objects).
+	Sync(ctx context.Context) error
 	// Get is the object under key, or ErrNotFound.
 	Get(ctx context.Context, key string) ([]byte, error)
 	// Has says whether an object is under key.

@@ -51,6 +51,9 @@ func testPutGet(t *testing.T, s store.Store, uid string) {
 		if err := s.Put(ctx, key, data); err != nil {
 			t.Fatal(err)
 		}
+		if err := s.Sync(ctx); err != nil {
+			t.Fatal(err)
+		}
 		got, err := s.Get(ctx, key)
 		if err != nil || !bytes.Equal(got, data) {
 			t.Fatalf("Get after Put of %d bytes: %d bytes, %v", len(data), len(got), err)
