@@ -196,6 +196,61 @@ func TestRestoreNamesAMissingChunkAndRestoresTheRest(t *testing.T) {
 	}
 }
 
+// A corrupted chunk (one byte flipped in the store) is found at restore
+// and named with its file, as a missing one is.
+func TestRestoreNamesACorruptChunk(t *testing.T) {
+	ctx := context.Background()
+	st, k := setup(t)
+	src := tree(t)
+	m, _, err := Save(ctx, st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
+	must(t, err)
+	var victim objects.Entry
+	for _, e := range m.Entries {
+		if e.Path == "home/user/big.bin" {
+			victim = e
+		}
+	}
+	key := k.ChunkKey(victim.Chunks[1])
+	sealed, err := st.Get(ctx, key)
+	must(t, err)
+	sealed[len(sealed)/2] ^= 0x40
+	must(t, st.Put(ctx, key, sealed))
+	_, err = Restore(ctx, st, k, m, t.TempDir(), nil)
+	if !errors.Is(err, objects.ErrCorrupt) || !strings.Contains(err.Error(), victim.Path) || !strings.Contains(err.Error(), victim.Chunks[1]) {
+		t.Fatalf("restore with a corrupt chunk: %v; want ErrCorrupt naming %s and the chunk", err, victim.Path)
+	}
+}
+
+// One path restored alone (the ground of RestorePaths): the file with its
+// content and metadata, its directories made, nothing else.
+func TestRestoreOnePath(t *testing.T) {
+	ctx := context.Background()
+	st, k := setup(t)
+	src := tree(t)
+	m, _, err := Save(ctx, st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
+	must(t, err)
+	dst := t.TempDir()
+	want := "home/user/src/deep/er/a.go"
+	_, err = Restore(ctx, st, k, m, dst, func(rel string) bool { return rel == want })
+	must(t, err)
+	var got []string
+	must(t, filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
+		if d.Type().IsRegular() || d.Type()&fs.ModeSymlink != 0 {
+			rel, _ := filepath.Rel(dst, p)
+			got = append(got, rel)
+		}
+		return err
+	}))
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("restored files: %q, want %s alone", got, want)
+	}
+	a, _ := os.Stat(filepath.Join(src, want))
+	b, _ := os.Stat(filepath.Join(dst, want))
+	if a.ModTime() != b.ModTime() || a.Mode() != b.Mode() || a.Size() != b.Size() {
+		t.Fatalf("%s restored as %v %v %d, saved %v %v %d", want, b.Mode(), b.ModTime(), b.Size(), a.Mode(), a.ModTime(), a.Size())
+	}
+}
+
 // Root in the box is the attacker: a manifest whose symlink points out of
 // the destination, followed by an entry under that symlink, writes
 // nothing outside the destination.

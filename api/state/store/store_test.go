@@ -29,7 +29,7 @@ func TestEmbeddedStore(t *testing.T) {
 	})
 }
 
-func s3Config(w store.S3Config) func(*config.Config) {
+func s3Config(w *weedtest.Server) func(*config.Config) {
 	return func(c *config.Config) {
 		c.State.Store = "s3"
 		c.State.S3 = config.StateS3{Endpoint: w.Endpoint, Bucket: w.Bucket, URLStyle: "path", CredentialsFile: w.CredentialsFile, Profile: w.Profile}
@@ -54,7 +54,7 @@ func TestS3StoreAgainstSeaweedFS(t *testing.T) {
 func TestS3SettingsThatDoNotWorkAreNamed(t *testing.T) {
 	w := weedtest.Start(t)
 	ctx := context.Background()
-	if _, err := store.OpenS3(ctx, w); err != nil {
+	if _, err := store.OpenS3(ctx, w.S3Config); err != nil {
 		t.Fatalf("control: %v", err)
 	}
 	wrong := filepath.Join(t.TempDir(), "credentials")
@@ -68,7 +68,7 @@ func TestS3SettingsThatDoNotWorkAreNamed(t *testing.T) {
 		"state.s3: bucket":          func(c *store.S3Config) { c.CredentialsFile = wrong },
 		"state.s3.endpoint":         func(c *store.S3Config) { c.Endpoint = "ftp://x" },
 	} {
-		c := w
+		c := w.S3Config
 		change(&c)
 		if _, err := store.OpenS3(ctx, c); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)

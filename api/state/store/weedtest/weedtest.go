@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -60,13 +61,21 @@ func freePorts(t testing.TB, n int) []int {
 	return ports
 }
 
+// Server is a running weed: the S3 store's configuration for it, and Kill,
+// which stops it at once (a store gone away; the test's end kills it too).
+type Server struct {
+	store.S3Config
+	Kill func()
+}
+
 // Start runs weed mini for t on loopback ports (master, volume, filer and
 // the S3 gateway; WebDAV, the admin UI, Iceberg, Lance and telemetry off)
 // in a directory of t's, with one admin identity and Bucket made, and
-// answers the S3 store's configuration, its credentials file written. It
+// answers the server (the S3 store's configuration, its credentials file
+// written). It
 // waits for the bucket to answer, and fails t with weed's log when it
 // does not within two minutes. weed is killed when t ends.
-func Start(t testing.TB) store.S3Config {
+func Start(t testing.TB) *Server {
 	t.Helper()
 	bin, err := Binary()
 	if err != nil {
@@ -104,10 +113,14 @@ func Start(t testing.TB) store.S3Config {
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-exited
-	})
+	var once sync.Once
+	kill := func() {
+		once.Do(func() {
+			cmd.Process.Kill()
+			exited <- <-exited // Wait's answer, kept for the cleanup's receive
+		})
+	}
+	t.Cleanup(kill)
 	cfg := store.S3Config{Endpoint: "http://127.0.0.1:" + strconv.Itoa(p[6]), Bucket: Bucket, CredentialsFile: creds, Profile: "default"}
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
@@ -115,18 +128,16 @@ func Start(t testing.TB) store.S3Config {
 		_, err := store.OpenS3(ctx, cfg)
 		cancel()
 		if err == nil {
-			return cfg
+			return &Server{S3Config: cfg, Kill: kill}
 		}
 		select {
 		case err := <-exited:
-			exited <- err // for the cleanup's receive
+			exited <- err // for kill's receive
 			t.Fatalf("weed mini exited (%v):\n%s", err, log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			<-exited
-			exited <- nil // for the cleanup's receive
+			kill()
 			t.Fatalf("weed mini's bucket %s does not answer after 2 minutes (last: %v); its log:\n%s", Bucket, err, log.String())
 		}
 		time.Sleep(200 * time.Millisecond)
