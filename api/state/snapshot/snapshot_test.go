@@ -159,6 +159,28 @@ func TestSaveRestoreRoundTripAndDelta(t *testing.T) {
 	restoresAs(t, st, k, m2, src)
 }
 
+// savedTree is tree's first snapshot in a new store.
+func savedTree(t *testing.T) (store.Store, *objects.Keys, string, *objects.Manifest) {
+	t.Helper()
+	st, k := setup(t)
+	src := tree(t)
+	m, _, err := Save(context.Background(), st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
+	must(t, err)
+	return st, k, src, m
+}
+
+// entryOf is m's entry of path p.
+func entryOf(t *testing.T, m *objects.Manifest, p string) objects.Entry {
+	t.Helper()
+	for _, e := range m.Entries {
+		if e.Path == p {
+			return e
+		}
+	}
+	t.Fatalf("no %s in snapshot %s", p, m.Snapshot)
+	return objects.Entry{}
+}
+
 // restoresAs restores m into a new directory and holds it equal to src.
 func restoresAs(t *testing.T, st store.Store, k *objects.Keys, m *objects.Manifest, src string) {
 	t.Helper()
@@ -175,19 +197,11 @@ func restoresAs(t *testing.T, st store.Store, k *objects.Keys, m *objects.Manife
 // with its file; every other file is restored.
 func TestRestoreNamesAMissingChunkAndRestoresTheRest(t *testing.T) {
 	ctx := context.Background()
-	st, k := setup(t)
-	src := tree(t)
-	m, _, err := Save(ctx, st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
-	must(t, err)
-	var victim objects.Entry
-	for _, e := range m.Entries {
-		if e.Path == "home/user/src/deep/er/a.go" {
-			victim = e
-		}
-	}
+	st, k, _, m := savedTree(t)
+	victim := entryOf(t, m, "home/user/src/deep/er/a.go")
 	must(t, st.Delete(ctx, k.ChunkKey(victim.Chunks[0])))
 	dst := t.TempDir()
-	_, err = Restore(ctx, st, k, m, dst, nil)
+	_, err := Restore(ctx, st, k, m, dst, nil)
 	if err == nil || !strings.Contains(err.Error(), victim.Path) || !strings.Contains(err.Error(), victim.Chunks[0]) || !errors.Is(err, store.ErrNotFound) {
 		t.Fatalf("restore with a chunk gone: %v; want an error naming %s and its chunk", err, victim.Path)
 	}
@@ -200,16 +214,8 @@ func TestRestoreNamesAMissingChunkAndRestoresTheRest(t *testing.T) {
 // and named with its file, as a missing one is.
 func TestRestoreNamesACorruptChunk(t *testing.T) {
 	ctx := context.Background()
-	st, k := setup(t)
-	src := tree(t)
-	m, _, err := Save(ctx, st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
-	must(t, err)
-	var victim objects.Entry
-	for _, e := range m.Entries {
-		if e.Path == "home/user/big.bin" {
-			victim = e
-		}
-	}
+	st, k, _, m := savedTree(t)
+	victim := entryOf(t, m, "home/user/big.bin")
 	key := k.ChunkKey(victim.Chunks[1])
 	sealed, err := st.Get(ctx, key)
 	must(t, err)
@@ -224,14 +230,10 @@ func TestRestoreNamesACorruptChunk(t *testing.T) {
 // One path restored alone (the ground of RestorePaths): the file with its
 // content and metadata, its directories made, nothing else.
 func TestRestoreOnePath(t *testing.T) {
-	ctx := context.Background()
-	st, k := setup(t)
-	src := tree(t)
-	m, _, err := Save(ctx, st, k, src, paths, "box1", "s1", nil, 0, Options{Skip: skipSecrets})
-	must(t, err)
+	st, k, src, m := savedTree(t)
 	dst := t.TempDir()
 	want := "home/user/src/deep/er/a.go"
-	_, err = Restore(ctx, st, k, m, dst, func(rel string) bool { return rel == want })
+	_, err := Restore(context.Background(), st, k, m, dst, func(rel string) bool { return rel == want })
 	must(t, err)
 	var got []string
 	must(t, filepath.WalkDir(dst, func(p string, d fs.DirEntry, err error) error {
