@@ -14,7 +14,8 @@ import (
 // under state_dir/state, whose presigned URLs this api serves (at
 // store.PresignPath; the handler bounds its bodies itself, a chunk being
 // larger than a call's body), or the S3 bucket of state.s3. An error
-// refuses the start: saves with nowhere to go are no api to serve.
+// refuses the start: saves with nowhere to go are no api to serve. A
+// presigned PUT's body must arrive within http.read_timeout.
 func openState(ctx context.Context, srv *server.Server, cfg config.Config, log *slog.Logger) (store.Store, error) {
 	var st store.Store
 	switch cfg.State.Store {
@@ -31,7 +32,7 @@ func openState(ctx context.Context, srv *server.Server, cfg config.Config, log *
 		if err != nil {
 			return nil, err
 		}
-		srv.HandleStream(store.PresignPath, d.Handler())
+		srv.HandleStream(store.PresignPath, d.Handler(cfg.HTTP.ReadTimeout))
 		st = d
 	}
 	log.Info("state: the store", "store", st.String())

@@ -251,8 +251,10 @@ func (d *Dir) signature(method, key, expires string) string {
 // or 200 stored (PUT); 400 for a bad key; 403 for a missing, wrong or
 // expired signature (each the same body, so a probe learns nothing);
 // 404 for a GET of a missing object; 405 for another method; 413 for a
-// body over MaxObject. Nothing but the signature authenticates a request.
-func (d *Dir) Handler() http.Handler {
+// body over MaxObject or cut (not whole within readTimeout of the
+// request's start: a stalled writer holds no connection). Nothing but the
+// signature authenticates a request.
+func (d *Dir) Handler(readTimeout time.Duration) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		key, ok := strings.CutPrefix(r.URL.Path, PresignPath)
 		if !ok || CheckKey(key) != nil {
@@ -285,6 +287,7 @@ func (d *Dir) Handler() http.Handler {
 			http.ServeContent(w, r, "", time.Time{}, bytes.NewReader(data))
 			return
 		}
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(readTimeout))
 		data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxObject))
 		if err != nil {
 			http.Error(w, fmt.Sprintf("the body is over %d bytes or was cut", MaxObject), http.StatusRequestEntityTooLarge)

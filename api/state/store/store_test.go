@@ -1,11 +1,17 @@
 package store_test
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/config"
@@ -73,5 +79,41 @@ func TestS3SettingsThatDoNotWorkAreNamed(t *testing.T) {
 		if _, err := store.OpenS3(ctx, c); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: %v", want, err)
 		}
+	}
+}
+
+// A presigned PUT whose body stalls is cut at http.read_timeout (the
+// route has no other read deadline, its bodies being larger than a
+// call's): the writer gets an answer, the object is not stored, and the
+// control, the same URL with the whole body, stores it.
+func TestAStalledPresignedPutIsCut(t *testing.T) {
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithConfig(func(c *config.Config) { c.HTTP.ReadTimeout = time.Second }))
+	ctx := context.Background()
+	key := a.User.ID + "/state/chunks/aa/aaaa"
+	put, err := a.State.PresignPut(ctx, key, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u, _ := url.Parse(put)
+	conn, err := net.Dial("tcp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "PUT %s HTTP/1.1\r\nHost: %s\r\nContent-Length: 100\r\n\r\n0123456789", u.RequestURI(), u.Host)
+	conn.SetReadDeadline(time.Now().Add(time.Minute))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a stalled PUT got no answer within a minute: %v", err)
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a stalled PUT: %s, want 413 (cut)", resp.Status)
+	}
+	if ok, _ := a.State.Has(ctx, key); ok {
+		t.Fatal("a stalled PUT stored an object")
+	}
+	req, _ := http.NewRequest(http.MethodPut, put, strings.NewReader(strings.Repeat("x", 100)))
+	if resp, err := http.DefaultClient.Do(req); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("control: the whole body: %v %v", resp, err)
 	}
 }
