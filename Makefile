@@ -95,7 +95,8 @@ desk-image: check-desk-image build
 DEMO_TIER := $(if $(filter command line environment,$(origin TIER)),$(TIER),desk)
 demo: setup
 	$(MAKE) --no-print-directory image TIER=$(DEMO_TIER)
-	go run ./tests/cmd/demo --image out/images/cbdesk-v$(VERSION)-$(DEMO_TIER)
+	cd api && go build -o ../out/demo ./cmd/demo
+	out/demo --image out/images/cbdesk-v$(VERSION)-$(DEMO_TIER)
 
 # PERSISTENT=DIR keeps the box's root there; NAME=… another machine name.
 # Both reach the command through the environment, as VERSION does.
@@ -115,20 +116,20 @@ lint:
 	api/proto/generate --check
 
 # The unit tests share one PostgreSQL cluster (tests/with-test-database).
-# api/sandbox/local, wire, escape, api/boxes, api/session, api/offloade2e, api/e2e/controlmcp and
+# api/sandbox/local, wire, escape, api/boxes, api/session, api/e2e/offload, api/e2e/controlmcp and
 # api/e2e/boxcli boot machines: they run with the booted-box tests.
 unit-test:
-	tests/with-test-database go test -count=1 -timeout 30m $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli)
+	tests/with-test-database go test -count=1 -timeout 30m $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/e2e/offload -e /api/e2e/boxes -e /api/e2e/controlmcp -e /api/e2e/boxcli)
 
 # Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/services
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/offloade2e/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/e2e/offload/... ./api/e2e/boxes/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
 
 # The booted api packages again with the host's two cores kept busy
 # (stress-ng): a test that reads a clock instead of waiting on a condition
 # fails here first. stress-ng ends with the recipe, whatever its end.
-API_BOOTED := ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/offloade2e/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
+API_BOOTED := ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/e2e/offload/... ./api/e2e/boxes/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
 test-load: image desk-image
 	tests/services
 	stress-ng --cpu 2 --quiet & load=$$!; trap 'kill $$load; wait $$load' EXIT; \
@@ -153,17 +154,17 @@ check-disk:
 
 test: setup check-disk lint unit-test box-test fuzz
 
-# BenchmarkUsersLoad (api/boxes/boxese2e) runs one pass per users count:
+# BenchmarkUsersLoad (api/e2e/boxes) runs one pass per users count:
 # COCOONBOX_BENCH_USERS, default 1,10 (50,100 boot that many boxes at once).
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/offloade2e -e /api/e2e/controlmcp -e /api/e2e/boxcli -e /api/state/snapshot)
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/e2e/offload -e /api/e2e/boxes -e /api/e2e/controlmcp -e /api/e2e/boxcli -e /api/state/snapshot)
 	# Issue 42: a save of 10,000 files and 1 GB, again after 1% changed, and its
 	# restore, beside restic's of the same tree (about 4 GB of disk in TMPDIR).
 	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./api/state/snapshot/
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
 	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -skip BenchmarkUsersLoad -benchtime 20x -timeout 30m ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./api/offloade2e/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench BenchmarkUsersLoad -benchtime 1x -timeout 60m ./api/boxes/boxese2e/
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./api/e2e/offload/... ./api/e2e/boxes/...
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench BenchmarkUsersLoad -benchtime 1x -timeout 60m ./api/e2e/boxes/
 
 clean:
 	rm -rf out

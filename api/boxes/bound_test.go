@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e/gate"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness/gate"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
@@ -47,7 +47,7 @@ func testNetwork() local.Network {
 }
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/boxes", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
+	harness.Main(m, harness.Booted{Pkg: "api/boxes", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
 }
 
 // setUp makes the image catalog and the package's supervisor, and deletes

@@ -16,7 +16,7 @@ import (
 // BenchmarkBoxStatus is box_status's round trip through the MCP (the
 // go-sdk client, one session) against Boxes.Status through gRPC (h2c),
 // both on one listener, token check and service alike (the service in
-// memory, so the figures are the protocols' own cost; api/e2e measures
+// memory, so the figures are the protocols' own cost; api/e2e/cli measures
 // the real api's). It reports p50 and p99 of each, and mcp/grpc.
 func BenchmarkBoxStatus(b *testing.B) {
 	e := newEnv(b)

@@ -18,7 +18,7 @@ import (
 // each caller's boxes (by the principal in the context, as the real
 // service reads it), operations that step through their phases, and a
 // gate that holds every operation before its last step while a test
-// looks. The real service is tested through the MCP in api/e2e.
+// looks. The real service is tested through the MCP in api/e2e/controlmcp.
 type fakeBoxes struct {
 	// the methods the tools do not call (Events, Images) answer unimplemented
 	controlv1connect.UnimplementedBoxesHandler

@@ -17,7 +17,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
@@ -258,7 +258,7 @@ func TestBadInputIsRefusedNamingTheRule(t *testing.T) {
 	// A box not running: hibernated, then woken for the tests after.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	boxes := e2e.Boxes(endpoint, aliceToken)
+	boxes := harness.Boxes(endpoint, aliceToken)
 	if _, err := boxes.Hibernate(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "hibernate-dev", Box: "dev"})); err != nil {
 		t.Fatal(err)
 	}

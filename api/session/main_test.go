@@ -12,7 +12,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
@@ -27,8 +27,8 @@ import (
 // cocoonbox CLI built here, and a connect client, calling Session.Exec.
 
 var (
-	api        *e2e.API
-	bins       e2e.Binaries
+	api        *harness.API
+	bins       harness.Binaries
 	endpoint   string
 	aliceToken string
 	bobToken   string
@@ -44,7 +44,7 @@ var (
 const password = "correct horse battery"
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/session", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
+	harness.Main(m, harness.Booted{Pkg: "api/session", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
 }
 
 // setUp builds the binaries, starts the api, signs alice and bob in and
@@ -60,12 +60,12 @@ func setUp(ctx context.Context, image string) error {
 		return err
 	}
 	var err error
-	if bins, err = e2e.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
+	if bins, err = harness.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
 		return err
 	}
-	yaml := e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.210.0.1/16") +
+	yaml := harness.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.210.0.1/16") +
 		fmt.Sprintf("http:\n  read_header_timeout: %[1]s\n  idle_timeout: %[1]s\n  ping_after: %[1]s\n  ping_timeout: %[1]s\n", clock)
-	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml}); err != nil {
+	if api, err = harness.Start(ctx, bins.API, harness.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml}); err != nil {
 		return err
 	}
 	endpoint = api.URL
@@ -114,7 +114,7 @@ func rsh(ctx context.Context, env []string, args ...string) *exec.Cmd {
 // leader is the host PID of the box's PID 1.
 func leader(t testing.TB) int {
 	t.Helper()
-	pid, err := e2e.Leader(bridge, box)
+	pid, err := harness.Leader(bridge, box)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,11 +125,11 @@ func leader(t testing.TB) int {
 // answers its output; it fails the test when the line fails.
 func inBox(t testing.TB, line string) string {
 	t.Helper()
-	out, err := e2e.InBox(bridge, box, nil, line)
+	out, err := harness.InBox(bridge, box, nil, line)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return out
 }
 
-var exitCode = e2e.ExitCode
+var exitCode = harness.ExitCode

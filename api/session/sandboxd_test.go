@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
@@ -51,7 +51,7 @@ func TestRshThroughSandboxdSilenceLongerThanEveryClock(t *testing.T) {
 	})
 	yaml := fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n  ping_after: %[2]s\n"+
 		"http:\n  read_header_timeout: %[2]s\n  idle_timeout: %[2]s\n  ping_after: %[2]s\n  ping_timeout: %[2]s\n", "unix:"+sock, clock)
-	far, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "api"), Sandbox: yaml})
+	far, err := harness.Start(ctx, bins.API, harness.Options{StateDir: filepath.Join(dir, "api"), Sandbox: yaml})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ import (
 // stand-in for the console's, which sets the cookie), asks "Sign in the
 // cocoonbox CLI on laptop?", and on Allow goes to the callback with code,
 // state and iss; on Deny with access_denied. The whole CLI flow against the
-// real console is api/e2e's.
+// real console is api/e2e/cli's.
 func TestConsentPageInChromium(t *testing.T) {
 	f := newCodeFixture(t)
 	mux := http.NewServeMux()

@@ -4,7 +4,7 @@
 // the stand-in CLI as claude, real git, rsync and tmux on both sides. The
 // box is reached through offloadbox.Transport (nsenter), a stand-in for
 // `cocoonbox rsh` that needs no api, so the packer's cases run on a bare
-// booted box; api/offloade2e runs the real CLI through a real api.
+// booted box; api/e2e/offload runs the real CLI through a real api.
 package packer
 
 import (

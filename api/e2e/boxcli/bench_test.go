@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/internal/latency"
 )
 
@@ -42,7 +42,7 @@ func BenchmarkCLICreateToRunning(b *testing.B) {
 			for b.Loop() {
 				if c.name == "spare" {
 					b.StopTimer()
-					if _, err := e2e.BootedSpare(context.Background(), filepath.Join(testDir, "machines"), "cbboxcli0"); err != nil {
+					if _, err := harness.BootedSpare(context.Background(), filepath.Join(testDir, "machines"), "cbboxcli0"); err != nil {
 						b.Fatal(err)
 					}
 					b.StartTimer()

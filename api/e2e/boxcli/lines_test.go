@@ -9,7 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
@@ -75,7 +75,7 @@ func followed(t *testing.T, out, kind string) (line, []string, []string) {
 
 // boxesClient is alice's Boxes client straight to the api (gRPC), for the
 // log the CLI is compared against.
-func boxesClient() controlv1connect.BoxesClient { return e2e.Boxes(api.URL, token) }
+func boxesClient() controlv1connect.BoxesClient { return harness.Boxes(api.URL, token) }
 
 // opLog reads the box's event log until operation opID has ended and
 // answers that operation's events, as the api keeps them.

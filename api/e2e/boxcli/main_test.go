@@ -19,14 +19,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 )
 
 // the api of the package, and alice's and bob's CLIs signed in to it.
 var (
-	api        *e2e.API
-	alice, bob e2e.CLI
+	api        *harness.API
+	alice, bob harness.CLI
 	// token is alice's device token, for the test's own Boxes client.
 	token string
 )
@@ -34,7 +34,7 @@ var (
 const password = "correct horse battery"
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/e2e/boxcli", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
+	harness.Main(m, harness.Booted{Pkg: "api/e2e/boxcli", SetUp: setUp, TearDown: tearDown, Log: func() string { return api.Log() }})
 }
 
 // testDir is the package's directory under /var/tmp (setUp makes it).
@@ -64,7 +64,7 @@ func tearDown() error {
 // start builds the binaries, makes the image catalog (v1 and v2 of the
 // base image), starts the api on it and signs alice in.
 func start(ctx context.Context, dir, image string) error {
-	bins, err := e2e.Build(ctx, filepath.Join(dir, "bin"))
+	bins, err := harness.Build(ctx, filepath.Join(dir, "bin"))
 	if err != nil {
 		return err
 	}
@@ -74,8 +74,8 @@ func start(ctx context.Context, dir, image string) error {
 	}
 	// A box network of the package's own, so it runs beside the other
 	// packages that boot boxes (each bridge has one supervisor).
-	sandbox := e2e.LocalSandbox(images, filepath.Join(dir, "machines"), "cbboxcli0", "10.212.0.1/16")
-	api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
+	sandbox := harness.LocalSandbox(images, filepath.Join(dir, "machines"), "cbboxcli0", "10.212.0.1/16")
+	api, err = harness.Start(ctx, bins.API, harness.Options{StateDir: filepath.Join(dir, "state"), Sandbox: sandbox})
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func start(ctx context.Context, dir, image string) error {
 
 // signIn makes the user and signs a CLI of their own in with a device
 // token (login --token-stdin, so it lands in cli.json).
-func signIn(ctx context.Context, bins e2e.Binaries, dir, user string) (e2e.CLI, string, error) {
+func signIn(ctx context.Context, bins harness.Binaries, dir, user string) (harness.CLI, string, error) {
 	return api.SignInCLI(ctx, bins.CLI, filepath.Join(dir, user), user, password, "boxcli test")
 }
 
@@ -112,7 +112,7 @@ func bobCLI(t *testing.T, args ...string) result {
 	return runCLI(t, bob, args...)
 }
 
-func runCLI(t *testing.T, c e2e.CLI, args ...string) result {
+func runCLI(t *testing.T, c harness.CLI, args ...string) result {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

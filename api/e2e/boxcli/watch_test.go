@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 )
 
 // agent is the offload verbs' command on a box's PATH (cbdesk:v22 on).
@@ -31,7 +31,7 @@ func olderImage(t *testing.T, id string) {
 // inBox runs a shell line as root in alice's box id (nsenter, not the api).
 func inBox(t *testing.T, id, line string) {
 	t.Helper()
-	if _, err := e2e.InBox("cbboxcli0", id, nil, line); err != nil {
+	if _, err := harness.InBox("cbboxcli0", id, nil, line); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 )
 
@@ -26,7 +26,7 @@ func TestAnAgentReachesOnlyItsGrantsBoxesWithinItsCaps(t *testing.T) {
 	h := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	con, err := e2e.SignIn(ctx, h.api.URL, "alice", password)
+	con, err := harness.SignIn(ctx, h.api.URL, "alice", password)
 	if err != nil {
 		t.Fatal(err)
 	}

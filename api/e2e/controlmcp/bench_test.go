@@ -7,7 +7,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/internal/latency"
@@ -21,7 +21,7 @@ func BenchmarkBoxStatusMCPAgainstGRPC(b *testing.B) {
 	h := start(b)
 	c := mcptest.Connect(b, h.mcpURL, h.alice)
 	c.OK(b, "box_ensure", nil)
-	grpc := e2e.Boxes(h.api.URL, h.alice)
+	grpc := harness.Boxes(h.api.URL, h.alice)
 	ctx := context.Background()
 	req := connect.NewRequest(&controlv1.BoxStatusRequest{Box: "main"})
 	var viaMCP, viaGRPC []time.Duration

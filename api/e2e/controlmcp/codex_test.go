@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
@@ -99,7 +99,7 @@ func TestCodexSignsInThroughTheConsentPage(t *testing.T) {
 	if err != nil || !regexp.MustCompile(`(?m)^cocoonbox +`+regexp.QuoteMeta(h.mcpURL)+` .*enabled +OAuth`).MatchString(got) {
 		t.Fatalf("codex mcp list after its sign-in: %v, want cocoonbox with OAuth, in\n%s", err, got)
 	}
-	con, err := e2e.SignIn(ctx, h.api.URL, "alice", password)
+	con, err := harness.SignIn(ctx, h.api.URL, "alice", password)
 	if err != nil {
 		t.Fatal(err)
 	}

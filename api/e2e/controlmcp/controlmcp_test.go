@@ -9,7 +9,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -177,7 +177,7 @@ func TestControlMCP(t *testing.T) {
 			ended <- err
 		}()
 		c.WaitNotes(t, 1) // creating
-		acct := e2e.Account(h.api.URL, carol)
+		acct := harness.Account(h.api.URL, carol)
 		list, err := acct.ListDevices(context.Background(), connect.NewRequest(&controlv1.ListDevicesRequest{}))
 		if err != nil || len(list.Msg.Devices) != 1 {
 			t.Fatalf("carol's devices: %v %v", list, err)
@@ -208,7 +208,7 @@ func TestControlMCP(t *testing.T) {
 
 // phases are the phases of operation opID's steps, in order, from the
 // Boxes service's event log (gRPC).
-func (h *harness) phases(t *testing.T, opID string) []string {
+func (h *env) phases(t *testing.T, opID string) []string {
 	t.Helper()
 	var out []string
 	for _, s := range h.steps(t, opID) {

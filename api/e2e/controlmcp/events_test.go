@@ -9,7 +9,7 @@ import (
 
 	"connectrpc.com/connect"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
@@ -22,7 +22,7 @@ func TestBoxesEventsEndsUnauthenticatedWhenItsTokenIsRevoked(t *testing.T) {
 	h := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := e2e.SignIn(ctx, h.api.URL, "alice", password)
+	c, err := harness.SignIn(ctx, h.api.URL, "alice", password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,7 @@ func TestBoxesEventsEndsUnauthenticatedWhenItsTokenIsRevoked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { h.api.DeleteBox(context.Background(), h.alice, "ev") })
-	stream, err := e2e.Boxes(h.api.URL, made.Token).Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{}))
+	stream, err := harness.Boxes(h.api.URL, made.Token).Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestBoxesEventsEndsUnauthenticatedWhenItsTokenIsRevoked(t *testing.T) {
 	if !stream.Receive() { // the call is open on the api: its first event came
 		t.Fatalf("Events sent no first event: %v", stream.Err())
 	}
-	if _, err := e2e.Account(h.api.URL, h.alice).RevokeToken(ctx, connect.NewRequest(&controlv1.RevokeTokenRequest{})); err != nil {
+	if _, err := harness.Account(h.api.URL, h.alice).RevokeToken(ctx, connect.NewRequest(&controlv1.RevokeTokenRequest{})); err != nil {
 		t.Fatal(err)
 	}
 	for stream.Receive() {

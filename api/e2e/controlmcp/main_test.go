@@ -20,7 +20,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 )
@@ -29,12 +29,12 @@ import (
 // images is the image catalog (the base image as v1 and v2, so an
 // upgrade has somewhere to go).
 var (
-	bins   e2e.Binaries
+	bins   harness.Binaries
 	images string
 )
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/e2e/controlmcp", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
+	harness.Main(m, harness.Booted{Pkg: "api/e2e/controlmcp", SetUp: setUp, Run: dbtest.Run, TearDown: tearDown})
 }
 
 // testDir is the package's directory, beside the image roots' file
@@ -51,7 +51,7 @@ func setUp(ctx context.Context, image string) error {
 	if _, err := localtest.Catalog(images, image, ""); err != nil {
 		return err
 	}
-	bins, err = e2e.Build(ctx, testDir)
+	bins, err = harness.Build(ctx, testDir)
 	return err
 }
 
@@ -64,24 +64,24 @@ func tearDown() error {
 
 const password = "correct horse battery"
 
-// harness is one api process on a fresh database with users alice and
+// env is one api process on a fresh database with users alice and
 // bob, each with a device token, OAuth for agents on (its own URL the
 // issuer).
-type harness struct {
-	api        *e2e.API
+type env struct {
+	api        *harness.API
 	mcpURL     string
 	alice, bob string
 }
 
-func start(t testing.TB) *harness {
+func start(t testing.TB) *env {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	db := dbtest.New(t)
 	// The in-process supervisor on a bridge of this package's own, so it
 	// runs beside the other packages' boxes; one api at a time holds it.
-	sandbox := e2e.LocalSandbox(images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
-	a, err := e2e.Start(ctx, bins.API, e2e.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox, OAuth: true})
+	sandbox := harness.LocalSandbox(images, t.TempDir(), "cbmcp0", "10.209.0.1/16")
+	a, err := harness.Start(ctx, bins.API, harness.Options{StateDir: t.TempDir(), DatabaseURL: db.URL, Sandbox: sandbox, OAuth: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -91,13 +91,13 @@ func start(t testing.TB) *harness {
 			t.Logf("api %s log:\n%s", a.URL, a.Log())
 		}
 	})
-	h := &harness{api: a, mcpURL: a.URL + client.MCPPath}
+	h := &env{api: a, mcpURL: a.URL + client.MCPPath}
 	h.alice, h.bob = h.user(t, "alice"), h.user(t, "bob")
 	return h
 }
 
 // user adds a user name to the api and answers a device token of theirs.
-func (h *harness) user(t testing.TB, name string) string {
+func (h *env) user(t testing.TB, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
@@ -109,11 +109,11 @@ func (h *harness) user(t testing.TB, name string) string {
 }
 
 // device signs name in and answers a new device token of theirs.
-func (h *harness) device(t testing.TB, name string) string {
+func (h *env) device(t testing.TB, name string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := e2e.SignIn(ctx, h.api.URL, name, password)
+	c, err := harness.SignIn(ctx, h.api.URL, name, password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,11 +126,11 @@ func (h *harness) device(t testing.TB, name string) string {
 
 // steps are operation opID's steps, in order, to its end, from alice's
 // event log (Boxes.Events over gRPC).
-func (h *harness) steps(t testing.TB, opID string) []*controlv1.Operation {
+func (h *env) steps(t testing.TB, opID string) []*controlv1.Operation {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	stream, err := e2e.Boxes(h.api.URL, h.alice).Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{}))
+	stream, err := harness.Boxes(h.api.URL, h.alice).Events(ctx, connect.NewRequest(&controlv1.BoxEventsRequest{}))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/internal/clis"
 )
 
@@ -27,7 +27,7 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 	h := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli := e2e.CLI{Bin: bins.CLI, ConfigDir: t.TempDir(), Env: []string{"COCOONBOX_TOKEN=" + h.alice}}
+	cli := harness.CLI{Bin: bins.CLI, ConfigDir: t.TempDir(), Env: []string{"COCOONBOX_TOKEN=" + h.alice}}
 	out, err := cli.Run(ctx, "", "mcp", "--endpoint", h.api.URL)
 	if err != nil {
 		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
@@ -82,7 +82,7 @@ func TestOAuthSnippetInClaudeAndCodex(t *testing.T) {
 	h := start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cli := e2e.CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
+	cli := harness.CLI{Bin: bins.CLI, ConfigDir: t.TempDir()}
 	out, err := cli.Run(ctx, "", "mcp", "--endpoint", h.api.URL) // signed out: the OAuth forms need no token
 	if err != nil {
 		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
@@ -167,7 +167,7 @@ func codexSignIn(t *testing.T, c clisHome, cmdline string) *url.URL {
 // checkAuthorize holds the authorization request a CLI made to the
 // contract: this api's consent page, code with S256 and a 43-character
 // challenge, scope boxes, the control MCP as resource, a loopback redirect.
-func checkAuthorize(t *testing.T, h *harness, u *url.URL) {
+func checkAuthorize(t *testing.T, h *env, u *url.URL) {
 	t.Helper()
 	q := u.Query()
 	if got := u.Scheme + "://" + u.Host + u.Path; got != h.api.URL+"/cb/oauth/authorize" {
@@ -229,7 +229,7 @@ func line(t *testing.T, out, prefix, with string) string {
 	return ""
 }
 
-func mustRun(t *testing.T, ctx context.Context, cli e2e.CLI, args ...string) string {
+func mustRun(t *testing.T, ctx context.Context, cli harness.CLI, args ...string) string {
 	t.Helper()
 	out, err := cli.Run(ctx, "", args...)
 	if err != nil {

@@ -2,7 +2,7 @@
 // go-sdk client over streamable HTTP with a bearer token, the progress
 // notifications it got, and the checks every tool result must pass
 // (Contract: Control MCP, results and errors). Package mcp's own tests and
-// the tests of the real api (api/e2e) both use it.
+// the tests of the real api (api/e2e/...) both use it.
 package mcptest
 
 import (

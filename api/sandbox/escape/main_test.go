@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/escape"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
@@ -74,7 +74,7 @@ type otherBox struct {
 }
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/sandbox/escape", SetUp: setUp, TearDown: tearDown})
+	harness.Main(m, harness.Booted{Pkg: "api/sandbox/escape", SetUp: setUp, TearDown: tearDown})
 }
 
 func random() string {

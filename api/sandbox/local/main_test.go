@@ -13,7 +13,7 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
@@ -43,7 +43,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/sandbox/local", SetUp: setUp, TearDown: tearDown})
+	harness.Main(m, harness.Booted{Pkg: "api/sandbox/local", SetUp: setUp, TearDown: tearDown})
 }
 
 // setUp makes the image catalog and the package's supervisor, and deletes
@@ -55,7 +55,7 @@ func setUp(ctx context.Context, image string) error {
 	}
 	// The mirror's addresses the proxy would refuse (on this project's
 	// machines deb.debian.org is a documentation address), admitted.
-	admit, _, err := e2e.MirrorAdmit(ctx, image)
+	admit, _, err := harness.MirrorAdmit(ctx, image)
 	if err != nil {
 		return err
 	}

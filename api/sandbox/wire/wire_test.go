@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -29,7 +29,7 @@ import (
 // remote host is run: TLS on TCP (127.0.0.1, a test CA) with a bearer
 // token, and drive real machines through Client: the wire as the api uses
 // it for an https:// host (issue 24, Deliver 6; the unix socket is the
-// api/session and boxese2e tests'). Its HTTP/2 idle and ping timers are
+// api/session and api/e2e/boxes tests'). Its HTTP/2 idle and ping timers are
 // shortened to half a second so the silence test waits past every one of
 // them.
 
@@ -41,7 +41,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/sandbox/wire", SetUp: startDaemon, TearDown: stopDaemon})
+	harness.Main(m, harness.Booted{Pkg: "api/sandbox/wire", SetUp: startDaemon, TearDown: stopDaemon})
 }
 
 // startDaemon builds cocoonbox-sandboxd and starts it on the base image.
