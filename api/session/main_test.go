@@ -60,7 +60,7 @@ func setUp(ctx context.Context, image string) error {
 		return err
 	}
 	var err error
-	if bins, err = harness.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
+	if bins, err = harness.Build(ctx); err != nil {
 		return err
 	}
 	yaml := harness.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.210.0.1/16") +

@@ -24,10 +24,7 @@ func TestRshThroughSandboxdSilenceLongerThanEveryClock(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := filepath.Join(testRoot, "sandboxd")
-	bin := filepath.Join(testRoot, "bin", "cocoonbox-sandboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
-		t.Fatalf("build the daemon: %v: %s", err, out)
-	}
+	bin := bins.Sandboxd
 	sock := filepath.Join(dir, "sandboxd.sock")
 	daemon := exec.Command(bin, "--listen", "unix:"+sock, "--state-dir", filepath.Join(dir, "state"),
 		"--images", filepath.Join(testRoot, "images"), "--bridge", "cbsession1", "--gateway", "10.211.0.1/16",

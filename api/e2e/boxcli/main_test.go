@@ -64,7 +64,7 @@ func tearDown() error {
 // start builds the binaries, makes the image catalog (v1 and v2 of the
 // base image), starts the api on it and signs alice in.
 func start(ctx context.Context, dir, image string) error {
-	bins, err := harness.Build(ctx, filepath.Join(dir, "bin"))
+	bins, err := harness.Build(ctx)
 	if err != nil {
 		return err
 	}

@@ -49,16 +49,12 @@ func setUp(ctx context.Context, image string) error {
 	if _, err := localtest.Catalog(images, image, ""); err != nil {
 		return err
 	}
-	dir := filepath.Join(root, "bin")
 	var err error
-	if bins, err = harness.Build(ctx, dir); err != nil {
+	if bins, err = harness.Build(ctx); err != nil {
 		return err
 	}
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "github.com/cocoonbox/cocoonbox/api/cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
-		return fmt.Errorf("build cocoonbox-sandboxd: %v\n%s", err, out)
-	}
 	// Its own box network, so it runs beside the supervisor's own tests.
-	daemon = exec.Command(filepath.Join(dir, "cocoonbox-sandboxd"), "--listen", "unix:"+socket,
+	daemon = exec.Command(bins.Sandboxd, "--listen", "unix:"+socket,
 		"--state-dir", filepath.Join(root, "state"), "--images", images, "--bridge", "cbboxes1", "--gateway", "10.205.0.1/16")
 	daemon.Stdout, daemon.Stderr = os.Stderr, os.Stderr
 	if err := daemon.Start(); err != nil {

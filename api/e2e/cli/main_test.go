@@ -22,20 +22,17 @@ import (
 var bins harness.Binaries
 
 func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "cocoonbox-e2e-")
-	if err != nil {
-		panic(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	bins, err = harness.Build(ctx, dir)
+	var err error
+	bins, err = harness.Build(ctx)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.RemoveAll(dir)
+		harness.RemoveBuilt()
 		os.Exit(1)
 	}
 	code := dbtest.Run(m)
-	os.RemoveAll(dir)
+	harness.RemoveBuilt()
 	os.Exit(code)
 }
 

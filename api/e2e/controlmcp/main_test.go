@@ -51,7 +51,7 @@ func setUp(ctx context.Context, image string) error {
 	if _, err := localtest.Catalog(images, image, ""); err != nil {
 		return err
 	}
-	bins, err = harness.Build(ctx, testDir)
+	bins, err = harness.Build(ctx)
 	return err
 }
 

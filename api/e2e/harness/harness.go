@@ -22,6 +22,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -29,23 +30,61 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
-// Binaries are the two commands, built once.
+// Binaries are the commands the tests run: the api, the CLI and the box
+// supervisor's daemon.
 type Binaries struct {
-	API, CLI string
+	API, CLI, Sandboxd string
 }
 
-// Build compiles cocoonbox-api and cocoonbox from this module into dir.
-func Build(ctx context.Context, dir string) (Binaries, error) {
+// built is this test process's one build (Build).
+var built struct {
+	sync.Mutex
+	done bool
+	dir  string
+	bins Binaries
+	err  error
+}
+
+// Build answers cocoonbox-api, cocoonbox and cocoonbox-sandboxd compiled
+// from this module, built on the first call of the test process into a
+// directory of its own and shared by every later call (a failed build is
+// answered again, not retried). Main removes them at the run's end; a
+// TestMain of its own calls RemoveBuilt.
+func Build(ctx context.Context) (Binaries, error) {
+	built.Lock()
+	defer built.Unlock()
+	if built.done {
+		return built.bins, built.err
+	}
+	built.done = true
+	built.bins, built.err = build(ctx)
+	return built.bins, built.err
+}
+
+func build(ctx context.Context) (Binaries, error) {
 	root, err := moduleRoot()
 	if err != nil {
 		return Binaries{}, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", dir+"/", "./cmd/cocoonbox-api", "./cmd/cocoonbox")
+	if built.dir, err = os.MkdirTemp("", "cocoonbox-bin-"); err != nil {
+		return Binaries{}, err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", built.dir+"/", "./cmd/cocoonbox-api", "./cmd/cocoonbox", "./cmd/cocoonbox-sandboxd")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return Binaries{}, fmt.Errorf("go build the api and the CLI: %w\n%s", err, out)
+		return Binaries{}, fmt.Errorf("go build the api, the CLI and sandboxd: %w\n%s", err, out)
 	}
-	return Binaries{API: filepath.Join(dir, "cocoonbox-api"), CLI: filepath.Join(dir, "cocoonbox")}, nil
+	return Binaries{API: filepath.Join(built.dir, "cocoonbox-api"), CLI: filepath.Join(built.dir, "cocoonbox"),
+		Sandboxd: filepath.Join(built.dir, "cocoonbox-sandboxd")}, nil
+}
+
+// RemoveBuilt removes what Build built (nothing when it was not called).
+func RemoveBuilt() {
+	built.Lock()
+	defer built.Unlock()
+	if built.dir != "" {
+		os.RemoveAll(built.dir)
+	}
 }
 
 // moduleRoot is the api module's directory (where go.mod is), found from

@@ -69,7 +69,7 @@ func setUp(ctx context.Context, img string) (string, error) {
 		return "", err
 	}
 	var err error
-	if bins, err = harness.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
+	if bins, err = harness.Build(ctx); err != nil {
 		return "", err
 	}
 	if api, err = harness.Start(ctx, bins.API, harness.Options{StateDir: filepath.Join(testRoot, "api"),

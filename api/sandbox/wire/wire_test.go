@@ -55,10 +55,11 @@ func startDaemon(_ context.Context, base string) error {
 	if err := os.Symlink(base, link); err != nil {
 		return err
 	}
-	bin := filepath.Join(runRoot, "cocoonbox-sandboxd")
-	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/cocoonbox-sandboxd").CombinedOutput(); err != nil {
-		return fmt.Errorf("build the daemon: %v: %s", err, out)
+	bins, err := harness.Build(context.Background())
+	if err != nil {
+		return err
 	}
+	bin := bins.Sandboxd
 	certs, err := testcert.Write(runRoot, "sandboxd")
 	if err != nil {
 		return err
