@@ -24,7 +24,7 @@ export COCOONBOX_NO_SKIP := 1
 # is refused).
 DEB_VERSION ?=
 
-.PHONY: help setup proto check-image check-desk-image check-disk build deb image demo box test unit-test box-test test-load desk-test lint fuzz fuzz-corpus bench clean
+.PHONY: help setup proto check-image check-desk-image check-disk build deb image demo box test unit-test box-test test-stress test-times desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -37,9 +37,10 @@ help:
 	@echo 'make desk-image  the desk tier'"'"'s image whatever TIER is (for tests/desk)'
 	@echo 'make box     boot a box of the image and leave it running (TIER=desk: the desktop, VNC on 127.0.0.1:5900;'
 	@echo '             PERSISTENT=DIR keeps its root, NAME=... another machine name)'
-	@echo 'make unit-test   the unit tests only (no box)'
-	@echo 'make box-test    the booted-box tests only (both tiers)'
-	@echo 'make test-load   the booted api packages with the host loaded (stress-ng --cpu 2)'
+	@echo 'make unit-test   the unit tests only (no box): every test file without //go:build booted'
+	@echo 'make box-test    the booted-box tests only (both tiers): every test file with //go:build booted'
+	@echo 'make test-stress the unit and booted-box tests with the host loaded (stress-ng --cpu 4)'
+	@echo 'make test-times  the ten slowest packages and tests of the last runs (out/test/*.json)'
 	@echo 'make desk-test   only the desk tier'"'"'s booted-box tests (tests/desk), building its image'
 	@echo 'make fuzz        each fuzz target for FUZZTIME executions (20000x); make fuzz-corpus: longer, keeps the corpus'
 	@echo 'make bench   the benchmarks'
@@ -108,32 +109,46 @@ box: image
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files -co --exclude-standard '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "not gofmt-formatted:"; echo "$$unformatted"; exit 1; fi
-	go vet ./... ./api/...
-	go run $(STATICCHECK) ./... ./api/...
+	go vet -tags booted ./... ./api/...
+	go run $(STATICCHECK) -tags booted ./... ./api/...
 	tests/lint-shell
 	tests/lint-box-networks
 	tests/lint-links
 	api/proto/generate --check
 
-# The unit tests share one PostgreSQL cluster (tests/with-test-database).
-# api/sandbox/local, wire, escape, api/boxes, api/session, api/e2e/offload, api/e2e/controlmcp and
-# api/e2e/boxcli boot machines: they run with the booted-box tests.
-unit-test:
-	tests/with-test-database go test -count=1 -timeout 30m $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/e2e/offload -e /api/e2e/boxes -e /api/e2e/controlmcp -e /api/e2e/boxcli)
+# Each test run keeps its `go test -json` in out/test/RULE.json (the
+# console shows go test's plain output: tests/cmd/testreport); make
+# test-times prints the slowest packages and tests of them.
+TESTREPORT = go run ./tests/cmd/testreport -save out/test/$(1).json
+# The packages with a test file carrying `//go:build booted`, found from the files.
+BOOTED_PACKAGES = $$(tests/booted-packages)
+# How many booted packages run at once (go test -p): their boots wait on
+# I/O more than on the two cores.
+BOOTED_PARALLEL ?= 2
+BOOTED_BENCHTIME ?= 5x
 
-# Every booted-box test: tests/desk boots the desk image, the others $(IMAGE).
+# Every test file without `//go:build booted`, both modules; they share one
+# PostgreSQL cluster (tests/with-test-database). A test that boots a
+# machine in a file without the tag fails here (testenv.ErrUntagged).
+unit-test:
+	set -o pipefail; tests/with-test-database go test -json -count=1 -timeout 30m ./... ./api/... | $(call TESTREPORT,unit)
+
+# Every test file with `//go:build booted` (tests/booted-packages): tests/desk
+# boots the desk image, the others $(IMAGE), both built once here for all.
 box-test: image $(if $(filter desk,$(TIER)),,desk-image)
 	tests/services
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 40m ./tests/... ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/e2e/offload/... ./api/e2e/boxes/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
+	set -o pipefail; COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) tests/with-test-database \
+	  go test -json -tags booted -p $(BOOTED_PARALLEL) -count=1 -timeout 60m $(BOOTED_PACKAGES) | $(call TESTREPORT,booted)
 
-# The booted api packages again with the host's two cores kept busy
-# (stress-ng): a test that reads a clock instead of waiting on a condition
-# fails here first. stress-ng ends with the recipe, whatever its end.
-API_BOOTED := ./api/sandbox/local/... ./api/sandbox/wire/... ./api/sandbox/escape/... ./api/boxes/... ./api/session/... ./api/e2e/offload/... ./api/e2e/boxes/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
-test-load: image desk-image
-	tests/services
-	stress-ng --cpu 2 --quiet & load=$$!; trap 'kill $$load; wait $$load' EXIT; \
-	  COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) tests/with-test-database go test -count=1 -timeout 60m $(API_BOOTED)
+# The unit and booted-box tests with the host kept busy (stress-ng, load
+# about 8 on two cores): a test that reads a clock instead of waiting on a
+# condition fails here first. stress-ng ends with the recipe, whatever its end.
+test-stress: image desk-image
+	stress-ng --cpu 4 --quiet & load=$$!; trap 'kill $$load; wait $$load' EXIT; \
+	  $(MAKE) --no-print-directory unit-test box-test
+
+test-times:
+	@go run ./tests/cmd/testreport -slowest 10 out/test/*.json
 
 # Only the desk tier's booted-box tests (they are part of box-test too).
 desk-test: desk-image
@@ -152,19 +167,22 @@ fuzz-corpus:
 check-disk:
 	tests/check-disk
 
-test: setup check-disk lint unit-test box-test fuzz
+test: setup check-disk lint unit-test box-test fuzz test-times
 
-# BenchmarkUsersLoad (api/e2e/boxes) runs one pass per users count:
-# COCOONBOX_BENCH_USERS, default 1,10 (50,100 boot that many boxes at once).
+# The unit benchmarks, then the booted ones (BOOTED_BENCHTIME runs each,
+# default 5: every one boots or drives boxes; the api's figures in docs/
+# were taken at 20x); BenchmarkUsersLoad (api/e2e/boxes) runs one pass per
+# users count: COCOONBOX_BENCH_USERS, default 1,10 (50,100 boot that many
+# boxes at once).
 bench: image $(if $(filter desk,$(TIER)),,desk-image)
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench . -benchmem $$(go list ./... | grep -v /tests/) $$(go list ./api/... | grep -v -e /api/sandbox/local -e /api/sandbox/wire -e /api/sandbox/escape -e /api/boxes -e /api/session -e /api/e2e/offload -e /api/e2e/boxes -e /api/e2e/controlmcp -e /api/e2e/boxcli -e /api/state/snapshot)
+	tests/with-test-database go test -run '^$$' -bench . -skip BenchmarkSaveVersusRestic -benchmem ./... ./api/...
 	# Issue 42: a save of 10,000 files and 1 GB, again after 1% changed, and its
 	# restore, beside restic's of the same tree (about 4 GB of disk in TMPDIR).
-	go test -run '^$$' -bench . -benchtime 1x -timeout 30m ./api/state/snapshot/
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -benchtime 5x -timeout 30m ./tests/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -run '^$$' -bench . -skip BenchmarkUsersLoad -benchtime 20x -timeout 30m ./api/sandbox/local/... ./api/sandbox/wire/... ./api/boxes/... ./api/session/... ./api/e2e/controlmcp/... ./api/e2e/boxcli/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) go test -run '^$$' -bench . -benchtime 3x -timeout 30m ./api/e2e/offload/... ./api/e2e/boxes/...
-	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database go test -run '^$$' -bench BenchmarkUsersLoad -benchtime 1x -timeout 60m ./api/e2e/boxes/
+	go test -run '^$$' -bench BenchmarkSaveVersusRestic -benchtime 1x -timeout 30m ./api/state/snapshot/
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) tests/with-test-database \
+	  go test -tags booted -p 1 -run '^$$' -bench . -skip BenchmarkUsersLoad -benchtime $(BOOTED_BENCHTIME) -timeout 60m $(BOOTED_PACKAGES)
+	COCOONBOX_IMAGE=$(CURDIR)/$(IMAGE) tests/with-test-database \
+	  go test -tags booted -p 1 -run '^$$' -bench BenchmarkUsersLoad -benchtime 1x -timeout 60m $(BOOTED_PACKAGES)
 
 clean:
 	rm -rf out

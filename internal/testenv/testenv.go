@@ -58,3 +58,8 @@ func InOwnNetNS(t *testing.T) bool {
 	t.Logf("the run in a network namespace:\n%s", out)
 	return false
 }
+
+// ErrUntagged is the refusal of a test that boots a machine in a binary
+// built without the booted tag: its file lacks `//go:build booted`, so
+// the unit tests' run would boot it (and box-test would miss it).
+const ErrUntagged = "this test boots a machine but its file lacks //go:build booted (make box-test runs the files that carry it; make unit-test must not boot)"

@@ -19,9 +19,14 @@ const ImageEnv = "COCOONBOX_IMAGE"
 // Image returns the image root the tests boot: $COCOONBOX_IMAGE, else the
 // base image of the version in image/VERSION under out/images. A missing
 // image fails the test (build it with `make image`); only a host that cannot
-// boot boxes at all skips, and under make test it fails (testenv).
+// boot boxes at all skips, and under make test it fails (testenv). A test
+// binary built without the booted tag fails (testenv.ErrUntagged): the
+// file that boots lacks it.
 func Image(t testing.TB) string {
 	t.Helper()
+	if !testenv.Booted {
+		t.Fatal(testenv.ErrUntagged)
+	}
 	if err := CanBoot(); err != nil {
 		testenv.SkipOrFail(t, "booted-box test cannot run: "+err.Error())
 	}

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package branchbox boots the image and runs BranchBox in it as the
 // orchestrator would (Contract: BranchBox managed runtime manifest): the
 // image's /usr/local/bin/branchbox, its git, its users (root as the

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package contract holds the booted-box tests of the image contract
 // (issue 6): every static line of "Guest (image) ↔ agent" in the spec is
 // checked in a booted box by its own test, named after the line, and the

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package deb tests the guest set as Debian packages (issue 17): `make deb`'s
 // image/deb, lintian's verdict on both packages, and cocoonbox-guest
 // installed with apt into a plain Debian 12 root (tests/deb/plain-root, not

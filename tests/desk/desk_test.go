@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package desk holds the booted-box tests of the desk tier (issue 7): Xorg
 // on :0 with VNC, the XFCE session of user, and desktop session save and
 // restore. Contract: Desktop user, VNC, Desktop session save, Office apps,

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package foundation holds the booted-box tests of the image recipe and the
 // box harness itself (issue: foundation): the box boots clean, every unit we
 // ship is enabled as its preset says and passes systemd-analyze verify, and

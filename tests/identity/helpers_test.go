@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package boxidentity holds the booted-box tests of the box identity, the
 // hostname and the journal across wakes (issue 3; Contract: Box identity,
 // Journal). Each test boots its own throwaway box and is named after the

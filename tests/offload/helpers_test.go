@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package offload holds the booted-box tests of the box side of an
 // offload (issue 12; Contract: Offload): the image's inbox unit, socket
 // and tmpfs, begin's preflight with the real claude and codex CLIs, a

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package packages_test boots cbdesk boxes and checks the Packages contract
 // with real apt against Debian's mirror: one test per "Must show" line of
 // the issue, named after it.

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package packer holds the booted-box tests of the host packer (issue 13;
 // Contract: Offload, "Offload, Mac side" and "Back, Mac side"): real
 // repositories on this host, one booted box shared by the subtests with

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package vault_test checks, in booted boxes, the promises of the contract
 // section "Box API keys" (issue 4): the claim env /run/silkd.env rendered
 // into /run/cocoonbox-vault, and what login shells see of it.

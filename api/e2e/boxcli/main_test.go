@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package boxcli tests the CLI's box commands as a user runs them: the
 // cocoonbox binary against a real `cocoonbox-api serve` (its embedded
 // PostgreSQL, its local supervisor booting real boxes under

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package boxes runs the boxes as a deployment does: real
 // `cocoonbox-api serve` processes on one PostgreSQL, driving one
 // cocoonbox-sandboxd over its unix socket, killed with SIGKILL and

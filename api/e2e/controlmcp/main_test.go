@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package controlmcp tests the control MCP of the real api: the
 // cocoonbox-api and cocoonbox binaries built from this tree, an api
 // process booting real boxes (the local supervisor under systemd-nspawn,

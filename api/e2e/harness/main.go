@@ -6,6 +6,8 @@ import (
 	"os"
 	"testing"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/testenv"
 )
 
 // Booted is what the TestMain of a package whose tests boot boxes does
@@ -28,7 +30,8 @@ type Booted struct {
 }
 
 // Main is the TestMain of a package whose tests boot boxes: it refuses to
-// run (exit 1, naming b.Pkg) without root and COCOONBOX_IMAGE, the base
+// run (exit 1, naming b.Pkg) in a binary built without the booted tag
+// (testenv.ErrUntagged), without root and COCOONBOX_IMAGE, the base
 // image root make box-test sets; gives b.SetUp five minutes; runs the
 // tests; runs b.TearDown whatever happened; removes what Build built; and
 // exits with the tests' code (1 when SetUp or TearDown failed).
@@ -36,6 +39,10 @@ func Main(m *testing.M, b Booted) { os.Exit(b.main(m)) }
 
 func (b Booted) main(m *testing.M) (code int) {
 	defer RemoveBuilt()
+	if !testenv.Booted {
+		fmt.Fprintf(os.Stderr, "%s: %s\n", b.Pkg, testenv.ErrUntagged)
+		return 1
+	}
 	image := os.Getenv("COCOONBOX_IMAGE")
 	if os.Geteuid() != 0 || image == "" {
 		fmt.Fprintf(os.Stderr, "%s: the tests boot boxes: run as root with COCOONBOX_IMAGE naming a base image root (make box-test sets it)\n", b.Pkg)

@@ -1,3 +1,5 @@
+//go:build booted
+
 // Package offload runs `cocoonbox offload` and `cocoonbox back` as a
 // user does (issue 13; Contract: Offload, "Offload, Mac side" and "Back,
 // Mac side"), the whole way through the product: the real cocoonbox and
