@@ -61,9 +61,10 @@ func main() {
 var errFailed = errors.New("a test failed")
 
 // relay copies in to the file at path and prints to out what `go test`
-// without -json would: package-level output, and a test's output only
-// when it failed. A line that is not JSON (go test's own errors) is
-// printed as it is.
+// without -json would: each package's output at its end (packages run
+// side by side, so their lines would mix), with a test's output only when
+// it failed. A line that is not JSON (go test's own errors) is printed as
+// it is.
 func relay(in io.Reader, out io.Writer, path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
@@ -76,6 +77,7 @@ func relay(in io.Reader, out io.Writer, path string) error {
 	w := bufio.NewWriter(out)
 	defer w.Flush()
 	held := map[[2]string][]string{} // a running test's output, by package and test
+	pkgs := map[string][]string{}    // what a package prints at its end
 	failed := false
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 1<<20), 16<<20)
@@ -93,23 +95,29 @@ func relay(in io.Reader, out io.Writer, path string) error {
 		switch {
 		case e.Action == "build-output":
 			fmt.Fprint(w, e.Output)
+			w.Flush()
 		case e.Action == "output" && e.Test == "":
 			if e.Output != "PASS\n" && !strings.HasPrefix(e.Output, "=== ") {
-				fmt.Fprint(w, e.Output)
+				pkgs[e.Package] = append(pkgs[e.Package], e.Output)
 			}
 		case e.Action == "output":
 			if !strings.HasPrefix(e.Output, "=== ") {
 				held[key] = append(held[key], e.Output)
 			}
-		case e.Action == "fail":
-			failed = true
-			fmt.Fprint(w, strings.Join(held[key], ""))
-			delete(held, key)
-		case e.Action == "pass" || e.Action == "skip":
-			delete(held, key)
-		}
-		if e.Test == "" {
+		case e.Action == "fail" || e.Action == "pass" || e.Action == "skip":
+			if e.Action == "fail" {
+				failed = true
+			}
+			if e.Test != "" {
+				if e.Action == "fail" {
+					pkgs[e.Package] = append(pkgs[e.Package], held[key]...)
+				}
+				delete(held, key)
+				break
+			}
+			fmt.Fprint(w, strings.Join(pkgs[e.Package], ""))
 			w.Flush()
+			delete(pkgs, e.Package)
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -29,6 +29,25 @@ const run = `{"Action":"start","Package":"p/a"}
 not json: go test's own complaint
 `
 
+// Two packages side by side: each one's lines come out together at its end.
+const sideBySide = `{"Action":"output","Package":"p/a","Output":"p/a: set up\n"}
+{"Action":"output","Package":"p/b","Output":"p/b: set up\n"}
+{"Action":"output","Package":"p/a","Output":"ok  \tp/a\t1s\n"}
+{"Action":"pass","Package":"p/a","Elapsed":1}
+{"Action":"output","Package":"p/b","Output":"ok  \tp/b\t2s\n"}
+{"Action":"pass","Package":"p/b","Elapsed":2}
+`
+
+func TestRelayKeepsEachPackagesLinesTogether(t *testing.T) {
+	var out bytes.Buffer
+	if err := relay(strings.NewReader(sideBySide), &out, filepath.Join(t.TempDir(), "run.json")); err != nil {
+		t.Fatal(err)
+	}
+	if want := "p/a: set up\nok  \tp/a\t1s\np/b: set up\nok  \tp/b\t2s\n"; out.String() != want {
+		t.Errorf("the console:\n%s\nwant:\n%s", out.String(), want)
+	}
+}
+
 func TestRelayPrintsWhatPlainGoTestPrintsAndKeepsTheJSON(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "out", "run.json")
 	var out bytes.Buffer
