@@ -152,7 +152,7 @@ test-times:
 
 # Only the desk tier's booted-box tests (they are part of box-test too).
 desk-test: desk-image
-	COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -count=1 -timeout 30m ./tests/desk/
+	COCOONBOX_DESK_IMAGE=$(CURDIR)/$(DESK_IMAGE) go test -tags booted -count=1 -timeout 30m ./tests/desk/
 
 # Each fuzz target runs FUZZTIME executions (a count: tests/fuzz says why); a failing input lands in testdata/fuzz.
 fuzz:
