@@ -154,3 +154,13 @@ func (b *Box) ReadFile(path string) ([]byte, error) {
 	out, err := b.Run("cat", "--", path)
 	return []byte(out), err
 }
+
+// Property answers a unit's property as `systemctl show -p NAME --value`
+// prints it, "" when the call fails.
+func (b *Box) Property(unit, name string) string {
+	out, err := b.Run("systemctl", "show", "-p", name, "--value", unit)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(out)
+}

@@ -24,9 +24,7 @@ const ImageEnv = "COCOONBOX_IMAGE"
 // file that boots lacks it.
 func Image(t testing.TB) string {
 	t.Helper()
-	if !testenv.Booted {
-		t.Fatal(testenv.ErrUntagged)
-	}
+	requireTag(t)
 	if err := CanBoot(); err != nil {
 		testenv.SkipOrFail(t, "booted-box test cannot run: "+err.Error())
 	}
@@ -38,6 +36,15 @@ func Image(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return filepath.Join(root, "out/images", fmt.Sprintf("cbdesk-v%s-base", v))
+}
+
+// requireTag fails a test that boots in a binary built without the booted
+// tag: its file lacks it, so make unit-test would boot it.
+func requireTag(t testing.TB) {
+	t.Helper()
+	if !testenv.Booted {
+		t.Fatal(testenv.ErrUntagged)
+	}
 }
 
 // ImageVersion is the repository root (RepoRoot) and its image/VERSION,
@@ -70,10 +77,12 @@ func RepoRoot() (string, error) {
 }
 
 // Boot boots a throwaway box of the test image (or opts.Image when set)
-// and stops it when the test ends. When the test failed, the box's
+// and stops it when the test ends; without the booted tag it fails
+// (testenv.ErrUntagged). When the test failed, the box's
 // `systemctl --failed` and `journalctl -m` go into the test log first.
 func Boot(t testing.TB, opts Options) *Box {
 	t.Helper()
+	requireTag(t)
 	if opts.Image == "" {
 		opts.Image = Image(t)
 	}

@@ -3,8 +3,10 @@
 // Package deb tests the guest set as Debian packages (issue 17): `make deb`'s
 // image/deb, lintian's verdict on both packages, and cocoonbox-guest
 // installed with apt into a plain Debian 12 root (tests/deb/plain-root, not
-// our image), booted, held to the base tier's contract tests, then purged
-// and installed again.
+// our image), booted through tests/box with every unit up, then purged and
+// installed again. The base tier's contract tests are not run again on
+// that root: the image is the same package installed with apt (image/build),
+// and every booted package holds the image to the contract.
 package deb
 
 import (
@@ -163,13 +165,10 @@ func run(t *testing.T, name string, args ...string) string {
 	return string(out)
 }
 
-// inRoot runs a shell line inside root under systemd-nspawn (not booted:
-// an image build's view), with the packages at /run/cocoonbox-debs.
+// inRoot runs a shell line inside root (box.InRoot: not booted, an image
+// build's view), with the packages at /run/cocoonbox-debs.
 func inRoot(root, debs, line string) (string, error) {
-	out, err := exec.Command("systemd-nspawn", "-q", "-D", root, "--register=no", "--keep-unit", "--pipe",
-		"--bind-ro="+debs+":/run/cocoonbox-debs", "-E", "DEBIAN_FRONTEND=noninteractive", "-E", "LC_ALL=C.UTF-8",
-		"sh", "-c", line).CombinedOutput()
-	return string(out), err
+	return box.InRoot(root, []string{debs + ":/run/cocoonbox-debs"}, line)
 }
 
 // plainRoot copies the cached plain Debian 12 root to a fresh directory.
