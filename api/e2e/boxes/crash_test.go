@@ -3,35 +3,43 @@
 package boxes
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
+	"fmt"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness/gate"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // Must show: the api killed (SIGKILL) in the middle of an operation, at
 // each phase of each kind, then started again: the operation ends done or
 // failed, never stuck; no box is left booted with no row, nor a row with no
-// box; and the box (unless deleted) runs again after an Ensure.
+// box; and the box (unless deleted) runs again after an Ensure. The api
+// drives the daemon through a gate.Step, which holds the supervisor call
+// that starts the phase: the kill lands there however fast the step would
+// have been (a hibernate or a delete takes milliseconds, a boot seconds).
 func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *testing.T) {
 	e := newEnv(t)
-	api := e.start()
+	step, yaml := e.stepped()
+	api := e.startWith(yaml)
 	cases := []struct {
 		kind, phase string
+		call        string // the supervisor call held in the phase
 	}{
-		{"create", "PHASE_CREATING"},
-		{"hibernate", "PHASE_SNAPSHOTTING"},
-		{"ensure", "PHASE_WAKING"},
-		{"save", "PHASE_SAVING"},
-		{"upgrade", "PHASE_SAVING"},
-		{"upgrade", "PHASE_RESTORING"},
-		{"upgrade", "PHASE_RESTORING_FILES"},
-		{"delete", "PHASE_DELETING"},
+		{"create", "PHASE_CREATING", "Boot"},
+		{"hibernate", "PHASE_SNAPSHOTTING", "Hibernate"},
+		{"ensure", "PHASE_WAKING", "Wake"},
+		{"save", "PHASE_SAVING", "Save"},
+		{"upgrade", "PHASE_SAVING", "Save"},
+		{"upgrade", "PHASE_RESTORING", "Rebase"},
+		{"upgrade", "PHASE_RESTORING_FILES", "Exec"},
+		{"delete", "PHASE_DELETING", "Delete"},
 	}
 	for i, cs := range cases {
 		name := "crash-" + cs.kind
@@ -53,30 +61,34 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 			}
 			e.done(c, r.Msg)
 		}
-		// A hibernate, a wake and a delete (a kill, no halt) end within tens
-		// to hundreds of milliseconds now, before
-		// a kill sent on seeing their phase lands: the test holds the box's
-		// advisory lock, so the runner waits in its phase until the kill.
-		release := func() {}
-		if cs.kind == "hibernate" || cs.kind == "ensure" || cs.kind == "delete" {
-			release = holdBox(e, boxID)
-		}
+		arrived := step.Arm(cs.call, boxID) // a create's box: any machine's Boot
 		r, err := begin(e, c, cs.kind, name, boxID)
 		if err != nil {
 			t.Fatalf("%s: %v", cs.kind, err)
 		}
 		boxID, opID := r.Box.BoxId, r.Operation.OperationId
-		if r.Operation.Phase.String() != cs.phase {
-			e.until(c, boxID, opID, func(op *controlv1.Operation) bool { return op.Phase.String() == cs.phase || ended(op) })
+		select {
+		case <-arrived:
+		case <-time.After(3 * time.Minute):
+			t.Fatalf("%s: the api's %s never reached the gate in 3 minutes (%d held)", cs.kind, cs.call, step.Held())
+		}
+		if last := e.until(c, boxID, opID, func(op *controlv1.Operation) bool { return op.Phase.String() == cs.phase || ended(op) }); last.Phase.String() != cs.phase {
+			t.Fatalf("%s held at %s: the operation is in %s, want %s", cs.kind, cs.call, last.Phase, cs.phase)
 		}
 		api.Kill()
-		release()
+		// The held call ends with the api's connection; only then does the
+		// gate open, so none of it reaches the daemon after the kill.
+		wait.Eventually(t, time.Minute, "the killed api's held call gone from the gate", func() (bool, string) {
+			n := step.Held()
+			return n == 0, fmt.Sprintf("%d calls still held", n)
+		})
+		step.Release()
 		// The kill must have landed mid-operation, or this case shows nothing.
 		var under bool
 		if err := e.db.Pool.QueryRow(e.ctx, "SELECT ended_at IS NULL FROM box_operations WHERE id = $1", opID).Scan(&under); err != nil || !under {
 			t.Fatalf("%s in %s: the operation was not under way at the kill (%v)", cs.kind, cs.phase, err)
 		}
-		api = e.start()
+		api = e.startWith(yaml)
 		c = harness.Boxes(api.URL, tok)
 		last := e.until(c, boxID, opID, ended)
 		t.Logf("%s killed in %s: after the restart it ended %s %s", cs.kind, cs.phase, last.Phase, last.Error)
@@ -99,28 +111,19 @@ func TestAPIKilledAtEachPhaseLeavesNoOperationStuckAndRowsAndMachinesAgree(t *te
 	}
 }
 
-// holdBox takes box boxID's advisory lock (api/boxes' lockKey: the first 8
-// bytes of the SHA-256 of "cocoonbox boxes box ID") on a connection of its
-// own; the runner of the box's next operation waits for it. The returned
-// func releases it.
-func holdBox(e *env, boxID string) func() {
+// stepped serves the test's sandboxd behind a gate.Step (nothing armed) on
+// a socket of its own, stopped when the test ends, and answers the gate
+// and api.yaml's sandbox mapping naming it (host sbx, as start's).
+func (e *env) stepped() (*gate.Step, string) {
 	e.t.Helper()
-	sum := sha256.Sum256([]byte("cocoonbox boxes box " + boxID))
-	key := int64(binary.BigEndian.Uint64(sum[:8]))
-	conn, err := e.db.Pool.Acquire(e.ctx)
+	s := gate.NewStep(sandboxd)
+	path := filepath.Join(root, fmt.Sprintf("step-%d.sock", seq.Add(1)))
+	stop, err := gate.Serve(s, path)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if _, err := conn.Exec(e.ctx, "SELECT pg_advisory_lock($1)", key); err != nil {
-		conn.Release()
-		e.t.Fatal(err)
-	}
-	return func() {
-		if _, err := conn.Exec(e.ctx, "SELECT pg_advisory_unlock($1)", key); err != nil {
-			e.t.Error(err)
-		}
-		conn.Release()
-	}
+	e.t.Cleanup(func() { s.Release(); stop() })
+	return s, fmt.Sprintf("sandbox:\n  hosts: {sbx: %q}\n", "unix:"+path)
 }
 
 // begin starts an operation of kind on the box.

@@ -1,6 +1,7 @@
-// Package gate holds a test's box supervisor at its Create (Gate) and
-// serves a supervisor over the sandboxd protocol on a unix socket (Serve),
-// so an api's operations pile up in the api without a boot each.
+// Package gate holds a test's box supervisor at its Create (Gate), so an
+// api's operations pile up in the api without a boot each, or at any one
+// step (Step), so a test kills the api there; Serve serves a supervisor
+// over the sandboxd protocol on a unix socket for an api to drive.
 // Apart from package harness: wire's own tests use harness, and this uses wire.
 package gate
 
