@@ -24,7 +24,7 @@ export COCOONBOX_NO_SKIP := 1
 # is refused).
 DEB_VERSION ?=
 
-.PHONY: help setup proto check-image check-desk-image check-disk build deb image demo box test unit-test box-test test-stress test-times desk-test lint fuzz fuzz-corpus bench clean
+.PHONY: help setup proto console-shots check-image check-desk-image check-disk build deb image demo box test unit-test box-test test-stress test-times desk-test lint fuzz fuzz-corpus bench clean
 
 help:
 	@echo 'make setup   install the host packages and tools (Debian 12, root)'
@@ -46,6 +46,7 @@ help:
 	@echo 'make bench   the benchmarks'
 	@echo 'make lint    gofmt, go vet, staticcheck, shellcheck, tests/lint-box-networks, tests/lint-links (doc links and cited sections resolve), the generated api code checked'
 	@echo 'make proto   regenerate the api'"'"'s committed Go code from api/proto (protoc, pinned plugins)'
+	@echo 'make console-shots  regenerate docs/console/*.png: each console page at 390 and 1440 px, light and dark (Chromium)'
 	@echo 'make clean   remove out/ (the cached package layers stay in /var/cache/cocoonbox)'
 
 setup:
@@ -115,6 +116,11 @@ lint:
 	tests/lint-box-networks
 	tests/lint-links
 	api/proto/generate --check
+
+# The console's screenshots (docs/console.md): its browser suite, writing them.
+console-shots:
+	rm -f docs/console/*.png
+	tests/with-test-database go test -count=1 -run 'TestEveryPageInEveryState$$' ./api/console/ -console.shots=$(CURDIR)/docs/console
 
 # Each test run keeps its `go test -json` in out/test/RULE.json (the
 # console shows go test's plain output: tests/cmd/testreport); make

@@ -62,6 +62,7 @@ func TestTheAgentsPageInARealBrowser(t *testing.T) {
 		return strings.Contains(text, "codex") && !strings.Contains(text, "codexnew") && !strings.Contains(text, "codex new")
 	}))
 	step("revoke", b.Click(ctx, "#agent-"+g.ID+" .revoke"))
+	step("confirm the revoke", b.Click(ctx, "#confirm-ok"))
 	step("the agent gone", b.WaitFor(ctx, "no agent", func(_, text string) bool { return strings.Contains(text, "No agent can use your account.") }))
 	if _, err := e.grants.Check(token); !errors.Is(err, oauth.ErrBadToken) {
 		t.Fatalf("the revoked agent's token: %v, want ErrBadToken", err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"errors"
+	"html/template"
 	"log/slog"
 	"net/http"
 
@@ -19,7 +20,9 @@ import (
 //	                            new, boxes: [{box_id, name, state}]}], newest first
 //	DELETE /cb/api/agents/{id}  204; 404 for another user's grant or one ended, 400 for a malformed id
 //	POST   /cb/api/agents/seen  {} as application/json (415 otherwise); 204, every grant no longer new
-//	GET    /cb/agents           the Agents page (it posts seen once it has listed them)
+//
+// Its page, Page, the console serves at /cb/agents (it posts seen once it
+// has listed them).
 //
 // Without a session each call answers 401 and the page sends the browser
 // to the sign-in.
@@ -42,9 +45,6 @@ func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET /cb/api/agents", c.session.Calls(c.list))
 	mux.Handle("DELETE /cb/api/agents/{id}", c.session.Calls(c.revoke))
 	mux.Handle("POST /cb/api/agents/seen", c.session.Calls(c.seen))
-	// The page, without a session the console's sign-in, which comes back
-	// here (never stored, never framed: console.SessionUser.Page).
-	mux.Handle("GET /cb/agents", c.session.Page("/cb/agents", agentsPage, nil))
 }
 
 // Notice is the home page's notice for userID: the grants not yet seen
@@ -96,8 +96,16 @@ func (c *Console) seen(w http.ResponseWriter, r *http.Request, userID string) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-//go:embed agents.html
-var agentsPage []byte
+var (
+	//go:embed agents.html
+	agentsHTML string
+	//go:embed agents.js
+	agentsJS []byte
+)
+
+// Page is the Agents page, which the console serves at /cb/agents
+// (console.Section.Page).
+var Page = console.Page{Title: "Agents", Main: template.HTML(agentsHTML), Script: console.Asset{Name: "agents.js", Body: agentsJS}}
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "agents call failed", "path", r.URL.Path, "err", err)

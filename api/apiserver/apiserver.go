@@ -132,6 +132,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	if opts.Middleware != nil {
 		srv.Wrap(opts.Middleware) // first: around what the mounts Wrap
 	}
+	srv.Wrap(pageHeaders)
 	srv.SetTimeouts(server.Timeouts{ReadHeader: cfg.HTTP.ReadHeaderTimeout, Read: cfg.HTTP.ReadTimeout, Idle: cfg.HTTP.IdleTimeout,
 		PingAfter: cfg.HTTP.PingAfter, PingTimeout: cfg.HTTP.PingTimeout})
 	srv.SetConnLimit(cfg.HTTP.MaxConnsPerAddress, cfg.TrustedPrefixes())
@@ -162,6 +163,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSession(srv, bh, index, bh.CallInterceptor(), log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer())
+	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available
+		con.SetBoxes(homeBoxes(bh))
+	}
 	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
 	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {
 		return nil, err

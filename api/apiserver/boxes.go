@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/netip"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
@@ -129,4 +131,37 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		hosts[name] = wire.NewClient(hc, base)
 	}
 	return hosts, func() {}, nil
+}
+
+// homeBoxes lists a user's boxes for the console's home page: each box's
+// state, image, last save and the kind of its operation under way.
+func homeBoxes(h *boxes.Handler) console.BoxLister {
+	return func(ctx context.Context, userID string) ([]console.BoxSummary, error) {
+		svc, err := h.Service()
+		if err != nil {
+			return nil, err
+		}
+		bs, err := svc.List(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]console.BoxSummary, 0, len(bs))
+		for _, b := range bs {
+			s := console.BoxSummary{Name: b.Name, State: b.State, Image: b.Image, Agent: b.Agent}
+			if !b.SavedAt.IsZero() {
+				saved := b.SavedAt
+				s.SavedAt = &saved
+			}
+			if b.OperationID != "" {
+				// Ended between the list and this read: none to show.
+				if op, err := svc.Operation(ctx, userID, b.OperationID); err == nil {
+					s.Operation = op.Kind
+				} else if !errors.Is(err, boxes.ErrNotFound) {
+					return nil, err
+				}
+			}
+			out = append(out, s)
+		}
+		return out, nil
+	}
 }

@@ -75,6 +75,6 @@ func mountGitHub(srv *server.Server, cfg config.Config, getenv func(string) stri
 		con.OfferGitHub()
 		log.Info("GitHub sign-in on", "client_id", app.ClientID, "web_url", app.WebURL, "api_url", app.APIURL, "callback", cfg.OAuth.PublicURL+signup.CallbackPath)
 	}
-	con.AddSection(console.Section{Title: "Connected accounts", Path: "/cb/identities", Blurb: "The GitHub account you sign in with."})
+	con.AddSection(console.Section{Title: "Connected accounts", Path: "/cb/identities", Blurb: "The GitHub account you sign in with.", Page: &signup.IdentitiesPage})
 	return nil
 }

@@ -81,7 +81,7 @@ func mountOAuth(ctx context.Context, srv *server.Server, cfg config.Config, db *
 	pages := useragents.NewConsole(useragents.NewStore(db.Pool, grants), con.UserID, log)
 	pages.Mount(srv)
 	con.AddSection(console.Section{Title: "Agents", Path: "/cb/agents", Notice: pages.Notice,
-		Blurb: "The agents (claude, codex, any MCP client) you allowed to create and run boxes; revoke one."})
+		Blurb: "The agents (claude, codex, any MCP client) you allowed to create and run boxes; revoke one.", Page: &useragents.Page})
 	session := func(r *http.Request) (oauth.User, bool) {
 		u, ok := con.Session(r)
 		return oauth.User{ID: u.ID, Name: u.Name}, ok

@@ -39,7 +39,7 @@ func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *t
 	si.Mount(srv)
 
 	devices.NewConsole(dev, con.UserID, con.ClearCookie, log).Mount(srv)
-	con.AddSection(console.Section{Title: "Devices", Path: "/cb/devices", Blurb: "Where the cocoonbox CLI and app are signed in; revoke one, or sign out everywhere."})
+	con.AddSection(console.Section{Title: "Devices", Path: "/cb/devices", Blurb: "Where the cocoonbox CLI and app are signed in; revoke one, or sign out everywhere.", Page: &devices.Page})
 
 	caller := func(ctx context.Context) (devices.Caller, bool) {
 		p, ok := tokens.FromContext(ctx)

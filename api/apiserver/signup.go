@@ -42,8 +42,9 @@ func mountSignup(ctx context.Context, srv *server.Server, cfg config.Config, poo
 // addSignupSections lists signup's pages on the console's home: the
 // account page for everyone, the admin page for admins.
 func addSignupSections(con *console.Console) {
-	con.AddSection(console.Section{Title: "Your account", Path: "/cb/account", Blurb: "Delete your account."})
-	con.AddSection(console.Section{Title: "Admin", Path: "/cb/admin", Blurb: "Signup, the queue, invites, invite-scoped tokens and agent-box caps.", AdminsOnly: true})
+	con.AddSection(console.Section{Title: "Your account", Path: "/cb/account", Blurb: "Your personal token, or delete your account.", Page: &signup.AccountPage})
+	con.AddSection(console.Section{Title: "Admin", Path: "/cb/admin", Blurb: "Signup, the queue, invites, invite-scoped tokens and agent-box caps.", AdminsOnly: true, Page: &signup.AdminPage})
+	con.AddPage("/cb/queue", signup.QueuePage)
 }
 
 // DeleteUser is the admin delete (cocoonbox-api users delete, and a

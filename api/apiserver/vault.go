@@ -72,5 +72,5 @@ func mountKeys(srv *server.Server, store *vault.Store, withoutKeys func(context.
 	path, h := controlv1connect.NewKeysHandler(svc, callOptions(index)...)
 	srv.Handle(path, index.Guard(h))
 	vault.NewConsole(svc, con.UserID, log).Mount(srv)
-	con.AddSection(console.Section{Title: "Keys", Path: "/cb/keys", Blurb: "Your API keys, sealed: your boxes hold placeholders, and the value goes out on the key's own hosts only."})
+	con.AddSection(console.Section{Title: "Keys", Path: "/cb/keys", Blurb: "Your API keys, sealed: your boxes hold placeholders, and the value goes out on the key's own hosts only.", Page: &vault.Page})
 }

@@ -32,7 +32,7 @@ func TestConsoleInARealBrowser(t *testing.T) {
 	step("type a wrong password", b.Type(ctx, "#password", "wrong horse"))
 	shot("signin")
 	step("submit", b.Click(ctx, "#signin-submit"))
-	step("the refusal shown", b.WaitFor(ctx, "the refusal", func(_, text string) bool { return strings.Contains(text, "wrong user name or password") }))
+	step("the refusal shown", b.WaitFor(ctx, "the refusal", func(_, text string) bool { return strings.Contains(text, "Wrong user name or password") }))
 	step("a fresh form", b.Go(ctx, e.url+"/cb/token"))
 	step("type the user again", b.Type(ctx, "#user", "alice"))
 	step("type the password", b.Type(ctx, "#password", "correct horse"))

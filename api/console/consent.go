@@ -4,40 +4,48 @@ import (
 	_ "embed"
 	"html/template"
 	"net/http"
+	"strings"
 )
 
 //go:embed consent.html
 var consentHTML string
 
 // ConsentPage is a consent page of GET /cb/oauth/authorize (api/signin's
-// for its first-party clients, api/oauth's for agents): the page they
-// share, consent.html, with the slots one of them defines (its title, its
-// texts, its consent section and its script; consent.html lists them).
+// for its first-party clients, api/oauth's for agents): the main they
+// share, consent.html, with the slots one of them defines (its title,
+// flavor and texts, its consent section; consent.html lists them), in
+// the console's layout, with assets/consent.js as its script.
 type ConsentPage struct{ tmpl *template.Template }
 
 // NewConsentPage parses page, a consent page's slots, with consent.html.
 // It panics when either does not parse, as template.Must does, for pages
 // embedded in the binary.
 func NewConsentPage(page string) *ConsentPage {
-	t := template.Must(template.New("consent").Parse(consentHTML))
+	t := template.Must(template.New("consent-page").Parse(consentHTML))
 	template.Must(t.New("page").Parse(page))
 	return &ConsentPage{tmpl: t}
 }
 
 // SetConsentHeaders sets what every answer of the authorization endpoint
-// carries, a redirect too: the consent must not be framed by another site
-// (clickjacking on Allow), nor stored, nor named in a Referer.
+// carries, a redirect too: every page's (SetPageHeaders, which the api
+// sets anyway), and the consent is not framed by an old browser that
+// reads X-Frame-Options only (clickjacking on Allow), nor stored.
 func SetConsentHeaders(h http.Header) {
+	SetPageHeaders(h)
 	h.Set("X-Frame-Options", "DENY")
-	h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 	h.Set("Cache-Control", "no-store")
-	h.Set("Referrer-Policy", "no-referrer")
 }
 
 // Write answers with the page and status; data has .Error (the request's
 // error, or "") and .Query (its raw query) beside the page's own fields.
 func (p *ConsentPage) Write(w http.ResponseWriter, status int, data any) error {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.WriteHeader(status)
-	return p.tmpl.Execute(w, data)
+	var title, main strings.Builder
+	if err := p.tmpl.ExecuteTemplate(&title, "title", data); err != nil {
+		return err
+	}
+	if err := p.tmpl.ExecuteTemplate(&main, "consent", data); err != nil {
+		return err
+	}
+	page := Page{Title: title.String(), Narrow: true, Main: template.HTML(main.String()), Script: Asset{Name: "consent.js"}}
+	return writeLayout(w, status, layoutData{Page: page, Main: page.Main, Data: "null"})
 }

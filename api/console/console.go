@@ -56,6 +56,10 @@ type Section struct {
 	Notice func(ctx context.Context, userID string) string
 	// AdminsOnly lists it for admins only (the admin page).
 	AdminsOnly bool
+	// Page, when set, is the section's page, which the console serves at
+	// Path (the section then serves its calls only); nil when the section
+	// serves its page itself.
+	Page *Page
 }
 
 // Deps are what the console is built from.
@@ -99,6 +103,12 @@ type Console struct {
 	trusted             []netip.Prefix
 	// github: the sign-in page offers "Sign in with GitHub" (OfferGitHub).
 	github bool
+	// mux is Mount's, which AddSection mounts a section's page on.
+	mux interface{ Handle(string, http.Handler) }
+	// assets are the files of /cb/assets/: the layout's and the pages'.
+	assets map[string]asset
+	// boxes lists the user's boxes on the home page (SetBoxes).
+	boxes BoxLister
 }
 
 // New is the console of d, with the personal token as its first section.
@@ -111,9 +121,11 @@ func New(d Deps) *Console {
 	if err != nil {
 		panic(fmt.Sprintf("console: Deps.SignIn.PerAddress: %v", err))
 	}
-	return &Console{pool: d.Pool, users: d.Users, tokens: d.Tokens, secure: d.Secure, log: d.Log,
+	c := &Console{pool: d.Pool, users: d.Users, tokens: d.Tokens, secure: d.Secure, log: d.Log,
 		perUser: perUser, perAddress: perAddress, trusted: d.SignIn.TrustedProxies,
 		sections: []Section{{Title: "Personal token", Path: "/cb/token", Blurb: "One token of your whole account, for scripts and COCOONBOX_TOKEN."}}}
+	c.loadAssets()
+	return c
 }
 
 // OfferGitHub makes the sign-in page offer "Sign in with GitHub" beside
@@ -121,18 +133,36 @@ func New(d Deps) *Console {
 // GitHub and signup).
 func (c *Console) OfferGitHub() { c.github = true }
 
-// AddSection lists s on the home page.
-func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
+// AddSection lists s on the home page and in the navigation, and serves
+// its Page, when it has one, at its Path (Serve); it panics when called
+// before Mount.
+func (c *Console) AddSection(s Section) {
+	c.sections = append(c.sections, s)
+	if s.Page != nil {
+		c.AddPage(s.Path, *s.Page)
+	}
+}
+
+// AddPage serves p at path (Serve), outside the navigation (the signup
+// queue's page); it panics when called before Mount.
+func (c *Console) AddPage(path string, p Page) {
+	if c.mux == nil {
+		panic("console: a page added before Mount: " + path)
+	}
+	c.mux.Handle("GET "+path, c.Serve(p))
+}
 
 // Mount puts the console's pages and calls on mux:
 //
 //	GET    /cb/                the sign-in form without a session, else the sections
 //	GET    /cb/token           the personal token page (303 to the sign-in without a session)
+//	GET    /cb/assets/{name}   the layout's and the pages' scripts, the stylesheet, the favicon
 //	POST   /cb/api/session     {"user","password"}: 200 with the user and the cookie; 401
 //	                           invalid_credentials, 403 disabled, 429 too_many (Retry-After:
 //	                           past a limit, or every password check busy)
 //	DELETE /cb/api/session     204, the cookie cleared
 //	GET    /cb/api/me          200 the user
+//	GET    /cb/api/boxes       200 {available, boxes: [BoxSummary]}, the home page's
 //	GET    /cb/api/me/token    200 {exists, created_at, used_at}, never the token
 //	POST   /cb/api/me/token    200 {"token"} once; the old one ends at once
 //	DELETE /cb/api/me/token    204, also when there is none
@@ -140,12 +170,15 @@ func (c *Console) AddSection(s Section) { c.sections = append(c.sections, s) }
 // The /cb/api/me calls answer 401 signed_out without a session; every
 // JSON call takes Content-Type application/json only (415 otherwise).
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	c.mux = mux
+	mux.Handle("GET /cb/assets/{name}", http.HandlerFunc(c.serveAsset))
 	mux.Handle("GET /cb/{$}", http.HandlerFunc(c.home))
 	mux.Handle("GET /cb", http.RedirectHandler("/cb/", http.StatusMovedPermanently))
 	mux.Handle("GET /cb/token", c.page(c.tokenPage))
 	mux.Handle("POST /cb/api/session", http.HandlerFunc(c.signIn))
 	mux.Handle("DELETE /cb/api/session", http.HandlerFunc(c.signOut))
 	mux.Handle("GET /cb/api/me", c.user(c.me))
+	mux.Handle("GET /cb/api/boxes", c.user(c.listBoxes))
 	mux.Handle("GET /cb/api/me/token", c.user(c.tokenInfo))
 	mux.Handle("POST /cb/api/me/token", c.user(c.regenerate))
 	mux.Handle("DELETE /cb/api/me/token", c.user(c.revokeToken))
@@ -322,35 +355,36 @@ func (c *Console) revokeToken(w http.ResponseWriter, r *http.Request, u users.Us
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// pageData is what every page template gets.
-type pageData struct {
-	Title    string
-	User     *users.User
+// homeData is what pages/home.html gets.
+type homeData struct {
+	User     users.User
 	Sections []Section
 	Notices  []notice
-	ReturnTo string
-	// GitHub: the sign-in page offers "Sign in with GitHub".
-	GitHub bool
 }
 
 // notice is a Section's notice on the home page.
 type notice struct{ Text, Path string }
 
-func (c *Console) render(w http.ResponseWriter, r *http.Request, name string, d pageData) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	if err := templates.ExecuteTemplate(w, name, d); err != nil {
+// renderOwn renders name, one of the console's own pages/*.html, as the
+// main of p.
+func (c *Console) renderOwn(w http.ResponseWriter, r *http.Request, name string, p Page, u *users.User, tmplData, scriptData any) {
+	var buf strings.Builder
+	if err := templates.ExecuteTemplate(&buf, name, tmplData); err != nil {
 		c.log.ErrorContext(r.Context(), "render "+name, "err", err)
+		http.Error(w, "the page failed to render; try again", http.StatusInternalServerError)
+		return
 	}
+	p.Main = template.HTML(buf.String())
+	c.Render(w, r, http.StatusOK, p, u, scriptData)
 }
 
-// home is /cb/: the sign-in form without a session, else the sections.
+// home is /cb/: the sign-in form without a session, else the user's
+// boxes, counts and sections.
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 	u, ok := c.Session(r)
 	if !ok {
-		c.render(w, r, "signin.html", pageData{Title: "Sign in", ReturnTo: returnTo(r), GitHub: c.github})
+		c.renderOwn(w, r, "signin.html", Page{Title: "Sign in", Narrow: true, Script: Asset{Name: "signin.js"}}, nil,
+			struct{ GitHub bool }{c.github}, map[string]any{"return_to": returnTo(r)})
 		return
 	}
 	var notices []notice
@@ -367,7 +401,13 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 			notices = append(notices, notice{Text: text, Path: s.Path})
 		}
 	}
-	c.render(w, r, "home.html", pageData{Title: "Console", User: &u, Sections: sections, Notices: notices})
+	c.renderOwn(w, r, "home.html", Page{Title: "Boxes", Script: Asset{Name: "home.js"}}, &u,
+		homeData{User: u, Sections: sections, Notices: notices}, nil)
+}
+
+// tokenPage is /cb/token, under Account in the navigation.
+func (c *Console) tokenPage(w http.ResponseWriter, r *http.Request, u users.User) {
+	c.renderOwn(w, r, "token.html", Page{Title: "Personal token", Nav: "/cb/account", Script: Asset{Name: "token.js"}}, &u, nil, nil)
 }
 
 // page serves a page that needs a session; without one it sends the
@@ -381,10 +421,6 @@ func (c *Console) page(h func(http.ResponseWriter, *http.Request, users.User)) h
 		}
 		h(w, r, u)
 	})
-}
-
-func (c *Console) tokenPage(w http.ResponseWriter, r *http.Request, u users.User) {
-	c.render(w, r, "token.html", pageData{Title: "Personal token", User: &u})
 }
 
 // returnTo is where the sign-in form goes after signing in: a console path

@@ -274,9 +274,10 @@ func TestPages(t *testing.T) {
 	if resp, _ := e.do(c, "GET", "/cb/token", "", ""); resp.StatusCode != 303 || resp.Header.Get("Location") != "/cb/?return_to=/cb/token" {
 		t.Fatalf("signed out /cb/token: %d %s", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	for q, want := range map[string]string{"/cb/token": `"/cb/token"`, "https://evil.example/": `"/cb/"`, "//evil.example/cb/": `"/cb/"`} {
+	// The page's script reads return_to from the JSON of data-page.
+	for q, want := range map[string]string{"/cb/token": "/cb/token", "https://evil.example/": "/cb/", "//evil.example/cb/": "/cb/"} {
 		_, body := e.do(c, "GET", "/cb/?return_to="+q, "", "")
-		if !strings.Contains(body, "const returnTo = "+want) {
+		if !strings.Contains(body, `data-page="{&#34;return_to&#34;:&#34;`+want+`&#34;}"`) {
 			t.Errorf("return_to=%s: the form goes elsewhere than %s", q, want)
 		}
 	}

@@ -8,9 +8,9 @@ import (
 )
 
 // What a section of the console another package serves (Devices, Keys,
-// Agents: a page under /cb/ and its JSON calls under /cb/api/) shares:
-// the session check of its calls and of its page, and how its calls read
-// a body. Their answers differ from the console's own calls' ({"error":
+// Agents: a page under /cb/, which the console serves (Section.Page), and
+// its JSON calls under /cb/api/) shares: the session check of its calls,
+// and how its calls read a body. Their answers differ from the console's own calls' ({"error":
 // text}, not {error, message}).
 
 // SessionUser answers the user id of the request's console session:
@@ -32,31 +32,6 @@ func (s SessionUser) Calls(h func(w http.ResponseWriter, r *http.Request, userID
 			return
 		}
 		h(w, r, userID)
-	})
-}
-
-// Page serves html, the section's page at path, to a signed-in user; it
-// is never framed (X-Frame-Options, and CSP frame-ancestors for browsers
-// that read only that) nor stored (a shared machine's cache keeps no
-// signed-in page), and header adds the section's own headers to it.
-// Without a session it sends the browser to the console's sign-in, which
-// comes back to path.
-func (s SessionUser) Page(path string, html []byte, header http.Header) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if _, ok := s(r); !ok {
-			http.Redirect(w, r, "/cb/?return_to="+path, http.StatusSeeOther)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html; charset=utf-8")
-		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-		w.Header().Set("Cache-Control", "no-store")
-		for k, vs := range header {
-			for _, v := range vs {
-				w.Header().Add(k, v)
-			}
-		}
-		w.Write(html)
 	})
 }
 

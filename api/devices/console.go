@@ -3,6 +3,7 @@ package devices
 import (
 	_ "embed"
 	"errors"
+	"html/template"
 	"log/slog"
 	"net/http"
 
@@ -16,7 +17,8 @@ import (
 //	GET    /cb/api/devices                 200 [{id, client, label, created_at, used_at}]
 //	DELETE /cb/api/devices/{id}            204; 404 for another user's device or one gone
 //	POST   /cb/api/me/sign-out-everywhere  {} as application/json; 204, the session cookie cleared
-//	GET    /cb/devices                     the Devices page
+//
+// Its page, Page, the console serves (console.Section.Page).
 //
 // Without a session each call answers 401.
 type Console struct {
@@ -38,9 +40,6 @@ func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET /cb/api/devices", c.session.Calls(c.list))
 	mux.Handle("DELETE /cb/api/devices/{id}", c.session.Calls(c.revoke))
 	mux.Handle("POST /cb/api/me/sign-out-everywhere", c.session.Calls(c.signOutEverywhere))
-	// The page, without a session the console's sign-in, which comes back
-	// here.
-	mux.Handle("GET /cb/devices", c.session.Page("/cb/devices", devicesPage, nil))
 }
 
 func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
@@ -83,8 +82,15 @@ func (c *Console) signOutEverywhere(w http.ResponseWriter, r *http.Request, user
 	w.WriteHeader(http.StatusNoContent)
 }
 
-//go:embed devices.html
-var devicesPage []byte
+var (
+	//go:embed devices.html
+	devicesHTML string
+	//go:embed devices.js
+	devicesJS []byte
+)
+
+// Page is the Devices page, which the console serves at /cb/devices.
+var Page = console.Page{Title: "Devices", Main: template.HTML(devicesHTML), Script: console.Asset{Name: "devices.js", Body: devicesJS}}
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "devices call failed", "path", r.URL.Path, "err", err)

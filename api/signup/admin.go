@@ -24,7 +24,6 @@ type callError struct {
 // Mount puts signup's pages and calls on mux (Contract: Sign-in with GitHub
 // and signup). Admins only (401 signed_out, 403 not_admin):
 //
-//	GET    /cb/admin                          the admin page
 //	GET    /cb/api/signup                     200 the settings
 //	PUT    /cb/api/signup                     {key: value, ...}: 200 the settings; 400 naming an unknown key or a range
 //	GET    /cb/api/queue                      200 {entries, seats, seats_used, admitted_last_hour, hourly_accounts, enabled}
@@ -45,14 +44,12 @@ type callError struct {
 //
 // The queue's person (the cb_queue cookie) and a signed-in user:
 //
-//	GET    /cb/queue                          the queue page
 //	GET    /cb/api/queue/me                   200 {status, position, waiting, email, since}; 404 not_queued
 //	DELETE /cb/api/queue/me                   204, the entry deleted and the cookie cleared; 409 when admitted
 //	POST   /cb/api/me/delete                  {name}: 204, the account deleted and the session ended; 403 for an admin
-//	GET    /cb/account                        the account page: delete it (typing its name)
+//
+// Their pages, AccountPage, AdminPage and QueuePage, the console serves.
 func (s *Signup) Mount(mux interface{ Handle(string, http.Handler) }) {
-	mux.Handle("GET /cb/account", http.HandlerFunc(s.accountPage))
-	mux.Handle("GET /cb/admin", http.HandlerFunc(s.adminPage))
 	mux.Handle("GET /cb/api/signup", s.admin(s.getSettings))
 	mux.Handle("PUT /cb/api/signup", s.admin(s.putSettings))
 	mux.Handle("GET /cb/api/queue", s.admin(s.listQueue))
@@ -65,7 +62,6 @@ func (s *Signup) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("DELETE /cb/api/invite-tokens/{id}", s.admin(s.revokeToken))
 	mux.Handle("GET /cb/api/users", s.admin(s.listUsers))
 	mux.Handle("PATCH /cb/api/users/{id}", s.admin(s.patchUser))
-	mux.Handle("GET /cb/queue", http.HandlerFunc(s.queuePage))
 	mux.Handle("GET /cb/api/queue/me", http.HandlerFunc(s.queueMe))
 	mux.Handle("DELETE /cb/api/queue/me", http.HandlerFunc(s.leaveQueue))
 	mux.Handle("POST /cb/api/me/delete", http.HandlerFunc(s.selfDelete))

@@ -97,6 +97,7 @@ func TestConnectFromTheConsolePageInARealBrowser(t *testing.T) {
 		t.Fatal("no identity stored")
 	}
 	step("click Disconnect GitHub", b.Click(ctx, "#disconnect"))
+	step("confirm the disconnect", b.Click(ctx, "#confirm-ok"))
 	step("disconnected", b.WaitFor(ctx, "not connected again", func(_, text string) bool { return strings.Contains(text, "GitHub: not connected.") }))
 	if n := e.count("SELECT count(*) FROM identities"); n != 0 {
 		t.Fatal("the identity stays")

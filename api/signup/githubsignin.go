@@ -130,7 +130,8 @@ func (g *GitHub) Configured() bool { return g.on }
 //	GET    /cb/api/me/identities         the signed-in user's identities
 //	POST   /cb/api/me/identities/github  {return_to}: 200 {url}, as begin, to connect one
 //	DELETE /cb/api/me/identities/github  204; 404 none; 409 an account made through GitHub
-//	GET    /cb/identities                the console page of the above
+//
+// Its page, IdentitiesPage, the console serves at /cb/identities.
 func (g *GitHub) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET /cb/api/auth/providers", http.HandlerFunc(g.providers))
 	mux.Handle("POST /cb/api/auth/github/begin", http.HandlerFunc(g.begin))
@@ -138,7 +139,6 @@ func (g *GitHub) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("GET /cb/api/me/identities", g.user(g.listIdentities))
 	mux.Handle("POST /cb/api/me/identities/github", g.user(g.connect))
 	mux.Handle("DELETE /cb/api/me/identities/github", g.user(g.disconnect))
-	mux.Handle("GET /cb/identities", http.HandlerFunc(g.identitiesPage))
 }
 
 // apiError is a JSON call's error answer, as the console's.

@@ -1,11 +1,12 @@
 package signup
 
 import (
-	"embed"
+	_ "embed"
 	"html/template"
 	"net/http"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
@@ -83,24 +84,14 @@ func (g *GitHub) disconnect(w http.ResponseWriter, r *http.Request, u users.User
 	}
 }
 
-//go:embed identities.html
-var identitiesHTML embed.FS
+var (
+	//go:embed identities.html
+	identitiesHTML string
+	//go:embed identities.js
+	identitiesJS []byte
+)
 
-var identitiesPage = template.Must(template.ParseFS(identitiesHTML, "identities.html"))
-
-// identitiesPage is /cb/identities: the user's connected accounts, with
-// Connect and Disconnect; without a session, the sign-in and back.
-func (g *GitHub) identitiesPage(w http.ResponseWriter, r *http.Request) {
-	u, ok := g.session(r)
-	if !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/identities", http.StatusSeeOther)
-		return
-	}
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	if err := identitiesPage.Execute(w, u); err != nil {
-		g.log.ErrorContext(r.Context(), "render identities", "err", err)
-	}
-}
+// IdentitiesPage is /cb/identities, the user's connected accounts with
+// Connect and Disconnect, which the console serves (console.Section.Page).
+var IdentitiesPage = console.Page{Title: "Connected accounts", Main: template.HTML(identitiesHTML),
+	Script: console.Asset{Name: "identities.js", Body: identitiesJS}}

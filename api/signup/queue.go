@@ -2,7 +2,7 @@ package signup
 
 import (
 	"context"
-	"embed"
+	_ "embed"
 	"errors"
 	"fmt"
 	"html/template"
@@ -12,14 +12,39 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
-//go:embed pages/*.html
-var pages embed.FS
+var (
+	//go:embed pages/account.html
+	accountHTML string
+	//go:embed pages/account.js
+	accountJS []byte
+	//go:embed pages/admin.html
+	adminHTML string
+	//go:embed pages/admin.js
+	adminJS []byte
+	//go:embed pages/queue.html
+	queueHTML string
+	//go:embed pages/queue.js
+	queueJS []byte
+)
 
-var templates = template.Must(template.ParseFS(pages, "pages/*.html"))
+// The pages of signup, which the console serves (console.Section.Page,
+// console.Console.AddPage): the user's own account, where a non-admin
+// deletes it (POST /cb/api/me/delete); the admin's; and the signup
+// queue's, for a queued person without an account (its cookie) as for
+// anyone, read by the page from /cb/api/queue/me.
+var (
+	AccountPage = console.Page{Title: "Your account", Narrow: true, Main: template.HTML(accountHTML),
+		Script: console.Asset{Name: "account.js", Body: accountJS}}
+	AdminPage = console.Page{Title: "Admin", AdminsOnly: true, Main: template.HTML(adminHTML),
+		Script: console.Asset{Name: "admin.js", Body: adminJS}}
+	QueuePage = console.Page{Title: "The signup queue", Narrow: true, SignedOut: true, Main: template.HTML(queueHTML),
+		Script: console.Asset{Name: "queue.js", Body: queueJS}}
+)
 
 // QueueCookie is the queued person's cookie (Contract: "A queued person
 // gets the Strict cookie cb_queue (90 days) and the page /cb/queue"): a
@@ -208,52 +233,4 @@ func (s *Signup) selfDelete(w http.ResponseWriter, r *http.Request) {
 	s.clearQueueCookie(w)
 	s.admitLogged(ctx, "a user deleted")
 	w.WriteHeader(http.StatusNoContent)
-}
-
-// pageData is what signup's pages get.
-type pageData struct {
-	Title string
-	User  *users.User
-}
-
-func (s *Signup) render(w http.ResponseWriter, r *http.Request, status int, name string, d pageData) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.Header().Set("X-Frame-Options", "DENY")
-	w.Header().Set("Content-Security-Policy", "frame-ancestors 'none'")
-	w.WriteHeader(status)
-	if err := templates.ExecuteTemplate(w, name, d); err != nil {
-		s.log.ErrorContext(r.Context(), "render "+name, "err", err)
-	}
-}
-
-// queuePage is /cb/queue: the queued person's place, read by the page
-// from /cb/api/queue/me.
-func (s *Signup) queuePage(w http.ResponseWriter, r *http.Request) {
-	s.render(w, r, http.StatusOK, "queue.html", pageData{Title: "Signup queue"})
-}
-
-// accountPage is /cb/account: the signed-in user's own account, which a
-// non-admin deletes from here (POST /cb/api/me/delete).
-func (s *Signup) accountPage(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.session(r)
-	if !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/account", http.StatusSeeOther)
-		return
-	}
-	s.render(w, r, http.StatusOK, "account.html", pageData{Title: "Your account", User: &u})
-}
-
-// adminPage is /cb/admin: admins only; others go to the sign-in.
-func (s *Signup) adminPage(w http.ResponseWriter, r *http.Request) {
-	u, ok := s.session(r)
-	if !ok {
-		http.Redirect(w, r, "/cb/?return_to=/cb/admin", http.StatusSeeOther)
-		return
-	}
-	if !u.Admin {
-		s.render(w, r, http.StatusForbidden, "notadmin.html", pageData{Title: "Admins only", User: &u})
-		return
-	}
-	s.render(w, r, http.StatusOK, "admin.html", pageData{Title: "Admin", User: &u})
 }

@@ -65,10 +65,10 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 	step("type the admin", b.Type(ctx, "#user", "boss"))
 	step("type the password", b.Type(ctx, "#password", "correct horse"))
 	step("sign in", b.Click(ctx, "#signin-submit"))
-	step("the admin page", b.WaitFor(ctx, "the admin page with the queue", has("Seats 0 of 0 used", "Person1", "p1@example.com")))
+	step("the admin page", b.WaitFor(ctx, "the admin page with the queue", has("No seats", "0 signup accounts", "Person1", "p1@example.com")))
 	shot("admin")
 	step("admit past the cap", b.Click(ctx, `button[data-action="admit"][data-login="Person1"]`))
-	step("admitted", b.WaitFor(ctx, "the admitted entry", has("Seats 1 of 0 used", "admitted", "person1")))
+	step("admitted", b.WaitFor(ctx, "the admitted entry", has("No seats", "1 signup account,", "admitted", "person1")))
 	if n := e.count("SELECT count(*) FROM users WHERE id = $1", q); n != 1 {
 		t.Fatal("the page's admit made no account")
 	}
@@ -79,7 +79,7 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 	step("the token once", b.WaitFor(ctx, "the token", has("cbit_", "the bot")))
 	step("seats", b.Type(ctx, "#seats", "5"))
 	step("save", b.Click(ctx, "#save"))
-	step("saved", b.WaitFor(ctx, "the saved settings", has("Saved.", "Seats 1 of 5 used")))
+	step("saved", b.WaitFor(ctx, "the saved settings", has("Saved.", "1 of 5 seats used")))
 	if n := e.count("SELECT seats FROM signup_settings"); n != 5 {
 		t.Fatalf("seats %d after the page saved 5", n)
 	}
@@ -96,6 +96,7 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 	step("the place", b.WaitFor(ctx, "the queue page", has("Place 1 of 1 waiting", "p2@example.com")))
 	other := e.queued(1002)
 	step("leave", b.Click(ctx, "#leave"))
+	step("confirm leaving", b.Click(ctx, "#confirm-ok"))
 	step("left", b.WaitFor(ctx, "the page after leaving", has("not in the queue")))
 	if n := e.count("SELECT count(*) FROM signup_queue WHERE id = $1", other); n != 0 {
 		t.Fatal("the entry is still there after leaving")
@@ -158,6 +159,7 @@ func TestTheAccountPageDeletesAnAccountAndOnlyAdminsSeeTheAdminPage(t *testing.T
 	step("the account page again", b.Go(ctx, e.url+"/cb/account"))
 	step("the right name", b.Type(ctx, "#name", "alice"))
 	step("delete", b.Click(ctx, "#delete-submit"))
+	step("confirm the delete", b.Click(ctx, "#confirm-ok"))
 	step("signed out", b.WaitFor(ctx, "the sign-in page", func(_, text string) bool { return strings.Contains(text, "Sign in to cocoonbox") }))
 	if n := e.count("SELECT count(*) FROM users WHERE name = 'alice'"); n != 0 {
 		t.Fatal("alice's account is still there")

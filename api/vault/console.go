@@ -3,6 +3,7 @@ package vault
 import (
 	_ "embed"
 	"errors"
+	"html/template"
 	"log/slog"
 	"net/http"
 
@@ -17,9 +18,11 @@ import (
 //	POST   /cb/api/keys          {name, hosts, header, template, query, value}; 201 the key
 //	PUT    /cb/api/keys/{name}   {value}; 200 the key
 //	DELETE /cb/api/keys/{name}   204
-//	GET    /cb/keys              the Keys page
 //
-// Bad input is 400 {error} naming the field and rule; a taken NAME 409; an
+// Its page, Page, the console serves at /cb/keys. Bad input is 400
+// {error, field, message}: error the field and rule as the CLI says them,
+// field the request's field ("hosts"), message a sentence for a person
+// (plainRule); a taken NAME 409; an
 // unknown one 404; a POST or PUT not sent as application/json 415. Without
 // a session each call answers 401. No answer carries a value.
 type Console struct {
@@ -40,9 +43,6 @@ func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("POST /cb/api/keys", c.session.Calls(c.add))
 	mux.Handle("PUT /cb/api/keys/{name}", c.session.Calls(c.rotate))
 	mux.Handle("DELETE /cb/api/keys/{name}", c.session.Calls(c.remove))
-	// The page, without a session the console's sign-in, which comes back
-	// here.
-	mux.Handle("GET /cb/keys", c.session.Page("/cb/keys", keysPage, nil))
 }
 
 // fail answers err of the store, at this one edge.
@@ -62,7 +62,13 @@ func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	default:
 		c.log.ErrorContext(r.Context(), "keys call failed", "path", r.URL.Path, "err", err)
 	}
-	server.WriteJSON(w, status, map[string]string{"error": msg})
+	answer := map[string]string{"error": msg}
+	if ie := (*InputError)(nil); errors.As(err, &ie) {
+		answer["field"], answer["message"] = plainRule(ie)
+	} else if errors.Is(err, ErrExists) {
+		answer["field"], answer["message"] = "name", "You have a key of this name already: pick another name, or rotate that key."
+	}
+	server.WriteJSON(w, status, answer)
 }
 
 // readJSON reads a JSON body (JSON only: a form of another page cannot send it).
@@ -123,5 +129,13 @@ func (c *Console) remove(w http.ResponseWriter, r *http.Request, userID string) 
 	w.WriteHeader(http.StatusNoContent)
 }
 
-//go:embed keys.html
-var keysPage []byte
+var (
+	//go:embed keys.html
+	keysHTML string
+	//go:embed keys.js
+	keysJS []byte
+)
+
+// Page is the Keys page, which the console serves at /cb/keys
+// (console.Section.Page).
+var Page = console.Page{Title: "Keys", Main: template.HTML(keysHTML), Script: console.Asset{Name: "keys.js", Body: keysJS}}

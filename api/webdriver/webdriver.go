@@ -1,7 +1,8 @@
 // Package webdriver drives Debian's headless Chromium through chromedriver's
 // W3C WebDriver protocol (https://www.w3.org/TR/webdriver2/): the few
-// commands the sign-in test and the demo need (open a page, find an element,
-// type, click, read the URL and the text), each with a wait on a condition.
+// commands the browser tests and the demo need (open a page, find an element,
+// type, click, read the URL and the text, run a probe script, emulate a
+// phone's viewport and dark mode), each with a wait on a condition.
 //
 // Chromium runs as root here, so with --no-sandbox, and with the flags that
 // keep it off the network it may not reach (background networking, component
@@ -233,8 +234,13 @@ func (b *Browser) Click(ctx context.Context, css string) error {
 func (b *Browser) WaitFor(ctx context.Context, what string, ok func(url, text string) bool) error {
 	var url, text string
 	for {
-		url, _ = b.URL(ctx)
-		text, _ = b.Text(ctx)
+		// A read cut short by ctx's end keeps the last one seen, for the error.
+		if u, err := b.URL(ctx); err == nil {
+			url = u
+		}
+		if t, err := b.Text(ctx); err == nil {
+			text = t
+		}
 		if ok(url, text) {
 			return nil
 		}
@@ -251,6 +257,55 @@ func (b *Browser) Screenshot(ctx context.Context) ([]byte, error) {
 	var png []byte // WebDriver answers base64, which encoding/json decodes into []byte
 	err := b.call(ctx, "GET", "/screenshot", nil, &png)
 	return png, err
+}
+
+// Execute runs script in the page as a function body (W3C WebDriver
+// §13.2.1 Execute Script) with args as its arguments, and decodes its
+// return value into out (nil: dropped). WebDriver runs it outside the
+// page's Content-Security-Policy, as a test's probe.
+func (b *Browser) Execute(ctx context.Context, script string, args []any, out any) error {
+	if args == nil {
+		args = []any{}
+	}
+	return b.call(ctx, "POST", "/execute/sync", map[string]any{"script": script, "args": args}, out)
+}
+
+// ExecuteAsync is Execute for a script that answers by calling its last
+// argument (§13.2.2 Execute Async Script), within the session's script
+// timeout (SetScriptTimeout).
+func (b *Browser) ExecuteAsync(ctx context.Context, script string, args []any, out any) error {
+	if args == nil {
+		args = []any{}
+	}
+	return b.call(ctx, "POST", "/execute/async", map[string]any{"script": script, "args": args}, out)
+}
+
+// SetScriptTimeout bounds ExecuteAsync's scripts (WebDriver's default is 30 s).
+func (b *Browser) SetScriptTimeout(ctx context.Context, d time.Duration) error {
+	return b.call(ctx, "POST", "/timeouts", map[string]any{"script": d.Milliseconds()}, nil)
+}
+
+// Emulate makes the page a viewport of width by height CSS pixels (at one
+// device pixel each, touch-less) and, with dark, prefers-color-scheme:
+// dark, through chromedriver's Chrome DevTools Protocol command
+// (Emulation.setDeviceMetricsOverride and setEmulatedMedia). It lasts for
+// the session, across pages.
+func (b *Browser) Emulate(ctx context.Context, width, height int, dark bool) error {
+	if err := b.cdp(ctx, "Emulation.setDeviceMetricsOverride", map[string]any{
+		"width": width, "height": height, "deviceScaleFactor": 1, "mobile": width < 600}); err != nil {
+		return err
+	}
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	return b.cdp(ctx, "Emulation.setEmulatedMedia", map[string]any{
+		"features": []map[string]string{{"name": "prefers-color-scheme", "value": scheme}}})
+}
+
+// cdp sends one Chrome DevTools Protocol command through chromedriver.
+func (b *Browser) cdp(ctx context.Context, cmd string, params map[string]any) error {
+	return b.call(ctx, "POST", "/goog/cdp/execute", map[string]any{"cmd": cmd, "params": params}, nil)
 }
 
 // wait polls for an element until ctx ends.

@@ -85,6 +85,9 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 	if err := b.Click(e.ctx, "#device-"+id+" button.revoke"); err != nil {
 		t.Fatal(err)
 	}
+	if err := b.Click(e.ctx, "#confirm-ok"); err != nil {
+		t.Fatal(err)
+	}
 	if err := b.WaitFor(e.ctx, "the empty device list", func(_, text string) bool { return strings.Contains(text, "No devices are signed in") }); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +97,9 @@ func TestCLIBrowserSignInThroughChromium(t *testing.T) {
 
 	// Sign out everywhere from the page ends this console session too.
 	if err := b.Click(e.ctx, "#sign-out-everywhere"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Click(e.ctx, "#confirm-ok"); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.WaitFor(e.ctx, "the console's sign-in", func(url, _ string) bool { return strings.HasSuffix(url, "/cb/") }); err != nil {

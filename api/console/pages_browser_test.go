@@ -1,0 +1,386 @@
+package console_test
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"image/png"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/webdriver"
+)
+
+// shots, when set, is where TestEveryPageInEveryState writes each page's
+// screenshots: `go test ./api/console -run TestEveryPageInEveryState
+// -console.shots=$PWD/docs/console` (make console-shots) regenerates
+// docs/console/.
+var shots = flag.String("console.shots", "", "write each page's screenshots (390 and 1440 px wide, light and dark, PNG) into this directory")
+
+// axe-core, vendored from npm for the browser tests (testdata/axe-core/VENDOR.md).
+//
+//go:embed testdata/axe-core/axe.min.js
+var axeSource string
+
+// The widths the pages are checked and shown at: the narrowest phone the
+// pages must fit without scrolling sideways, a common phone, a desktop.
+const (
+	narrowest = 360
+	phone     = 390
+	desktop   = 1440
+)
+
+// pageState is one page of the console in one state: its path, the text
+// that says it is loaded (and in the state), and what brings it there
+// after it loads.
+type pageState struct {
+	name  string // its screenshots' name: docs/console/NAME-390-light.png
+	path  string
+	ready string
+	// act drives the page into its state once it is ready (nil: none).
+	act func(u *ui)
+	// shot: the state is one of the README's screenshots.
+	shot bool
+}
+
+// Every page of the console, signed out, as a user and as an admin, empty
+// and full, with refusals shown, in real Chromium: axe-core finds no
+// violation at 360 px light and at 1440 px dark, nor with the
+// confirmation dialog open; no page is wider than a 360 px viewport;
+// every destructive button (the danger buttons, Rotate) opens the
+// confirmation dialog first, and Cancel closes it. With -console.shots it
+// writes each state's screenshots.
+func TestEveryPageInEveryState(t *testing.T) {
+	t.Parallel()
+	a := apitest.New(t, apitest.WithoutSession())
+	a.AddUser("boss", true)
+	alice := a.SignIn("alice")
+	if resp, body := alice.Send("POST", "/cb/api/keys", "application/json",
+		`{"name":"OPENAI_API_KEY","hosts":["api.openai.com"],"value":"sk-test"}`); resp.StatusCode != 201 {
+		t.Fatalf("add a key: %d %s", resp.StatusCode, body)
+	}
+	boss := a.SignIn("boss")
+	for _, call := range [][2]string{{"/cb/api/invites", `{"uses":3,"days":7}`}, {"/cb/api/invite-tokens", `{"label":"the docs bot"}`}} {
+		if resp, body := boss.Send("POST", call[0], "application/json", call[1]); resp.StatusCode != 201 {
+			t.Fatalf("POST %s: %d %s", call[0], resp.StatusCode, body)
+		}
+	}
+	agent := registerAgent(t, a.URL, "Totally Official Anthropic Claude")
+
+	u := newUI(t, a.URL)
+	cli := "/cb/oauth/authorize?" + cliQuery().Encode()
+	signedOut := []pageState{
+		{name: "signin", path: "/cb/", ready: "Sign in to cocoonbox", shot: true},
+		{name: "signin-refused", path: "/cb/", ready: "Sign in to cocoonbox", act: func(u *ui) {
+			u.typeIn("#user", "alice")
+			u.typeIn("#password", "wrong horse")
+			u.click("#signin-submit")
+			u.waitText("Wrong user name or password")
+		}, shot: true},
+		{name: "signin-empty", path: "/cb/", ready: "Sign in to cocoonbox", act: func(u *ui) {
+			u.click("#signin-submit")
+			u.waitText("Enter your password.")
+		}},
+		{name: "queue", path: "/cb/queue", ready: "not in the queue", shot: true},
+		{name: "consent-signin", path: cli, ready: "go on with the cocoonbox CLI's sign-in"},
+		{name: "consent-refused", path: "/cb/oauth/authorize?client_id=cocoonbox-cli", ready: "This sign-in cannot go on"},
+	}
+	asAlice := []pageState{
+		{name: "home", path: "/cb/", ready: "Hello, alice", shot: true},
+		{name: "token", path: "/cb/token", ready: "You have no personal token", act: func(u *ui) {
+			u.click("#token-generate")
+			u.waitText("Copy it now")
+		}, shot: true},
+		{name: "keys", path: "/cb/keys", ready: "OPENAI_API_KEY", shot: true},
+		{name: "keys-refused", path: "/cb/keys", ready: "OPENAI_API_KEY", act: func(u *ui) {
+			u.typeIn("#key-name", "ANOTHER")
+			u.typeIn("#key-hosts", "https://api.example.com")
+			u.typeIn("#key-value", "v")
+			u.click("#add-submit")
+			u.waitText("give the host name only")
+		}},
+		{name: "devices", path: "/cb/devices", ready: "No devices are signed in", shot: true},
+		{name: "agents", path: "/cb/agents", ready: "No agent can use your account", shot: true},
+		{name: "identities", path: "/cb/identities", ready: "GitHub sign-in is not configured", shot: true},
+		{name: "account", path: "/cb/account", ready: "You are alice", act: func(u *ui) { u.typeIn("#name", "alice") }, shot: true},
+		{name: "admins-only", path: "/cb/admin", ready: "Admins only"},
+		{name: "queue-member", path: "/cb/queue", ready: "you need no place in the queue"},
+		{name: "consent-cli", path: cli, ready: "Sign in the cocoonbox CLI on laptop?", shot: true},
+		{name: "consent-agent", path: "/cb/oauth/authorize?" + agent.Encode(), ready: "Unverified agent: its name is its own claim", shot: true},
+	}
+	asBoss := []pageState{
+		{name: "admin", path: "/cb/admin", ready: "the docs bot", act: func(u *ui) {
+			u.click("#invite-create")
+			u.waitText("The link, shown once")
+		}, shot: true},
+		{name: "admin-refused", path: "/cb/admin", ready: "the docs bot", act: func(u *ui) {
+			u.clear("#seats")
+			u.typeIn("#seats", "-1")
+			u.click("#save")
+			u.waitText("Seats: give 0 to")
+		}},
+	}
+	for _, s := range signedOut {
+		u.check(s)
+	}
+	u.signIn("alice")
+	for _, s := range asAlice {
+		u.check(s)
+	}
+	u.signOut()
+	u.signIn("boss")
+	for _, s := range asBoss {
+		u.check(s)
+	}
+}
+
+// ui is one headless Chromium on the api at base, for one test.
+type ui struct {
+	t    *testing.T
+	ctx  context.Context
+	b    *webdriver.Browser
+	base string
+}
+
+func newUI(t *testing.T, base string) *ui {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	t.Cleanup(cancel)
+	b, err := webdriver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	if err := b.SetScriptTimeout(ctx, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	return &ui{t: t, ctx: ctx, b: b, base: base}
+}
+
+func (u *ui) step(what string, err error) {
+	u.t.Helper()
+	if err != nil {
+		u.t.Fatalf("%s: %v", what, err)
+	}
+}
+
+func (u *ui) open(path string) { u.t.Helper(); u.step("open "+path, u.b.Go(u.ctx, u.base+path)) }
+func (u *ui) click(css string) { u.t.Helper(); u.step("click "+css, u.b.Click(u.ctx, css)) }
+func (u *ui) typeIn(css, text string) {
+	u.t.Helper()
+	u.step("type into "+css, u.b.Type(u.ctx, css, text))
+}
+func (u *ui) emulate(w int, dark bool) {
+	u.t.Helper()
+	u.step("emulate", u.b.Emulate(u.ctx, w, 900, dark))
+}
+
+func (u *ui) clear(css string) {
+	u.t.Helper()
+	u.step("clear "+css, u.b.Execute(u.ctx, "document.querySelector(arguments[0]).value = ''", []any{css}, nil))
+}
+
+// waitText waits until the page's text holds each of texts, for 30 s
+// at most.
+func (u *ui) waitText(texts ...string) {
+	u.t.Helper()
+	ctx, cancel := context.WithTimeout(u.ctx, 30*time.Second)
+	defer cancel()
+	u.step("wait for "+strings.Join(texts, ", "), u.b.WaitFor(ctx, strings.Join(texts, ", "), func(_, text string) bool {
+		for _, s := range texts {
+			if !strings.Contains(text, s) {
+				return false
+			}
+		}
+		return true
+	}))
+}
+
+// js runs script in the page and decodes its value into out.
+func (u *ui) js(script string, out any, args ...any) {
+	u.t.Helper()
+	u.step("run "+script[:min(len(script), 60)], u.b.Execute(u.ctx, script, args, out))
+}
+
+func (u *ui) signIn(name string) {
+	u.t.Helper()
+	u.open("/cb/")
+	u.typeIn("#user", name)
+	u.typeIn("#password", apitest.Password)
+	u.click("#signin-submit")
+	u.waitText("Hello, " + name)
+}
+
+func (u *ui) signOut() {
+	u.t.Helper()
+	u.open("/cb/")
+	u.click("#signout")
+	u.waitText("Sign in to cocoonbox")
+}
+
+// check loads s and checks it: axe at 360 px light and 1440 px dark, the
+// width at 360 px, each destructive button asking first; then its
+// screenshots when asked for.
+func (u *ui) check(s pageState) {
+	u.t.Helper()
+	u.emulate(narrowest, false)
+	u.open(s.path)
+	u.waitText(s.ready)
+	if s.act != nil {
+		s.act(u)
+	}
+	u.fits(s.name)
+	u.axe(s.name + " at 360 px, light")
+	u.emulate(desktop, true)
+	u.axe(s.name + " at 1440 px, dark")
+	u.asksFirst(s.name)
+	if *shots != "" && s.shot {
+		for _, w := range []int{phone, desktop} {
+			for _, dark := range []bool{false, true} {
+				u.screenshot(s.name, w, dark)
+			}
+		}
+	}
+}
+
+// fits fails when the page is wider than a 360 px viewport, naming the
+// elements that reach past it.
+func (u *ui) fits(name string) {
+	u.t.Helper()
+	var got struct {
+		Scroll, Width int
+		Over          []string
+	}
+	u.js(`const w = document.documentElement.clientWidth;
+const over = [...document.querySelectorAll("body *")].filter((e) => { const r = e.getBoundingClientRect(); return r.width > 0 && r.right > w + 0.5; })
+  .slice(0, 8).map((e) => e.tagName.toLowerCase() + (e.id ? "#" + e.id : "") + (e.className ? "." + String(e.className).replace(/ /g, ".") : "") + " to " + Math.round(e.getBoundingClientRect().right));
+return { scroll: document.documentElement.scrollWidth, width: w, over };`, &got)
+	if got.Scroll > got.Width || len(got.Over) > 0 {
+		u.t.Errorf("%s: %d px wide in a %d px viewport; past it: %v", name, got.Scroll, got.Width, got.Over)
+	}
+}
+
+// axe runs axe-core on the page as it is and fails on each violation.
+func (u *ui) axe(what string) {
+	u.t.Helper()
+	var loaded string
+	u.js(axeSource+"\n;return typeof window.axe;", &loaded)
+	if loaded != "object" {
+		u.t.Fatalf("%s: axe-core did not load (%s)", what, loaded)
+	}
+	var violations []struct {
+		ID, Impact, Help string
+		Nodes            []string
+	}
+	u.step("axe on "+what, u.b.ExecuteAsync(u.ctx, `const done = arguments[arguments.length - 1];
+axe.run(document, { resultTypes: ["violations"] })
+  .then((r) => done(r.violations.map((v) => ({ id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map((n) => n.target.join(" ") + ": " + n.failureSummary) }))))
+  .catch((e) => done([{ id: "axe-error", impact: "", help: String(e), nodes: [] }]));`, nil, &violations))
+	for _, v := range violations {
+		u.t.Errorf("%s: axe %s (%s): %s\n\t%s", what, v.ID, v.Impact, v.Help, strings.Join(v.Nodes, "\n\t"))
+	}
+}
+
+// asksFirst clicks each destructive button the page shows (a danger
+// button, Rotate) and fails unless the confirmation dialog opens, naming
+// what goes; the first one's open dialog is checked by axe too; Cancel
+// closes it.
+func (u *ui) asksFirst(name string) {
+	u.t.Helper()
+	var n int
+	u.js(`window.__destructive = [...document.querySelectorAll("main button.danger, main button.rotate")].filter((b) => b.offsetParent !== null);
+return window.__destructive.length;`, &n)
+	for i := range n {
+		var label string
+		u.js(`const b = window.__destructive[arguments[0]]; b.click(); return b.getAttribute("aria-label") || b.textContent;`, &label, i)
+		var title string
+		ctx, cancel := context.WithTimeout(u.ctx, 15*time.Second)
+		u.step(name+": "+label+" asks first", u.b.WaitFor(ctx, "the confirmation of "+label, func(_, _ string) bool {
+			u.js(`const d = document.getElementById("confirm"); return d.open ? document.getElementById("confirm-title").textContent : "";`, &title)
+			return title != ""
+		}))
+		cancel()
+		if !strings.HasSuffix(title, "?") {
+			u.t.Errorf("%s: %s's confirmation asks %q", name, label, title)
+		}
+		if i == 0 {
+			u.axe(name + " with the confirmation of " + label + " open")
+		}
+		u.click("#confirm-cancel")
+		var open bool
+		u.js(`return document.getElementById("confirm").open;`, &open)
+		if open {
+			u.t.Errorf("%s: Cancel left %s's confirmation open", name, label)
+		}
+	}
+}
+
+// screenshot writes the page at width w, light or dark, into *shots,
+// recompressed (Chromium's PNGs are about a third larger).
+func (u *ui) screenshot(name string, w int, dark bool) {
+	u.t.Helper()
+	u.emulate(w, dark)
+	u.js(`window.scrollTo(0, 0);`, nil)
+	raw, err := u.b.Screenshot(u.ctx)
+	u.step("screenshot "+name, err)
+	img, err := png.Decode(bytes.NewReader(raw))
+	u.step("decode the screenshot of "+name, err)
+	var out bytes.Buffer
+	enc := png.Encoder{CompressionLevel: png.BestCompression}
+	u.step("encode the screenshot of "+name, enc.Encode(&out, img))
+	scheme := "light"
+	if dark {
+		scheme = "dark"
+	}
+	file := filepath.Join(*shots, fmt.Sprintf("%s-%d-%s.png", name, w, scheme))
+	u.step("write "+file, os.WriteFile(file, out.Bytes(), 0o644))
+}
+
+// cliQuery is a good authorization request of the cocoonbox CLI (RFC
+// 7636's example challenge).
+func cliQuery() url.Values {
+	return url.Values{"response_type": {"code"}, "client_id": {"cocoonbox-cli"}, "redirect_uri": {"http://127.0.0.1:41234/callback"},
+		"scope": {"account"}, "code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"},
+		"state": {"st4te"}, "device_name": {"laptop"}}
+}
+
+// registerAgent registers a client named name (RFC 7591: its name is its
+// own claim) and answers an authorization request of it.
+func registerAgent(t *testing.T, base, name string) url.Values {
+	t.Helper()
+	redirect := "http://127.0.0.1:1/callback"
+	body, _ := json.Marshal(map[string]any{"client_name": name, "redirect_uris": []string{redirect},
+		"token_endpoint_auth_method": "none", "grant_types": []string{"authorization_code", "refresh_token"}, "response_types": []string{"code"}})
+	resp, err := httpPost(base+"/cocoonbox.oauth/register", "application/json", body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		ClientID string `json:"client_id"`
+	}
+	if err := json.Unmarshal(resp, &got); err != nil || got.ClientID == "" {
+		t.Fatalf("register %q: %v %s", name, err, resp)
+	}
+	return url.Values{"response_type": {"code"}, "client_id": {got.ClientID}, "redirect_uri": {redirect},
+		"code_challenge": {"E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"}, "code_challenge_method": {"S256"}, "state": {"s"}}
+}
+
+func httpPost(url, ctype string, body []byte) ([]byte, error) {
+	resp, err := http.Post(url, ctype, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return io.ReadAll(resp.Body)
+}
