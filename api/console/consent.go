@@ -39,13 +39,16 @@ func SetConsentHeaders(h http.Header) {
 // Write answers with the page and status; data has .Error (the request's
 // error, or "") and .Query (its raw query) beside the page's own fields.
 func (p *ConsentPage) Write(w http.ResponseWriter, status int, data any) error {
-	var title, main strings.Builder
-	if err := p.tmpl.ExecuteTemplate(&title, "title", data); err != nil {
-		return err
+	var title, main, refused strings.Builder
+	for _, t := range []struct {
+		name string
+		out  *strings.Builder
+	}{{"title", &title}, {"consent", &main}, {"refused-request", &refused}} {
+		if err := p.tmpl.ExecuteTemplate(t.out, t.name, data); err != nil {
+			return err
+		}
 	}
-	if err := p.tmpl.ExecuteTemplate(&main, "consent", data); err != nil {
-		return err
-	}
-	page := Page{Title: title.String(), Narrow: true, Main: template.HTML(main.String()), Script: Asset{Name: "consent.js"}}
+	page := Page{Title: title.String(), Narrow: true, Main: template.HTML(main.String()), Script: Asset{Name: "consent.js"},
+		NoScript: refused.Len() > 0}
 	return writeLayout(w, status, layoutData{Page: page, Main: page.Main, Data: "null"})
 }

@@ -50,6 +50,9 @@ type Page struct {
 	// Nav is the path of the navigation entry the page stands under
 	// ("" for its own path).
 	Nav string
+	// NoScript loads no script at all, the console's neither (a consent
+	// request's error page: nothing to do there).
+	NoScript bool
 }
 
 // navOrder is the navigation's entries in order; an entry shows when a
@@ -169,9 +172,10 @@ func newAsset(name string, body []byte) asset {
 	return asset{body: body, contentType: types[path.Ext(name)], etag: `"` + hex.EncodeToString(sum[:8]) + `"`}
 }
 
-// loadAssets reads assets/ into c.assets.
-func (c *Console) loadAssets() {
-	c.assets = map[string]asset{}
+// baseAssets are the files of assets/: the layout's and the console's
+// own pages'.
+var baseAssets = func() map[string]asset {
+	out := map[string]asset{}
 	entries, err := fs.ReadDir(assetFiles, "assets")
 	if err != nil {
 		panic(err)
@@ -181,8 +185,26 @@ func (c *Console) loadAssets() {
 		if err != nil {
 			panic(err)
 		}
-		c.assets[e.Name()] = newAsset(e.Name(), body)
+		out[e.Name()] = newAsset(e.Name(), body)
 	}
+	return out
+}()
+
+// loadAssets starts c.assets with the console's own files.
+func (c *Console) loadAssets() {
+	c.assets = map[string]asset{}
+	for name, a := range baseAssets {
+		c.assets[name] = a
+	}
+}
+
+// Assets serves the console's own files (the layout's stylesheet and
+// script, the consent page's script, the favicon) at GET
+// /cb/assets/{name}, for a server that serves the consent page without a
+// Console (api/signin's and api/oauth's own tests); Console.Mount serves
+// them and the sections' scripts.
+func Assets() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { serveAsset(w, r, baseAssets) })
 }
 
 // addAsset serves a's file; it panics on a name that is not a plain file
@@ -202,8 +224,10 @@ func (c *Console) addAsset(a Asset) {
 
 // serveAsset is GET /cb/assets/{name}: revalidated each time (no-cache
 // with an ETag), so a new binary's file is never mixed with an old page.
-func (c *Console) serveAsset(w http.ResponseWriter, r *http.Request) {
-	a, ok := c.assets[r.PathValue("name")]
+func (c *Console) serveAsset(w http.ResponseWriter, r *http.Request) { serveAsset(w, r, c.assets) }
+
+func serveAsset(w http.ResponseWriter, r *http.Request, assets map[string]asset) {
+	a, ok := assets[r.PathValue("name")]
 	if !ok {
 		http.NotFound(w, r)
 		return

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
@@ -62,6 +63,7 @@ func newAgentsFixture(t *testing.T) *agentsFixture {
 	}
 	t.Cleanup(f.grants.Stop)
 	mux := http.NewServeMux()
+	mux.Handle("GET /cb/assets/{name}", console.Assets()) // the consent page's script and style
 	f.mux = mux
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -631,7 +633,7 @@ func TestConsentPageSignsInWithGitHubAndAllows(t *testing.T) {
 		t.Fatalf("begin got %v; want return_to %s", got, page)
 	}
 	if err := b.WaitFor(ctx, "the consent", func(_, text string) bool {
-		return strings.Contains(text, "Allow the agent codex") && strings.Contains(text, "unverified") &&
+		return strings.Contains(text, "unverified agent calling itself “codex”") && strings.Contains(text, "its name is its own claim") &&
 			strings.Contains(text, "loopback") && strings.Contains(text, "cannot use your saved keys or your connected accounts")
 	}); err != nil {
 		text, _ := b.Text(ctx)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -26,6 +27,7 @@ import (
 func TestConsentPageCarriesTheInviteIntoTheGitHubSignIn(t *testing.T) {
 	f := newCodeFixture(t)
 	mux := http.NewServeMux()
+	mux.Handle("GET /cb/assets/{name}", console.Assets()) // the consent page's script and style
 	session := func(r *http.Request) (Principal, bool) {
 		c, err := r.Cookie("cb_session")
 		return Principal{UserID: f.user.ID, UserName: "newcomer"}, err == nil && c.Value == "ok"
@@ -96,6 +98,7 @@ func TestConsentPageCarriesTheInviteIntoTheGitHubSignIn(t *testing.T) {
 func TestConsentPageOffersNoGitHubWhenTheApiDoesNot(t *testing.T) {
 	f := newCodeFixture(t)
 	mux := http.NewServeMux()
+	mux.Handle("GET /cb/assets/{name}", console.Assets()) // the consent page's script and style
 	session := func(*http.Request) (Principal, bool) { return Principal{}, false }
 	srv := httptest.NewServer(mux)
 	defer srv.Close()

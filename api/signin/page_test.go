@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/client"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -24,6 +25,7 @@ import (
 func TestConsentPageInChromium(t *testing.T) {
 	f := newCodeFixture(t)
 	mux := http.NewServeMux()
+	mux.Handle("GET /cb/assets/{name}", console.Assets()) // the consent page's script and style
 	session := func(r *http.Request) (Principal, bool) {
 		c, err := r.Cookie("cb_session")
 		return Principal{UserID: f.user.ID, UserName: "alice"}, err == nil && c.Value == "ok"

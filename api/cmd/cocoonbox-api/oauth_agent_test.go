@@ -104,7 +104,8 @@ func consentInChromium(t *testing.T, b *webdriver.Browser, callbacks chan url.Va
 					return false
 				}
 			}
-			return strings.Contains(text, "Allow the agent")
+			// "Allow the agent X", or an unverified one's title under its warning.
+			return strings.Contains(text, "to manage boxes?")
 		}); err != nil {
 			text, _ := b.Text(ctx)
 			return nil, fmt.Errorf("%w; the page shows:\n%s", err, text)

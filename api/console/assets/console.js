@@ -167,7 +167,7 @@ const cb = (() => {
         if (!password) showError("Enter your password.", $("password"));
         if (!user || !password) return;
         const { status, answer } = await call("POST", "/cb/api/session", { user, password });
-        if (status !== 200) { showError(plain(answer, status, "Signing in"), status === 401 ? $("password") : undefined); return; }
+        if (status < 200 || status >= 300) { showError(plain(answer, status, "Signing in"), status === 401 ? $("password") : undefined); return; }
         $("password").value = "";
         signedIn();
       });
