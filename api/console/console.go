@@ -157,6 +157,7 @@ func (c *Console) AddPage(path string, p Page) {
 //	GET    /cb/                the sign-in form without a session, else the sections
 //	GET    /cb/token           the personal token page (303 to the sign-in without a session)
 //	GET    /cb/assets/{name}   the layout's and the pages' scripts, the stylesheet, the favicon
+//	GET    /favicon.ico        301 to the favicon
 //	POST   /cb/api/session     {"user","password"}: 200 with the user and the cookie; 401
 //	                           invalid_credentials, 403 disabled, 429 too_many (Retry-After:
 //	                           past a limit, or every password check busy)
@@ -172,6 +173,9 @@ func (c *Console) AddPage(path string, p Page) {
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	c.mux = mux
 	mux.Handle("GET /cb/assets/{name}", http.HandlerFunc(c.serveAsset))
+	// A browser asks for /favicon.ico of a page without an icon link (a
+	// JSON answer, an image opened alone): the console's icon, not a 404.
+	mux.Handle("GET /favicon.ico", http.RedirectHandler("/cb/assets/favicon.svg", http.StatusMovedPermanently))
 	mux.Handle("GET /cb/{$}", http.HandlerFunc(c.home))
 	mux.Handle("GET /cb", http.RedirectHandler("/cb/", http.StatusMovedPermanently))
 	mux.Handle("GET /cb/token", c.page(c.tokenPage))

@@ -68,6 +68,10 @@ func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 	if len(assets) < 10 {
 		t.Errorf("the pages name %d assets: %v", len(assets), assets)
 	}
+	if resp, _ := signedOut.Send("GET", "/favicon.ico", "", ""); resp.StatusCode != http.StatusMovedPermanently || resp.Header.Get("Location") != "/cb/assets/favicon.svg" {
+		t.Errorf("/favicon.ico: %d to %q, want the console's icon", resp.StatusCode, resp.Header.Get("Location"))
+	}
+	assets["/cb/assets/favicon.svg"] = true
 	types := map[string]string{".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".svg": "image/svg+xml"}
 	for path := range assets {
 		resp, err := http.Get(a.URL + path)
