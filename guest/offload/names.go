@@ -2,7 +2,7 @@
 // names and directories, the durable records the verbs and the inbox share
 // (index, copy, session, inbox messages, outbox entries), and the hand-over
 // check. The inbox server is in offload/inbox, the send stream in
-// offload/stream, the verbs' steps in offload/packer.
+// offload/stream, the verbs' steps in offload/verbs.
 package offload
 
 import (

@@ -1,5 +1,5 @@
 // Package gitcmd runs git for both offload packers, the box's
-// (guest/offload/packer) and the host's (packer), so the two take the same
+// (guest/offload/verbs) and the host's (packer), so the two take the same
 // snapshot S and S′ of a work tree the same way (Contract: Offload, send
 // steps and Back, Mac side).
 package gitcmd

@@ -12,13 +12,13 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/envstep"
 	"github.com/cocoonbox/cocoonbox/guest/offload/inbox"
-	"github.com/cocoonbox/cocoonbox/guest/offload/packer"
+	"github.com/cocoonbox/cocoonbox/guest/offload/verbs"
 )
 
 // envVerb waits for the environment step through the inbox (at most 900
 // s) and prints its report, as text unless --json. --no-wait reads the
 // report as it stands, without the inbox.
-func envVerb(paths offload.Paths, ib packer.Inbox, args []string) (map[string]any, error) {
+func envVerb(paths offload.Paths, ib verbs.Inbox, args []string) (map[string]any, error) {
 	f := newFlags("env", "[--repo K] [--no-wait] [--json]")
 	key := f.String("repo", repoDefault(), "repo key (default $COCOONBOX_OFFLOAD_REPO)")
 	noWait, asJSON := f.Bool("no-wait", false, "read the report as it stands"), f.Bool("json", false, "print the report as JSON")
@@ -94,7 +94,7 @@ func printReport(rep *envstep.Report) {
 
 // eventVerb passes a hook's report to the inbox: claude's JSON on stdin,
 // codex's notify JSON as the last argument.
-func eventVerb(ib packer.Inbox, args []string) (map[string]any, error) {
+func eventVerb(ib verbs.Inbox, args []string) (map[string]any, error) {
 	f := newFlags("event", "--repo K --cli C --hook NAME [payload] < payload")
 	key, cli, hook := f.String("repo", "", "repo key"), f.String("cli", "", "claude or codex"), f.String("hook", "", "hook name")
 	if help, err := f.parse(args, 1); help || err != nil {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
-	"github.com/cocoonbox/cocoonbox/guest/offload/packer"
+	"github.com/cocoonbox/cocoonbox/guest/offload/verbs"
 )
 
 // The verbs' exit codes (Contract: Offload, Verbs). 0 to 2 are
@@ -107,8 +107,8 @@ func usageErr(format string, a ...any) error {
 // code and exit status.
 func classify(err error) *verbError {
 	var ve *verbError
-	var ref *packer.Refusal
-	var fail *packer.Failure
+	var ref *verbs.Refusal
+	var fail *verbs.Failure
 	var ie *offload.Error
 	switch {
 	case errors.As(err, &ve):

@@ -20,7 +20,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/guest/offload/inbox"
-	"github.com/cocoonbox/cocoonbox/guest/offload/packer"
+	"github.com/cocoonbox/cocoonbox/guest/offload/verbs"
 )
 
 // flags is one verb's flag set, parsed the guest/cli way: --help and
@@ -74,7 +74,7 @@ func needKey(key string) error {
 // repoDefault is --repo's default for the box agent's verbs.
 func repoDefault() string { return os.Getenv("COCOONBOX_OFFLOAD_REPO") }
 
-func callInbox(paths offload.Paths) packer.Inbox {
+func callInbox(paths offload.Paths) verbs.Inbox {
 	return func(req *offload.Request, timeout time.Duration) (map[string]any, error) {
 		return offload.Call(paths.Socket, req, timeout)
 	}
@@ -99,7 +99,7 @@ func readStdin(limit int64) (string, error) {
 
 func dispatch(verb string, args []string) (map[string]any, error) {
 	paths := offload.DefaultPaths()
-	p := packer.New(paths, progress)
+	p := verbs.New(paths, progress)
 	ib := callInbox(paths)
 	switch verb {
 	case "begin":
@@ -161,7 +161,7 @@ func dispatch(verb string, args []string) (map[string]any, error) {
 		if err := checkAll(offload.CheckKind(*kind), offload.CheckOffloadID(*id)); err != nil {
 			return nil, err
 		}
-		res, err := p.Send(packer.SendOptions{Key: *key, Kind: *kind, ID: *id, Prepare: *prepare, NoRepo: *noRepo}, os.Stdin, ib)
+		res, err := p.Send(verbs.SendOptions{Key: *key, Kind: *kind, ID: *id, Prepare: *prepare, NoRepo: *noRepo}, os.Stdin, ib)
 		if err != nil {
 			return nil, err
 		}
@@ -305,7 +305,7 @@ func anyList(v any) []any { l, _ := v.([]any); return l }
 // killed inbox back in about a second): the inbox applies a request id
 // once, so a request it took before the answer was lost is answered
 // again, not done twice.
-func callRetry(ib packer.Inbox, req *offload.Request, timeout time.Duration) (map[string]any, error) {
+func callRetry(ib verbs.Inbox, req *offload.Request, timeout time.Duration) (map[string]any, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		resp, err := ib(req, timeout)

@@ -1,7 +1,7 @@
-// Package packer is the box packer's verbs (Contract: Offload, Verbs):
+// Package verbs is the box packer's verbs (Contract: Offload, Verbs):
 // begin's preflight and the taking of the copy, send's steps, end, post
 // and what they share. The command line is guest/cmd/cocoonbox-agent.
-package packer
+package verbs
 
 import (
 	"os"
