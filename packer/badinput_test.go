@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/guest/offload/stream"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 )
 
 // noBox is a transport a test expects never to be used: bad input is

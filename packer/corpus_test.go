@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 )
 
 // Issue 22, Deliver 2: every shape of the corpus through the host

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 )
 
 // A partially staged file (issue 22): the bundle carries the staged blob,

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/internal/gitcmd"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
 )
 
-// The helpers the offload tests share (internal/offloadtest).
+// The helpers the offload tests share (guest/offload/offloadtest).
 var (
 	git   = offloadtest.Git
 	write = offloadtest.Write

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox/engine/enginetest"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
 // withHosts runs the calling test again in a child process whose

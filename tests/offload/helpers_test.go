@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
@@ -37,7 +37,7 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 	box.Eventually(t, 60*time.Second, what, cond)
 }
 
-// The helpers the offload tests share (internal/offloadtest).
+// The helpers the offload tests share (guest/offload/offloadtest).
 var (
 	git      = offloadtest.Git
 	handover = offloadtest.Handover

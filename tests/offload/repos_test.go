@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 	"github.com/cocoonbox/cocoonbox/internal/clis"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 )
 

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )

@@ -18,13 +18,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )
 
-// The helpers the offload tests share (internal/offloadtest).
+// The helpers the offload tests share (guest/offload/offloadtest).
 var (
 	git   = offloadtest.Git
 	write = offloadtest.Write

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/box"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"

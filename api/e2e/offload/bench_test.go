@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
 // BenchmarkOffload10kThroughRsh (issue 13) is tests/packer's

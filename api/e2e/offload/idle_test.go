@@ -17,7 +17,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
 )

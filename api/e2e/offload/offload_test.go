@@ -13,10 +13,10 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
-// The helpers the offload tests share (internal/offloadtest).
+// The helpers the offload tests share (guest/offload/offloadtest).
 var (
 	git   = offloadtest.Git
 	write = offloadtest.Write

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
-	"github.com/cocoonbox/cocoonbox/internal/repocorpus"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 )
 
 // The corpus of repository shapes (issue 22, Deliver 2) on the box side:

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 
 	"github.com/cocoonbox/cocoonbox/guest/journal"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
@@ -313,7 +313,7 @@ func must(t testing.TB, err error) {
 	}
 }
 
-// The helpers the offload tests share (internal/offloadtest).
+// The helpers the offload tests share (guest/offload/offloadtest).
 var (
 	git      = offloadtest.Git
 	tarOf    = offloadtest.TarOf

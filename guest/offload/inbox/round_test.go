@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
 // hostRepo makes a "Mac" repository with two commits and an uncommitted

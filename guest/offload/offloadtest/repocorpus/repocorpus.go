@@ -17,7 +17,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/cocoonbox/cocoonbox/internal/offloadtest"
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
 // Outcome is what an offload of a shape ends in.
