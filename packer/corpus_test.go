@@ -16,7 +16,7 @@ import (
 
 // Issue 22, Deliver 2: every shape of the corpus through the host
 // packer's own steps, with a local directory for the box's copy (the
-// booted round is tests/packer's TestCorpus): the findings name the
+// booted round is tests/offload's TestOffloadAndBack/Corpus): the findings name the
 // shape; a refused shape is blocked; any other is copied with the
 // contract's rsync and the packer's excludes, its history added as the
 // bundle would, checked as the box checks it (the copy's snapshot is S's

@@ -15,10 +15,10 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/tests/box"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
-// The helpers the offload box tests share (tests/offloadbox).
+// The helpers the offload box tests share (tests/offload/offloadbox).
 var (
 	installStandin = offloadbox.InstallStandin
 	boot           = offloadbox.Boot
@@ -41,6 +41,8 @@ func waitFor(t *testing.T, what string, cond func() (bool, string)) {
 var (
 	git      = offloadtest.Git
 	handover = offloadtest.Handover
+	write    = offloadtest.Write
+	read     = offloadtest.Read
 )
 
 // macRepo makes a host repository with two commits and an uncommitted

@@ -11,7 +11,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
 	"github.com/cocoonbox/cocoonbox/packer"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 func init() {

@@ -13,7 +13,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 )
 
-// BenchmarkOffload10kThroughRsh (issue 13) is tests/packer's
+// BenchmarkOffload10kThroughRsh (issue 13) is tests/offload's
 // BenchmarkOffload10k as the user runs it: the cocoonbox CLI, every Exec
 // through cocoonbox rsh and the api's Session.Exec. A 10,000-file
 // repository offloaded the first time, back (a fast-forward), offloaded

@@ -19,7 +19,7 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 // The idle test's own api and box network: the package's api keeps user

@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 const (

@@ -1,5 +1,5 @@
 // Package offloadtest holds what the offload tests of both sides share
-// (guest/offload/inbox, tests/offload, packer, tests/packer,
+// (guest/offload/inbox, tests/offload, packer,
 // api/e2e/offload): git in a test repository, the repository state a step
 // must leave as it was, a send stream from members, a valid hand-over.
 // Only tests import it.

@@ -1,5 +1,6 @@
-// Package offloadbox is what the booted-box tests of an offload share,
-// the box side's (tests/offload) and the host packer's (tests/packer): a
+// Package offloadbox is what the booted-box tests of an offload share
+// (tests/offload, the box side's and the host packer's; api/e2e/offload;
+// the demo): a
 // box with its inbox up, the stand-in CLI (tests/offload/standin)
 // installed as claude and codex, the box verbs run as user, and the
 // stand-in transport into the box that rsync and git take as their remote

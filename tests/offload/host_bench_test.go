@@ -1,6 +1,6 @@
 //go:build booted
 
-package packer
+package offload
 
 import (
 	"context"
@@ -41,7 +41,7 @@ func BenchmarkOffload10k(b *testing.B) {
 		ctx := context.Background()
 
 		t := time.Now()
-		res := offload(b, p, top)
+		res := offloadRepo(b, p, top)
 		sums["offload1-total-s"] += time.Since(t).Seconds()
 		add("offload1", res.Timings)
 		t = time.Now()
@@ -56,7 +56,7 @@ func BenchmarkOffload10k(b *testing.B) {
 			write(b, top, fmt.Sprintf("src/d%02d/f00.txt", f), "changed for the second offload\n")
 		}
 		t = time.Now()
-		res = offload(b, p, top)
+		res = offloadRepo(b, p, top)
 		sums["offload2-total-s"] += time.Since(t).Seconds()
 		add("offload2", res.Timings)
 		t = time.Now()

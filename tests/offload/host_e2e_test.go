@@ -1,6 +1,6 @@
 //go:build booted
 
-package packer
+package offload
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 const dotenvSecret = "TOKEN=S3CR3T-host-packer-opted-in"
@@ -38,7 +38,7 @@ func TestOffloadAndBack(t *testing.T) {
 		}
 		write(t, top, ".env", dotenvSecret+"\n")
 		headBefore := git(t, top, "rev-parse", "HEAD")
-		res := offload(t, p, top)
+		res := offloadRepo(t, p, top)
 		if rec, _ := p.Dirs.LoadRecord(key); rec == nil || rec.ID != res.ID || rec.Base != res.Base {
 			t.Fatalf("offload.json: %+v, want the offload %s in flight", rec, res.ID)
 		}
@@ -97,7 +97,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("CleanMergeKeepsLocalWork", func(t *testing.T) {
 		p := r.packer(t, t.TempDir())
 		top, _ := repo(t, p, "merge", "standin: commit")
-		offload(t, p, top)
+		offloadRepo(t, p, top)
 		write(t, top, "b.txt", "b committed by the user meanwhile\n")
 		git(t, top, "commit", "-q", "-m", "user: b", "b.txt")
 		write(t, top, "c.txt", "c staged by the user\n")
@@ -133,7 +133,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("PathTheUserChangedTakesTheBranch", func(t *testing.T) {
 		p := r.packer(t, t.TempDir())
 		top, _ := repo(t, p, "branch", "standin: commit")
-		offload(t, p, top)
+		offloadRepo(t, p, top)
 		write(t, top, "work.txt", "the user's own work.txt\n")
 		before := state(t, top)
 		back, err := p.Back(context.Background(), top, false)
@@ -162,14 +162,14 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("SecondOffloadKeepsTheBoxsIgnoredFiles", func(t *testing.T) {
 		p := r.packer(t, t.TempDir())
 		top, _ := repo(t, p, "again")
-		res := offload(t, p, top)
+		res := offloadRepo(t, p, top)
 		copyDir := "/workspace/" + res.Name
 		r.b.Must(t, "runuser", "-u", "user", "--", "sh", "-c", "mkdir -p "+copyDir+"/target "+copyDir+"/node_modules/m && echo built >"+copyDir+"/target/out && echo dep >"+copyDir+"/node_modules/m/index.js")
 		if _, err := p.Back(context.Background(), top, false); err != nil {
 			t.Fatalf("back: %v", err)
 		}
 		write(t, top, "c.txt", "c changed for the second offload\n")
-		res = offload(t, p, top)
+		res = offloadRepo(t, p, top)
 		for _, f := range []string{"target/out", "node_modules/m/index.js"} {
 			if _, err := r.b.Run("test", "-f", copyDir+"/"+f); err != nil {
 				t.Errorf("the box's ignored %s did not survive the second offload: %v", f, err)
@@ -200,7 +200,7 @@ func TestOffloadAndBack(t *testing.T) {
 		write(t, top, "app/[locale]/.env.local", "TOKEN=next-local-never-sent\n")
 		write(t, top, "a[b].log", "ignored\n")
 		git(t, top, "worktree", "add", "-q", "wt")
-		res := offload(t, p, top)
+		res := offloadRepo(t, p, top)
 		copyDir := "/workspace/" + res.Name
 		for _, f := range []string{"app/[locale]/.env.local", "a[b].log", "wt"} {
 			if _, err := r.b.Run("test", "-e", copyDir+"/"+f); err == nil {
@@ -277,7 +277,7 @@ func TestOffloadAndBack(t *testing.T) {
 			t.Fatal(err)
 		}
 		write(t, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("a worktree task", "standin: commit"))
-		res := offload(t, p, top)
+		res := offloadRepo(t, p, top)
 		copyDir := "/workspace/" + res.Name
 		if got := strings.TrimSpace(r.b.MustSh(t, "runuser -u user -- git -C "+copyDir+" symbolic-ref HEAD")); got != "refs/heads/feature" {
 			t.Errorf("the copy's HEAD is %q, want the worktree's branch", got)
@@ -311,7 +311,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("BackWaitRunsOut", func(t *testing.T) {
 		p := r.packer(t, t.TempDir())
 		top, _ := repo(t, p, "busy", "standin: hold")
-		offload(t, p, top)
+		offloadRepo(t, p, top)
 		before := state(t, top)
 		p.BackWait = 3 * time.Second
 		_, err := p.Back(context.Background(), top, false)

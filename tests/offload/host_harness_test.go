@@ -1,13 +1,14 @@
 //go:build booted
 
-// Package packer holds the booted-box tests of the host packer (issue 13;
+// The host packer's booted-box tests (issue 13;
 // Contract: Offload, "Offload, Mac side" and "Back, Mac side"): real
 // repositories on this host, one booted box shared by the subtests with
 // the stand-in CLI as claude, real git, rsync and tmux on both sides. The
 // box is reached through offloadbox.Transport (nsenter), a stand-in for
 // `cocoonbox rsh` that needs no api, so the packer's cases run on a bare
 // booted box; api/e2e/offload runs the real CLI through a real api.
-package packer
+
+package offload
 
 import (
 	"bytes"
@@ -21,14 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/box"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
-)
-
-// The helpers the offload tests share (guest/offload/offloadtest).
-var (
-	git   = offloadtest.Git
-	write = offloadtest.Write
-	read  = offloadtest.Read
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 // rig is one booted box with the stand-in CLI and a packer into it.
@@ -96,8 +90,8 @@ func repo(t testing.TB, p *packer.Packer, name string, handoverExtra ...string) 
 	return top, key
 }
 
-// offload runs an offload and fails the test on an error.
-func offload(t testing.TB, p *packer.Packer, top string) *packer.OffloadResult {
+// offloadRepo runs an offload and fails the test on an error.
+func offloadRepo(t testing.TB, p *packer.Packer, top string) *packer.OffloadResult {
 	t.Helper()
 	res, err := p.Offload(context.Background(), packer.OffloadOptions{Dir: top, Kind: "claude"})
 	if err != nil {

@@ -1,6 +1,6 @@
 //go:build booted
 
-package packer
+package offload
 
 import (
 	"bufio"
@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/packer"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 // childEnv names the variables of a child that runs one offload (TestMain
@@ -122,7 +122,7 @@ func killedBack(t *testing.T, r *rig) {
 			data := t.TempDir()
 			p := r.packer(t, data)
 			top, _ := repo(t, p, "killed-back-"+name, "standin: commit")
-			offload(t, p, top)
+			offloadRepo(t, p, top)
 			before := state(t, top)
 			killAt(t, r, "back", data, top, step)
 			if after := state(t, top); after != before {

@@ -1,6 +1,6 @@
 //go:build booted
 
-package packer
+package offload
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest/repocorpus"
 	"github.com/cocoonbox/cocoonbox/packer"
 	"github.com/cocoonbox/cocoonbox/tests/box"
-	"github.com/cocoonbox/cocoonbox/tests/offloadbox"
+	"github.com/cocoonbox/cocoonbox/tests/offload/offloadbox"
 )
 
 // backs is how many BACKs the stand-in CLI has been given in all.
@@ -70,7 +70,7 @@ func lostAnswers(t *testing.T, r *rig) {
 				id = rec.ID
 			} else {
 				p.Transport = plain
-				id = offload(t, p, top).ID
+				id = offloadRepo(t, p, top).ID
 				p.Transport = drop
 				_, err := p.Back(context.Background(), top, false)
 				if !drop.Dropped.Load() || err == nil {
@@ -159,7 +159,7 @@ func (failingFetch) Shell() string { return "false" }
 func fetchFailsThenTheCLIStops(t *testing.T, r *rig) {
 	p := r.packer(t, t.TempDir())
 	top, key := repo(t, p, "lost-stopped", "standin: commit")
-	res := offload(t, p, top)
+	res := offloadRepo(t, p, top)
 	before := backs(t, r)
 	plain := p.Transport
 	p.Transport = failingFetch{r.tr}
