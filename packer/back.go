@@ -147,6 +147,15 @@ func (p *Packer) Back(ctx context.Context, dir string, interrupt bool) (*BackRes
 		return res, &Failure{Step: "end", Err: err, Left: "the work is home (" + describeMerge(res.Merge) + "); the box's session still runs: run cocoonbox back again to end it"}
 	}
 	step("end", t)
+	// The merge is done and the box's session ended: S and S′ go, with
+	// what only they held, so ten offloads pin no more than one; the
+	// box's commits a detached HEAD did not take stay at CommitsRef.
+	if c := detachedCommits(repo.Top, rec.Base, res.SPrime); c != "" {
+		gitcmd.Run(repo.Top, nil, nil, "update-ref", CommitsRef(rec.ID), c)
+	}
+	if err := gitcmd.DropOffload(repo.Top, rec.ID); err != nil {
+		p.Progress.Printf("back: refs/cocoonbox/base/%s and back/%s stay (%v)", rec.ID, rec.ID, err)
+	}
 	return res, p.Dirs.RemoveRecord(rec.Repo)
 }
 

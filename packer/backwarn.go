@@ -23,7 +23,7 @@ func fetchRefspecs(id string) []string {
 //     them, the stash, and how to apply it;
 //   - HEAD is detached here, and the box committed: its commits arrive as
 //     uncommitted changes, and the warning names where the commits are
-//     (S′'s parent).
+//     (S′'s parent, kept at CommitsRef when S′'s ref goes).
 func backWarnings(top, id, s, sPrime string) []string {
 	g := func(args ...string) string { out, _ := gitcmd.Run(top, nil, nil, args...); return out }
 	ws := []string{}
@@ -51,12 +51,27 @@ func backWarnings(top, id, s, sPrime string) []string {
 			ws = append(ws, fmt.Sprintf("the box's work left a stash holding files you had uncommitted (%s): it is %s (%s); git stash apply %s brings them back", strings.Join(first(lost, 5), ", "), stashRef, stash[:12], stashRef))
 		}
 	}
-	if g("symbolic-ref", "-q", "HEAD") == "" {
-		if boxHead, base := g("rev-parse", "--verify", "-q", sPrime+"^"), g("rev-parse", "--verify", "-q", s+"^"); boxHead != "" && boxHead != base {
-			ws = append(ws, fmt.Sprintf("HEAD is detached here, so the box's commits came back as uncommitted changes; the commits are %s (refs/cocoonbox/back/%s^): git log %s, or git branch <name> %s", boxHead[:12], id, boxHead[:12], boxHead[:12]))
-		}
+	if boxHead := detachedCommits(top, s, sPrime); boxHead != "" {
+		ws = append(ws, fmt.Sprintf("HEAD is detached here, so the box's commits came back as uncommitted changes; the commits are %s (%s): git log %s, or git branch <name> %s", boxHead[:12], CommitsRef(id), boxHead[:12], boxHead[:12]))
 	}
 	return ws
+}
+
+// CommitsRef keeps the box's commits that came back as uncommitted
+// changes (HEAD detached here) once S′'s ref is dropped after back.
+func CommitsRef(id string) string { return "refs/cocoonbox/commits/" + id }
+
+// detachedCommits is S′'s parent when HEAD is detached here and the box
+// committed (that parent is not S's), else empty.
+func detachedCommits(top, s, sPrime string) string {
+	g := func(args ...string) string { out, _ := gitcmd.Run(top, nil, nil, args...); return out }
+	if g("symbolic-ref", "-q", "HEAD") != "" {
+		return ""
+	}
+	if boxHead, base := g("rev-parse", "--verify", "-q", sPrime+"^"), g("rev-parse", "--verify", "-q", s+"^"); boxHead != "" && boxHead != base {
+		return boxHead
+	}
+	return ""
 }
 
 func paths(top string, args ...string) []string {

@@ -70,6 +70,11 @@ func TestCorpusThroughTheHostPacker(t *testing.T) {
 			if got, want := git(t, copyDir, "rev-parse", "HEAD"), git(t, top, "rev-parse", s+"^"); got != want {
 				t.Fatalf("the copy's HEAD %s is not S's parent %s", got, want)
 			}
+			// The bundle left S's own blobs out (they travel once, by
+			// rsync); the check's snapshot wrote them, so nothing is missing.
+			if _, err := gitcmd.Run(copyDir, nil, nil, "fsck", "--connectivity-only", "--no-dangling"); err != nil {
+				t.Fatalf("the copy lacks objects after the check: %v", err)
+			}
 
 			// The agent's turn, then post --back's S′.
 			write(t, copyDir, "work.txt", "the agent's\n")
@@ -126,9 +131,11 @@ func boxCopyAt(t *testing.T, dst string, repo Repo, excludes string, hide ...str
 		run(t, "cp", "-a", filepath.Join(common, "refs"), filepath.Join(common, "packed-refs"), filepath.Join(dst, ".git"))
 	}
 	// The history as the bundle carries it (makeBundle, nothing in the
-	// box yet), indexed as the box's send does.
+	// box yet, S's own blobs left to the check), indexed as the box's send
+	// does.
 	bundle := filepath.Join(t.TempDir(), "offload.bundle")
-	if ok, err := makeBundle(repo.Top, bundle, nil); err != nil || !ok {
+	sRef, _ := gitcmd.Run(repo.Top, nil, nil, "for-each-ref", "--count=1", "--format=%(refname)", "refs/cocoonbox/base/")
+	if ok, err := makeBundle(repo.Top, bundle, nil, sRef); err != nil || !ok {
 		t.Fatalf("the bundle: %v %v", ok, err)
 	}
 	git(t, dst, "init", "-q")

@@ -21,7 +21,7 @@ func TestTheBundleCarriesTheStagedBlob(t *testing.T) {
 	}
 	file := filepath.Join(t.TempDir(), "offload.bundle")
 	head, _ := gitcmd.Run(top, nil, nil, "rev-parse", "HEAD")
-	if ok, err := makeBundle(top, file, map[string]any{"refs/heads/main": head}); !ok || err != nil {
+	if ok, err := makeBundle(top, file, map[string]any{"refs/heads/main": head}, ""); !ok || err != nil {
 		t.Fatalf("makeBundle: %v %v", ok, err)
 	}
 	// The box: the history up to HEAD (the bundle's prerequisite), then
@@ -44,5 +44,49 @@ func TestTheBundleCarriesTheStagedBlob(t *testing.T) {
 	}
 	if out, _ := gitcmd.Run(top, nil, nil, "for-each-ref", IndexRef); out != "" {
 		t.Errorf("%s is left in the user's repository: %s", IndexRef, out)
+	}
+}
+
+// Issue 39, Deliver 3: an untracked file travels once, by rsync: the
+// bundle carries S's commit and trees but not the blobs only S reaches
+// (the box's check writes them from the copy), and still the staged blob
+// the index names.
+func TestTheBundleLeavesOutWhatRsyncSends(t *testing.T) {
+	top := repocorpus.ByName(t, "partially-staged").Make(t)
+	if err := os.WriteFile(filepath.Join(top, "untracked.bin"), []byte("bytes only S reaches\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s, err := gitcmd.Snapshot(top, "S", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := "refs/cocoonbox/base/off-once"
+	gitcmd.Run(top, nil, nil, "update-ref", ref, s)
+	staged, _ := gitcmd.Run(top, nil, nil, "rev-parse", ":src/main.go")
+	untracked, _ := gitcmd.Run(top, nil, nil, "rev-parse", s+":untracked.bin")
+	file := filepath.Join(t.TempDir(), "offload.bundle")
+	if ok, err := makeBundle(top, file, nil, ref); !ok || err != nil {
+		t.Fatalf("makeBundle: %v %v", ok, err)
+	}
+	box := t.TempDir()
+	gitcmd.Run(box, nil, nil, "init", "-q")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(data), s+" "+ref+"\n") {
+		t.Errorf("the bundle does not name S at %s", ref)
+	}
+	pack := string(data[strings.Index(string(data), "\n\n")+2:])
+	if _, err := gitcmd.Run(box, nil, strings.NewReader(pack), "index-pack", "--stdin", "--fix-thin"); err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []string{s, s + "^{tree}", staged} {
+		if _, err := gitcmd.Run(box, nil, nil, "cat-file", "-e", o); err != nil {
+			t.Errorf("%s is not in the bundle: %v", o, err)
+		}
+	}
+	if _, err := gitcmd.Run(box, nil, nil, "cat-file", "-e", untracked); err == nil {
+		t.Error("the untracked file's blob travels in the bundle as well as by rsync")
 	}
 }

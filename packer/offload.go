@@ -2,6 +2,7 @@ package packer
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -186,7 +187,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		os.Remove(bundle)
 		os.Remove(excludes)
 		p.Dirs.RemoveRecord(repo.Key)
-		gitcmd.Run(repo.Top, nil, nil, "update-ref", "-d", "refs/cocoonbox/base/"+res.ID)
+		gitcmd.DropOffload(repo.Top, res.ID)
 		var r *Refusal
 		if errors.As(err, &r) {
 			return err
@@ -247,7 +248,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	step("rsync", t)
 	t = time.Now()
 	bundle = filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle")
-	if res.Bundle, err = makeBundle(repo.Top, bundle, begin.resp["refs"]); err != nil {
+	if res.Bundle, err = makeBundle(repo.Top, bundle, begin.resp["refs"], "refs/cocoonbox/base/"+res.ID); err != nil {
 		return nil, rollback("bundle", err)
 	}
 	if !res.Bundle {
@@ -359,7 +360,7 @@ func (p *Packer) clearStale(ctx context.Context, repo Repo) (*OffloadResult, err
 		return res, nil
 	}
 	p.Progress.Printf("offload %s stopped before the box took it; starting over", rec.ID)
-	gitcmd.Run(repo.Top, nil, nil, "update-ref", "-d", "refs/cocoonbox/base/"+rec.ID)
+	gitcmd.DropOffload(repo.Top, rec.ID)
 	os.Remove(filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle"))
 	return nil, p.Dirs.RemoveRecord(repo.Key)
 }
@@ -482,10 +483,16 @@ func scanCRLF(data []byte, atEOF bool) (int, []byte, error) {
 	return 0, nil, nil
 }
 
-// makeBundle is git bundle create <file> --all --not <every value of
-// begin's refs the host has>, the index's tree held at IndexRef meanwhile;
-// false when git refuses it as empty.
-func makeBundle(top, file string, boxRefs any) (bool, error) {
+// makeBundle writes the history the box lacks as a v2 git bundle: every
+// ref (S's among them, and IndexRef, the index's tree held meanwhile)
+// over the prerequisites, the values of begin's refs the host has. It is
+// what git bundle create <file> --all --not <those> carries (Contract:
+// Offload, Mac side) but for the blobs only S reaches, when sRef names S:
+// the untracked and changed files rsync has just sent, which the box's
+// check writes into its copy's objects as it hashes them (Contract:
+// Offload, send steps), so that content travels once (issue 39, Deliver
+// 3); S's commit and trees travel. False when there is nothing to send.
+func makeBundle(top, file string, boxRefs any, sRef string) (bool, error) {
 	refs, _ := boxRefs.(map[string]any)
 	var oids strings.Builder
 	for _, v := range refs {
@@ -493,7 +500,7 @@ func makeBundle(top, file string, boxRefs any) (bool, error) {
 			oids.WriteString(s + "\n")
 		}
 	}
-	var not strings.Builder
+	var not, prereqs []string
 	if oids.Len() > 0 {
 		out, err := gitcmd.Run(top, nil, strings.NewReader(oids.String()), "cat-file", "--batch-check=%(objectname) %(objecttype)")
 		if err != nil {
@@ -501,17 +508,77 @@ func makeBundle(top, file string, boxRefs any) (bool, error) {
 		}
 		for _, l := range strings.Split(out, "\n") {
 			if oid, typ, _ := strings.Cut(l, " "); typ != "missing" && oidRe.MatchString(oid) {
-				not.WriteString("^" + oid + "\n")
+				not = append(not, "^"+oid)
+				if typ == "commit" {
+					prereqs = append(prereqs, oid)
+				}
 			}
 		}
 	}
 	defer holdIndexTree(top)()
-	_, err := gitcmd.Run(top, nil, strings.NewReader(not.String()), "bundle", "create", "-q", file, "--all", "--stdin")
-	if err != nil && strings.Contains(err.Error(), "Refusing to create empty bundle") {
+	list, err := gitcmd.Run(top, nil, nil, "for-each-ref", "--format=%(objectname) %(refname)")
+	if err != nil {
+		return false, err
+	}
+	var header strings.Builder
+	header.WriteString("# v2 git bundle\n")
+	for _, oid := range uniq(prereqs) {
+		header.WriteString("-" + oid + "\n")
+	}
+	var others []string
+	sOID := ""
+	for _, l := range strings.Split(list, "\n") {
+		oid, ref, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		header.WriteString(oid + " " + ref + "\n")
+		if ref == sRef {
+			sOID = oid
+		} else {
+			others = append(others, oid)
+		}
+	}
+	if head, err := gitcmd.Run(top, nil, nil, "rev-parse", "--verify", "-q", "HEAD"); err == nil && head != "" {
+		others = append(others, head)
+	}
+	header.WriteString("\n")
+	// What the other refs reach, then S's commit and trees the others lack.
+	objects, err := gitcmd.Raw(top, nil, nil, append(append([]string{"rev-list", "--objects"}, others...), not...)...)
+	if err != nil {
+		return false, err
+	}
+	if sOID != "" {
+		negOthers := make([]string, 0, len(others))
+		for _, o := range others {
+			negOthers = append(negOthers, "^"+o)
+		}
+		own, err := gitcmd.Raw(top, nil, nil, append(append([]string{"rev-list", "--objects", "--filter=blob:none", sOID}, negOthers...), not...)...)
+		if err != nil {
+			return false, err
+		}
+		objects = append(objects, own...)
+	}
+	if len(bytes.TrimSpace(objects)) == 0 {
 		os.Remove(file)
 		return false, nil
 	}
-	return err == nil, err
+	f, err := os.OpenFile(file, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return false, err
+	}
+	defer f.Close()
+	if _, err := f.WriteString(header.String()); err != nil {
+		return false, err
+	}
+	cmd := exec.Command("git", "pack-objects", "--stdout", "-q", "--delta-base-offset")
+	cmd.Dir, cmd.Stdin, cmd.Stdout = top, bytes.NewReader(objects), f
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Run(); err != nil {
+		return false, fmt.Errorf("git pack-objects for the bundle: %w: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return true, f.Close()
 }
 
 var oidRe = regexp.MustCompile(`^[0-9a-f]{40}([0-9a-f]{24})?$`)

@@ -335,6 +335,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("LostAnswers", func(t *testing.T) { lostAnswers(t, r) })
 	t.Run("FetchFailsThenTheCLIStops", func(t *testing.T) { fetchFailsThenTheCLIStops(t, r) })
 	t.Run("Corpus", func(t *testing.T) { corpus(t, r) })
+	t.Run("HistoryBounded", func(t *testing.T) { historyBounded(t, r) })
 }
 
 func contains(s []string, v string) bool {

@@ -12,8 +12,9 @@ import (
 )
 
 // End ends the repo's CLI (Contract: Offload, end: /exit, /quit for
-// codex, SIGTERM after 10 s), wipes its secrets and marks the copy
-// returned. status says what the session was.
+// codex, SIGTERM after 10 s), wipes its secrets, drops the offload's S
+// and S′ refs and the loose objects only they held (gitcmd.DropOffload)
+// and marks the copy returned. status says what the session was.
 func (p *Packer) End(key string, inbox Inbox) (string, error) {
 	unlock, err := p.lock(key)
 	if err != nil {
@@ -60,6 +61,13 @@ func (p *Packer) End(key string, inbox Inbox) (string, error) {
 	c, _, err := p.Store.LoadCopy(key)
 	if err != nil {
 		return status, err
+	}
+	// S and S′ of the ended offload go, and what only they held: the
+	// host has merged (end is back's last step) and drops its own.
+	if c.OffloadID != "" {
+		if err := gitcmd.DropOffload(p.Paths.Copy(ent.Name), c.OffloadID); err != nil {
+			p.Progress("end: the refs of %s stay (%v); the next offload's rsync removes them", c.OffloadID, err)
+		}
 	}
 	c.OffloadID, c.Unreturned = "", false
 	if err := p.Store.SaveCopy(key, c); err != nil {
