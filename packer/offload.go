@@ -36,6 +36,11 @@ type Packer struct {
 	BackWait time.Duration
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
+	// BoxState, when set, reads the box's state as the api names it
+	// (running, hibernating, hibernated, ...): the steps that talk to the
+	// box read it every watchEvery and stop, naming it, once it is not
+	// running (watchBox), rather than wait on a frozen box.
+	BoxState func(ctx context.Context) (string, error)
 }
 
 func (p *Packer) now() time.Time {
@@ -411,6 +416,8 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes string, hide []s
 		args = append(args, "--stats", "--info=progress2")
 	}
 	args = append(args, "-e", p.Transport.Shell(), repo.Top+"/", "box:/workspace/"+name+"/")
+	ctx, stop := p.watchBox(ctx)
+	defer stop()
 	cmd := exec.CommandContext(ctx, "rsync", args...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -446,6 +453,9 @@ func (p *Packer) rsync(ctx context.Context, repo Repo, excludes string, hide []s
 		if errors.As(err, &ee) && ee.ExitCode() == 24 {
 			p.Progress.Printf("rsync: some files vanished while they were sent (exit 24); the box checks the copy against S")
 			return size, nil
+		}
+		if serr := stop(); serr != nil {
+			return 0, fmt.Errorf("rsync into the box: %w", serr)
 		}
 		return 0, fmt.Errorf("rsync into the box: %w: %s", err, strings.TrimSpace(errb.String()))
 	}

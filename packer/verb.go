@@ -45,13 +45,17 @@ func (v verbResult) err(step string) error {
 // verb runs cocoonbox-agent offload ARGS in the box; its stderr (progress,
 // never a secret) goes to the person's progress.
 func (p *Packer) verb(ctx context.Context, stdin io.Reader, args ...string) (verbResult, error) {
-	cmd := p.Transport.Command(ctx, append([]string{"cocoonbox-agent", "offload"}, args...)...)
+	wctx, stop := p.watchBox(ctx)
+	cmd := p.Transport.Command(wctx, append([]string{"cocoonbox-agent", "offload"}, args...)...)
 	var out bytes.Buffer
 	cmd.Stdin, cmd.Stdout = stdin, &out
 	if p.Progress.W != nil {
 		cmd.Stderr = p.Progress.W
 	}
 	err := cmd.Run()
+	if serr := stop(); serr != nil && (err != nil || cmd.ProcessState.ExitCode() != 0) {
+		return verbResult{}, fmt.Errorf("offload %s in the box: %w", args[0], serr)
+	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
 		return verbResult{}, fmt.Errorf("offload %s in the box: %w", args[0], err)

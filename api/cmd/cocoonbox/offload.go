@@ -230,7 +230,30 @@ func (s *state) packer(dirs packer.Dirs, box packer.BoxInfo, asJSON bool) (*pack
 		target = box.Name
 	}
 	return &packer.Packer{Dirs: dirs, Box: box, Transport: packer.RSH{Program: self, Box: target},
-		Progress: packer.Progress{W: os.Stderr}}, nil
+		Progress: packer.Progress{W: os.Stderr}, BoxState: s.boxState(target)}, nil
+}
+
+// boxState reads the state of the box target (a name or id) from
+// Boxes.List, lower case without its prefix (running, hibernated, ...):
+// the packer stops a step, naming it, when its box is no longer running.
+func (s *state) boxState(target string) func(context.Context) (string, error) {
+	return func(ctx context.Context) (string, error) {
+		token, err := s.token()
+		if err != nil {
+			return "", err
+		}
+		boxes := controlv1connect.NewBoxesClient(http.DefaultClient, s.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
+		resp, err := boxes.List(ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
+		if err != nil {
+			return "", err
+		}
+		for _, b := range resp.Msg.Boxes {
+			if b.BoxId == target || b.Name == target {
+				return strings.ToLower(strings.TrimPrefix(b.State.String(), "BOX_STATE_")), nil
+			}
+		}
+		return "absent", nil
+	}
 }
 
 // findBox is the box named (a name or id), else the first box, from
