@@ -245,21 +245,35 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	}
 	step("snapshot", t)
 
-	t = time.Now()
-	p.Progress.Printf("rsync: %s/ to the box's %s (%d bytes to send)", repo.Top, res.Dir, size)
-	if _, err := p.rsync(ctx, repo, excludes, worktrees, name, false); err != nil {
-		return nil, rollback("rsync", err)
-	}
-	step("rsync", t)
+	// The bundle is made while rsync sends the tree (they read different
+	// things: the history, the work tree), so a large first offload waits
+	// for the slower of the two, not their sum (issue 39, Deliver 4).
 	t = time.Now()
 	bundle = filepath.Join(p.Dirs.Repo(repo.Key), "offload.bundle")
-	if res.Bundle, err = makeBundle(repo.Top, bundle, begin.resp["refs"], "refs/cocoonbox/base/"+res.ID); err != nil {
+	type made struct {
+		ok  bool
+		err error
+		ms  int64
+	}
+	bundled := make(chan made, 1)
+	go func() {
+		ok, err := makeBundle(repo.Top, bundle, begin.resp["refs"], "refs/cocoonbox/base/"+res.ID)
+		bundled <- made{ok, err, time.Since(t).Milliseconds()}
+	}()
+	p.Progress.Printf("rsync: %s/ to the box's %s (%d bytes to send)", repo.Top, res.Dir, size)
+	_, rerr := p.rsync(ctx, repo, excludes, worktrees, name, false)
+	step("rsync", t)
+	b := <-bundled
+	res.Timings["bundle"] = b.ms
+	if rerr != nil {
+		return nil, rollback("rsync", rerr)
+	}
+	if res.Bundle, err = b.ok, b.err; err != nil {
 		return nil, rollback("bundle", err)
 	}
 	if !res.Bundle {
 		bundle = ""
 	}
-	step("bundle", t)
 	in := streamInput{handover: handover, env: env, bundle: bundle, secrets: secrets}
 	if repo.Linked {
 		if in.head, err = gitcmd.GitPath(repo.Top, "HEAD"); err == nil {

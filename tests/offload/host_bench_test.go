@@ -4,13 +4,16 @@ package offload
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/cocoonbox/cocoonbox/guest/offload/offloadtest"
 	"github.com/cocoonbox/cocoonbox/packer"
 )
 
@@ -75,5 +78,110 @@ func BenchmarkOffload10k(b *testing.B) {
 	}
 	for k, v := range sums {
 		b.ReportMetric(v/float64(b.N), k)
+	}
+}
+
+// BenchmarkFirstOffloadAndBack (issue 39, Deliver 4): the first offload
+// and the back of a small real repository (a clone of this project's own,
+// with uncommitted work) and of a large one (a generated history of
+// $COCOONBOX_BENCH_LARGE_MB MiB of incompressible files, 500 by default),
+// each beside the by-hand floor in the same run: rsync -az of the tree
+// (the history left out) and then the history packed by git pack-objects
+// and piped over the same transport into git index-pack --stdin in a
+// fresh directory. Seconds per step (mean over b.N rounds), and the
+// offload's multiple of the floor.
+func BenchmarkFirstOffloadAndBack(b *testing.B) {
+	r := newRig(b)
+	large := 500
+	if v := os.Getenv("COCOONBOX_BENCH_LARGE_MB"); v != "" {
+		fmt.Sscan(v, &large)
+	}
+	for _, c := range []struct {
+		name string
+		make func(b *testing.B, top string)
+	}{
+		{"small-real", func(b *testing.B, top string) {
+			self := git(b, ".", "rev-parse", "--show-toplevel")
+			if out, err := exec.Command("git", "clone", "-q", "--no-hardlinks", self, top).CombinedOutput(); err != nil {
+				b.Fatalf("clone %s: %v: %s", self, err, out)
+			}
+			write(b, top, "README.md", read(b, top, "README.md")+"\nan uncommitted line\n")
+			write(b, top, "NOTES.txt", "untracked notes\n")
+		}},
+		{"large-generated", func(b *testing.B, top string) {
+			git(b, "/", "init", "-q", top)
+			data := make([]byte, 1<<20)
+			for mb := 0; mb < large; mb++ {
+				rand.Read(data)
+				write(b, top, fmt.Sprintf("data/%03d/%04d.bin", mb/10, mb), string(data))
+				if mb%10 == 9 || mb == large-1 {
+					git(b, top, "add", ".")
+					git(b, top, "-c", "user.name=bench", "-c", "user.email=bench@invalid", "commit", "-q", "-m", fmt.Sprintf("data up to %d MiB", mb+1))
+				}
+			}
+			write(b, top, "data/uncommitted.txt", "uncommitted work\n")
+		}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sums := map[string]float64{}
+			for i := 0; i < b.N; i++ {
+				b.StopTimer()
+				p := r.packer(b, b.TempDir())
+				top := filepath.Join(b.TempDir(), fmt.Sprintf("%s%d", c.name, i))
+				c.make(b, top)
+				key := packer.RepoKey(top)
+				if err := p.Dirs.Ensure(key); err != nil {
+					b.Fatal(err)
+				}
+				write(b, p.Dirs.Repo(key), "handover.md", offloadtest.Handover("a benchmark's task", "standin: commit"))
+				b.StartTimer()
+				ctx := context.Background()
+
+				t := time.Now()
+				res := offloadRepo(b, p, top)
+				sums["offload-total-s"] += time.Since(t).Seconds()
+				for k, v := range res.Timings {
+					sums["offload-"+k+"-s"] += float64(v) / 1000
+				}
+				t = time.Now()
+				if _, err := p.Back(ctx, top, false); err != nil {
+					b.Fatalf("back: %v", err)
+				}
+				sums["back-total-s"] += time.Since(t).Seconds()
+
+				floor := fmt.Sprintf("/workspace/floor-%s%d", c.name, i)
+				t = time.Now()
+				if out, err := exec.Command("rsync", "-az", "--exclude=/.git/objects/", "-e", r.tr.Shell(), top+"/", "box:"+floor+"/").CombinedOutput(); err != nil {
+					b.Fatalf("the floor's rsync: %v: %s", err, out)
+				}
+				rs := time.Since(t).Seconds()
+				t = time.Now()
+				pack := exec.Command("git", "pack-objects", "--all", "--revs", "--stdout", "-q")
+				pack.Dir = top
+				pack.Stdin = strings.NewReader("")
+				idx := r.tr.Command(ctx, "sh", "-c", "mkdir -p "+floor+"/.git/objects/pack && cd "+floor+" && git index-pack --stdin --fix-thin >/dev/null")
+				pipe, err := pack.StdoutPipe()
+				if err != nil {
+					b.Fatal(err)
+				}
+				idx.Stdin = pipe
+				if err := pack.Start(); err != nil {
+					b.Fatal(err)
+				}
+				out, err := idx.CombinedOutput()
+				if werr := pack.Wait(); err != nil || werr != nil {
+					b.Fatalf("the floor's history over the transport: %v %v: %s", err, werr, out)
+				}
+				ps := time.Since(t).Seconds()
+				sums["floor-rsync-s"] += rs
+				sums["floor-history-s"] += ps
+				sums["floor-s"] += rs + ps
+				r.b.Must(b, "rm", "-rf", floor)
+			}
+			for k, v := range sums {
+				b.ReportMetric(v/float64(b.N), k)
+			}
+			b.ReportMetric(sums["offload-total-s"]/sums["floor-s"], "offload-per-floor")
+		})
 	}
 }

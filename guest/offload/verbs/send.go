@@ -202,14 +202,17 @@ type sendRun struct {
 	dir, stage string
 	handover   []byte
 	env        []byte
-	bundle     string // staged bundle file, when the stream had one
+	// bundleRefs are the refs of the bundle indexPack took, nil when the
+	// stream had none.
+	bundleRefs map[string]string
 	head       []byte
 	gitIndex   []byte
 	links      []string // secrets/file/<path> placed
 }
 
-// read reads the stream: small members into memory, the bundle into
-// stage/, secrets straight onto the tmpfs (never a disk).
+// read reads the stream: small members into memory, the bundle's pack
+// straight into git index-pack (indexPack), secrets straight onto the
+// tmpfs (never a disk).
 func (s *sendRun) read(r io.Reader) error {
 	secrets := s.p.Paths.RepoSecrets(s.o.Key)
 	return stream.Read(r, func(m stream.Member, body io.Reader) error {
@@ -230,8 +233,11 @@ func (s *sendRun) read(r io.Reader) error {
 		case stream.Index:
 			s.gitIndex, err = io.ReadAll(body)
 		case stream.Bundle:
-			s.bundle = filepath.Join(s.stage, "offload.bundle")
-			err = writeFile(s.bundle, body, 0o600)
+			if s.o.NoRepo {
+				_, err = io.Copy(io.Discard, body)
+			} else {
+				err = s.indexPack(body)
+			}
 		case stream.Secret:
 			rel, serr := offload.SecretMember(m.Rel)
 			if serr != nil {
@@ -280,41 +286,35 @@ func (s *sendRun) emptyStage() {
 	}
 }
 
-// index creates .git/objects when absent (rsync leaves them out) and takes
-// the bundle: git index-pack --stdin --fix-thin on its pack, then its refs
-// (Contract: never git bundle unbundle, which refuses the prerequisites
-// the refs rsync brought already name).
-func (s *sendRun) index() error {
+// gitDir creates the copy's .git/objects when absent (rsync leaves them
+// out), once.
+func (s *sendRun) gitDir() (string, error) {
 	gitDir := filepath.Join(s.dir, ".git")
 	if _, err := os.Stat(gitDir); errors.Is(err, os.ErrNotExist) {
 		if _, err := git(s.dir, nil, nil, "init", "-q"); err != nil {
-			return err
+			return "", err
 		}
 	}
 	for _, d := range []string{"objects/pack", "objects/info", "refs/heads", "refs/tags"} {
 		if err := os.MkdirAll(filepath.Join(gitDir, d), 0o755); err != nil {
-			return err
+			return "", err
 		}
 	}
-	if s.head != nil {
-		if err := offload.WriteFile(filepath.Join(gitDir, "HEAD"), s.head); err != nil {
-			return err
-		}
-	}
-	if s.gitIndex != nil {
-		if err := offload.WriteFile(filepath.Join(gitDir, "index"), s.gitIndex); err != nil {
-			return err
-		}
-	}
-	if s.bundle == "" {
-		return nil
-	}
-	f, err := os.Open(s.bundle)
-	if err != nil {
+	return gitDir, nil
+}
+
+// indexPack takes the bundle as the stream brings it: its header's
+// prerequisites checked in the copy, then git index-pack --stdin
+// --fix-thin reading its pack straight from the stream, so the box
+// indexes while the host sends instead of after (issue 39, Deliver 4);
+// its refs are set once the whole stream is read (index). Nothing is
+// staged: a send cut short leaves at most index-pack's tmp_pack_*, which
+// the next begin removes.
+func (s *sendRun) indexPack(body io.Reader) error {
+	if _, err := s.gitDir(); err != nil {
 		return err
 	}
-	defer f.Close()
-	br := bufio.NewReader(f)
+	br := bufio.NewReaderSize(body, 64<<10)
 	prereqs, bundleRefs, err := bundleHeader(br)
 	if err != nil {
 		return err
@@ -326,6 +326,32 @@ func (s *sendRun) index() error {
 	}
 	if _, err := git(s.dir, nil, br, "index-pack", "--stdin", "--fix-thin"); err != nil {
 		return fmt.Errorf("index the bundle's pack (refs untouched): %w", err)
+	}
+	s.bundleRefs = bundleRefs
+	return nil
+}
+
+// index writes a linked worktree's HEAD and index and sets the refs of
+// the bundle indexPack took (Contract: never git bundle unbundle, which
+// refuses the prerequisites the refs rsync brought already name).
+func (s *sendRun) index() error {
+	gitDir, err := s.gitDir()
+	if err != nil {
+		return err
+	}
+	if s.head != nil {
+		if err := offload.WriteFile(filepath.Join(gitDir, "HEAD"), s.head); err != nil {
+			return err
+		}
+	}
+	if s.gitIndex != nil {
+		if err := offload.WriteFile(filepath.Join(gitDir, "index"), s.gitIndex); err != nil {
+			return err
+		}
+	}
+	bundleRefs := s.bundleRefs
+	if bundleRefs == nil {
+		return nil
 	}
 	names := make([]string, 0, len(bundleRefs))
 	for ref := range bundleRefs {
