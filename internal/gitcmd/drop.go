@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // DropOffload deletes offload id's refs (S at refs/cocoonbox/base/<id>,
@@ -41,6 +42,9 @@ func DropOffload(dir, id string) error {
 	if _, err := Run(dir, nil, strings.NewReader(del.String()), "update-ref", "--stdin"); err != nil {
 		return err
 	}
+	// git freshens (touches) a loose object it would write again, so one
+	// written for something else after the walk begins is newer than it.
+	walked := time.Now()
 	live, err := objects(dir, append([]string{"rev-list", "--objects", "--all", "--reflog", "--indexed-objects"}, not...))
 	if err != nil {
 		return err
@@ -50,9 +54,14 @@ func DropOffload(dir, id string) error {
 		return err
 	}
 	for oid := range cand {
-		if !live[oid] {
-			// Only a loose object: one S took and nothing else names.
-			os.Remove(filepath.Join(objDir, oid[:2], oid[2:]))
+		if live[oid] {
+			continue
+		}
+		// Only a loose object S took that nothing named at the walk and
+		// nothing wrote again since (a git add of the same bytes meanwhile).
+		path := filepath.Join(objDir, oid[:2], oid[2:])
+		if fi, err := os.Stat(path); err == nil && fi.ModTime().Before(walked) {
+			os.Remove(path)
 		}
 	}
 	return nil
