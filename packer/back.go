@@ -41,7 +41,9 @@ type BackResult struct {
 	ID   string `json:"id"`
 	Repo string `json:"repo"`
 	// Base is S's ref, refs/cocoonbox/base/<id>: the state the box
-	// started from, uncommitted work and all.
+	// started from, uncommitted work and all. Once back is done the ref is
+	// gone (gitcmd.DropOffload), as is SPrime's, S′ (the box's state);
+	// they name what the merge was made from.
 	Base   string       `json:"base"`
 	SPrime string       `json:"s_prime"`
 	BackMD string       `json:"back_md"`
