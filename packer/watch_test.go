@@ -22,7 +22,7 @@ func (hangingBox) Shell() string { return "false" }
 // Issue 39, Deliver 5: a verb waiting on a box that left running (here
 // its state reads hibernated from the second look on) ends with a
 // *BoxStopped naming the box and its state, not after the command's own
-// wait. The booted case through the api is api/offloade2e's
+// wait. The booted case through the api is api/e2e/offload's
 // TestOffloadWhoseBoxHibernatesMidSendSaysSo.
 func TestAStepOnABoxThatHibernatesSaysSo(t *testing.T) {
 	var looks atomic.Int32

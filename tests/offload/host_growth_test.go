@@ -1,3 +1,5 @@
+//go:build booted
+
 package offload
 
 import (
