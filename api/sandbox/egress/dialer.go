@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -15,8 +16,15 @@ type DialerConfig struct {
 	// Admit are networks reached although not public (ParseAdmit's
 	// rules); the host's own addresses stay refused.
 	Admit []netip.Prefix
-	// Resolver resolves host names (net.DefaultResolver when nil).
+	// Resolver resolves host names (net.DefaultResolver when nil); every
+	// address it answers is checked.
 	Resolver *net.Resolver
+	// Resolve sends a host name (lower-case, no trailing dot) to one
+	// address instead of DNS, and admits that address for that name's
+	// dials alone, as the proxy's egress.resolve does: a test's server on
+	// loopback reached under a public name while every other name, and
+	// the address itself as a URL's host, stays refused.
+	Resolve map[string]netip.Addr
 	// Timeout bounds a connect (30 s when 0).
 	Timeout time.Duration
 	// Log gets the warnings of following the host's addresses.
@@ -42,7 +50,8 @@ type Dialer struct {
 	host     *HostAddrs
 	admit    []netip.Prefix
 	resolver *net.Resolver
-	loopback bool // DialerConfig.TestAllowLoopback
+	loopback bool                  // DialerConfig.TestAllowLoopback
+	pins     map[string]netip.Addr // DialerConfig.Resolve
 	raw      net.Dialer
 	// admitOne is an address every check passes, set by this package's
 	// tests only (an unlisted host's upstream on loopback, which a
@@ -63,7 +72,7 @@ func NewDialer(cfg DialerConfig) (*Dialer, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Dialer{host: host, admit: cfg.Admit, resolver: cfg.Resolver, loopback: cfg.TestAllowLoopback}
+	d := &Dialer{host: host, admit: cfg.Admit, resolver: cfg.Resolver, loopback: cfg.TestAllowLoopback, pins: cfg.Resolve}
 	if d.resolver == nil {
 		d.resolver = net.DefaultResolver
 	}
@@ -147,6 +156,9 @@ func (d *Dialer) DialContext(ctx context.Context, _, address string) (net.Conn, 
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %q is not host:port", ErrRefused, address)
+	}
+	if to, ok := d.pins[strings.ToLower(strings.TrimSuffix(host, "."))]; ok {
+		ctx = context.WithValue(ctx, resolveTo{}, to.Unmap())
 	}
 	a, err := d.resolve(ctx, host)
 	if err != nil {
