@@ -1,7 +1,7 @@
 // Package apiserver builds the api: the one composition root of its
 // services (users, tokens, the console, sign-in and devices, OAuth for
-// agents, boxes, sessions, keys, the control MCP, signup and GitHub
-// sign-in) on one server.Server, for cocoonbox-api serve and for every test
+// agents, boxes, sessions, keys, the control MCP, Connect, signup and
+// GitHub sign-in) on one server.Server, for cocoonbox-api serve and for every test
 // that needs the api as the product runs it (package apitest). Nothing
 // else knows about all of them.
 package apiserver
@@ -16,6 +16,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
@@ -50,6 +51,9 @@ type Options struct {
 	// check New adds (inside the request log): apitest's proof that every
 	// api test serves New's whole chain (apitest.WithMiddleware).
 	Middleware func(http.Handler) http.Handler
+	// ConnectUpstream is Connect's outbound settings (a test's name sent
+	// to its server on loopback, its CA); the zero value is production's.
+	ConnectUpstream connect.UpstreamConfig
 }
 
 // Server is the api as New built it: its handler, and the services a test
@@ -71,6 +75,9 @@ type Server struct {
 	// Grants are OAuth for agents' grants (started); nil with OAuth off
 	// (oauth.public_url empty).
 	Grants *oauth.Grants
+	// Connect is Connect's broker; nil with Connect off
+	// (connect.public_url empty).
+	Connect *connect.Broker
 	// Boxes is the Boxes service's handler: an Unavailable one without a
 	// supervisor.
 	Boxes *boxes.Handler
@@ -166,6 +173,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available
 		con.SetBoxes(homeBoxes(bh))
 	}
+	broker, stopConnect, err := mountConnect(srv, cfg, opts.ConnectUpstream, db, keys, index, log)
+	if err != nil {
+		return nil, err
+	}
+	s.closing(stopConnect)
+	s.Connect = broker
 	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
 	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {
 		return nil, err

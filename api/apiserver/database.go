@@ -6,6 +6,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
@@ -18,7 +19,7 @@ import (
 )
 
 // Schemas are every package's migrations, in the order their tables refer to each other.
-var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema}
+var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema, connect.Schema}
 
 // OpenDB opens and migrates the configured database. shared: an admin
 // command beside a serving api uses that api's embedded cluster.

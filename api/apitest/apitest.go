@@ -20,6 +20,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/apiserver"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire/testcert"
@@ -79,6 +80,10 @@ func New(t testing.TB, opts ...Option) *API {
 	cfg.Database.URL = db.URL
 	cfg.Console.SignIn = config.SignIn{PerUser: 100, PerAddress: 100, Window: time.Minute}
 	cfg.OAuth.PublicURL = a.URL // https with WithTLS: the one issuer
+	var up connect.UpstreamConfig
+	if o.connect != nil {
+		cfg.Connect.PublicURL, up = a.URL, *o.connect
+	}
 	for _, f := range o.config {
 		f(&cfg)
 	}
@@ -98,7 +103,7 @@ func New(t testing.TB, opts ...Option) *API {
 	kdf := fastKDF
 	ctx, stop := context.WithCancel(context.Background())
 	a.Server, err = apiserver.New(ctx, cfg, apiserver.Options{Log: log, Getenv: o.getenv, Now: o.now, KDF: &kdf, Supervisors: o.supervisors,
-		Middleware: o.middleware})
+		Middleware: o.middleware, ConnectUpstream: up})
 	if err != nil {
 		stop()
 		ln.Close()

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 )
@@ -25,6 +26,7 @@ type settings struct {
 	getenv      func(string) string
 	supervisors func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
 	middleware  func(http.Handler) http.Handler
+	connect     *connect.UpstreamConfig
 }
 
 // ErrNoSupervisor is why an api of New without WithSupervisor has no boxes.
@@ -103,4 +105,11 @@ func WithGitHub(gh *githubtest.Server) Option {
 // sees through mw.
 func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(s *settings) { s.middleware = mw }
+}
+
+// WithConnect switches Connect on (connect.public_url is URL) with up as
+// its outbound settings: a test's server under a public name
+// (connect.UpstreamConfig.Resolve) and its CA.
+func WithConnect(up connect.UpstreamConfig) Option {
+	return func(s *settings) { s.connect = &up }
 }

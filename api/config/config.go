@@ -51,6 +51,43 @@ type Config struct {
 	OAuth          OAuth    `yaml:"oauth"`
 	Signup         Signup   `yaml:"signup"`
 	State          State    `yaml:"state"`
+	Connect        Connect  `yaml:"connect"`
+}
+
+// Connect configures Connect, the broker of the user's connected accounts
+// and MCP servers (api/connect; docs/connect.md). Contract: Connect
+// (design §16), Configuration. connect.box_listen (the box door) is not
+// built yet.
+type Connect struct {
+	// PublicURL is the origin of the mode B door
+	// <PublicURL>/cocoonbox.mcp/connect: an https origin, or http on a
+	// loopback host (tests). Empty turns Connect off.
+	PublicURL string `yaml:"public_url"`
+}
+
+// tokenOrigin checks an origin bearer tokens are sent to: an origin
+// alone, https or http on a loopback host; the error names key.
+func tokenOrigin(key, s string) error {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || u.Opaque != "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("%s: %q is not an origin alone (e.g. https://api.example.com)", key, s)
+	}
+	if u.Scheme != "https" && (u.Scheme != "http" || !oauth.LoopbackHost(u.Hostname())) {
+		return fmt.Errorf("%s: %q is neither https nor http on a loopback host (tokens would cross the network readable)", key, s)
+	}
+	return nil
+}
+
+func (c *Connect) validate() error {
+	if c.PublicURL == "" {
+		return nil
+	}
+	if err := tokenOrigin("connect.public_url", c.PublicURL); err != nil {
+		return err
+	}
+	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
+	return nil
 }
 
 // State configures the state store (api/state/store; docs/state.md), where
@@ -479,6 +516,9 @@ func (c *Config) Validate() error {
 	if err := c.Signup.GitHub.validate(); err != nil {
 		return err
 	}
+	if err := c.Connect.validate(); err != nil {
+		return err
+	}
 	if c.StateDir == "" || !filepath.IsAbs(c.StateDir) {
 		return fmt.Errorf("state_dir: %q is not an absolute path", c.StateDir)
 	}
@@ -754,16 +794,8 @@ func (o *OAuth) validate() error {
 	if o.PublicURL == "" {
 		return nil
 	}
-	u, err := url.Parse(o.PublicURL)
-	if err != nil || u.Host == "" || u.Opaque != "" || (u.Path != "" && u.Path != "/") ||
-		u.RawQuery != "" || u.ForceQuery || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("oauth.public_url: %q is not an origin alone (e.g. https://api.example.com)", o.PublicURL)
-	}
-	switch {
-	case u.Scheme == "https":
-	case u.Scheme == "http" && oauth.LoopbackHost(u.Hostname()):
-	default:
-		return fmt.Errorf("oauth.public_url: %q is neither https nor http on a loopback host (tokens would cross the network readable)", o.PublicURL)
+	if err := tokenOrigin("oauth.public_url", o.PublicURL); err != nil {
+		return err
 	}
 	o.PublicURL = strings.TrimSuffix(o.PublicURL, "/")
 	return nil

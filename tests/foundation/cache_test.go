@@ -188,7 +188,8 @@ echo "added 1 package in 1s"`)
 	}
 	setup()
 	for _, f := range []string{"npm/clis-2.1.197-0.171.0/node_modules/.bin/claude", "npm/clis-2.1.197-0.171.0/node_modules/.bin/codex",
-		"npm/devcontainers-cli-0.89.0/node_modules/.bin/devcontainer", "docker-compose-v2.40.3/docker-compose"} {
+		"npm/devcontainers-cli-0.89.0/node_modules/.bin/devcontainer", "docker-compose-v2.40.3/docker-compose",
+		"npm/server-everything-2026.8.31/node_modules/.bin/mcp-server-everything"} {
 		if fi, err := os.Stat(filepath.Join(cache, f)); err != nil || fi.Mode()&0o111 == 0 {
 			t.Errorf("after setup-host on a cold cache %s is not an executable: %v", f, err)
 		}

@@ -1,0 +1,32 @@
+package apiserver
+
+import (
+	"log/slog"
+
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/connect"
+	"github.com/cocoonbox/cocoonbox/api/database"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/vault"
+)
+
+// mountConnect mounts Connect when connect.public_url is set: the broker,
+// cocoonbox.control.v1.Connectors behind the token check and the mode B
+// door (Contract: Connect (design §16)). It answers the broker (nil with
+// Connect off) and what stops it; an error is the outbound dialer's.
+func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConfig, db *database.DB, keys *vault.Store,
+	index *tokens.Index, log *slog.Logger) (*connect.Broker, func(), error) {
+	if cfg.Connect.PublicURL == "" {
+		return nil, func() {}, nil
+	}
+	b, err := connect.New(db.Pool, keys, up)
+	if err != nil {
+		return nil, nil, err
+	}
+	path, h := controlv1connect.NewConnectorsHandler(connect.NewService(b, tokens.UserID, log), callOptions(index)...)
+	srv.Handle(path, index.Guard(h))
+	srv.Handle(connect.DoorPath, b.Door(index, log))
+	return b, b.Close, nil
+}

@@ -1,0 +1,232 @@
+package connect
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/cocoonbox/cocoonbox/api/seal"
+	"github.com/cocoonbox/cocoonbox/api/vault"
+)
+
+// Broker holds the users' grants and calls their servers. Safe for
+// concurrent use; Close it once.
+type Broker struct {
+	pool  *pgxpool.Pool
+	vault *vault.Store
+	up    *upstream
+}
+
+// New is the broker on pool, sealing with the users' state keys (the
+// vault's, package seal's scheme). It
+// fails when the outbound dialer cannot follow the host's addresses.
+func New(pool *pgxpool.Pool, v *vault.Store, cfg UpstreamConfig) (*Broker, error) {
+	up, err := newUpstream(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Broker{pool: pool, vault: v, up: up}, nil
+}
+
+// Close stops the outbound dialer.
+func (b *Broker) Close() { b.up.close() }
+
+// Tool is a connected tool as answered (no schema).
+type Tool struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	Policy      Policy `json:"policy"`
+}
+
+// Connector is one of a user's grants, without its secrets.
+type Connector struct {
+	ID             string    `json:"id"`
+	Kind           string    `json:"kind"`
+	URL            string    `json:"url"`
+	Header         string    `json:"header,omitempty"`
+	Tools          []Tool    `json:"tools"`
+	NeedsReconnect bool      `json:"needs_reconnect"`
+	Connected      time.Time `json:"connected"`
+
+	grantID string
+	schemas []*sdk.Tool
+}
+
+// secrets is what a grant seals.
+type secrets struct {
+	Key string `json:"key"`
+}
+
+// ConnectCustom lists c's tools with its key and stores the grant (Contract:
+// Connect, Console flow step 2). Bad input is an *InputError, a taken name
+// ErrExists, a server that does not answer MCP with the key ErrUpstream;
+// nothing is stored on an error.
+func (b *Broker) ConnectCustom(ctx context.Context, user string, c Custom) (Connector, error) {
+	if err := c.check(); err != nil {
+		return Connector{}, err
+	}
+	tools, _, err := b.up.listTools(ctx, c)
+	if err != nil {
+		return Connector{}, err
+	}
+	toolsJSON, err := json.Marshal(tools)
+	if err != nil {
+		return Connector{}, err
+	}
+	plain, _ := json.Marshal(secrets{Key: c.Key})
+	var raw [16]byte
+	rand.Read(raw[:])
+	id := hex.EncodeToString(raw[:])
+	sk, err := b.vault.StateKey(ctx, user)
+	if err != nil {
+		return Connector{}, err
+	}
+	sealed := seal.Seal(sk, grantLabel, grantAAD(id, user, c.Name), plain)
+	_, err = b.pool.Exec(ctx, `INSERT INTO connect_grants (id, user_id, connector, kind, url, header, secret_sealed, tools)
+		VALUES ($1, $2, $3, 'custom', $4, $5, $6, $7)`, id, user, c.Name, c.URL, c.Header, sealed, toolsJSON)
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" {
+		return Connector{}, fmt.Errorf("%s: %w (disconnect it first)", c.Name, ErrExists)
+	}
+	if err != nil {
+		return Connector{}, err
+	}
+	return b.Get(ctx, user, c.Name)
+}
+
+// List answers the user's connectors with their tools and policies.
+func (b *Broker) List(ctx context.Context, user string) ([]Connector, error) {
+	return b.query(ctx, user, "")
+}
+
+// Get answers one connector, or ErrNotFound.
+func (b *Broker) Get(ctx context.Context, user, id string) (Connector, error) {
+	cs, err := b.query(ctx, user, id)
+	if err != nil {
+		return Connector{}, err
+	}
+	if len(cs) == 0 {
+		return Connector{}, fmt.Errorf("%s: %w", id, ErrNotFound)
+	}
+	return cs[0], nil
+}
+
+func (b *Broker) query(ctx context.Context, user, only string) ([]Connector, error) {
+	rows, err := b.pool.Query(ctx, `SELECT g.id, g.connector, g.kind, g.url, g.header, g.tools, g.needs_reconnect, g.created_at,
+			coalesce((SELECT jsonb_object_agg(p.tool, p.policy) FROM connect_policies p
+				WHERE p.user_id = g.user_id AND p.connector = g.connector), '{}')
+		FROM connect_grants g WHERE g.user_id = $1 AND ($2 = '' OR g.connector = $2) ORDER BY g.connector`, user, only)
+	if err != nil {
+		return nil, err
+	}
+	out := []Connector{}
+	for rows.Next() {
+		var c Connector
+		var policies map[string]Policy
+		if err := rows.Scan(&c.grantID, &c.ID, &c.Kind, &c.URL, &c.Header, &c.schemas, &c.NeedsReconnect, &c.Connected, &policies); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		c.Tools = []Tool{}
+		for _, t := range c.schemas {
+			p := policies[t.Name]
+			if p == "" {
+				p = PolicyDefault
+			}
+			c.Tools = append(c.Tools, Tool{Name: t.Name, Description: t.Description, Policy: p})
+		}
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// SetPolicy sets one tool's policy (default deletes the row). An unknown
+// connector is ErrNotFound, a tool it does not list an *InputError.
+func (b *Broker) SetPolicy(ctx context.Context, user, connector, tool string, p Policy) error {
+	c, err := b.Get(ctx, user, connector)
+	if err != nil {
+		return err
+	}
+	known := false
+	for _, t := range c.Tools {
+		known = known || t.Name == tool
+	}
+	if !known {
+		return &InputError{"tool", fmt.Sprintf("%q is not a tool of %s", tool, connector)}
+	}
+	if p == PolicyDefault {
+		_, err = b.pool.Exec(ctx, "DELETE FROM connect_policies WHERE user_id = $1 AND connector = $2 AND tool = $3", user, connector, tool)
+		return err
+	}
+	_, err = b.pool.Exec(ctx, `INSERT INTO connect_policies (user_id, connector, tool, policy) VALUES ($1, $2, $3, $4)
+		ON CONFLICT (user_id, connector, tool) DO UPDATE SET policy = excluded.policy`, user, connector, tool, string(p))
+	return err
+}
+
+// Disconnect deletes a grant with its secrets and policies; false when
+// there was none.
+func (b *Broker) Disconnect(ctx context.Context, user, connector string) (bool, error) {
+	tag, err := b.pool.Exec(ctx, "DELETE FROM connect_grants WHERE user_id = $1 AND connector = $2", user, connector)
+	return tag.RowsAffected() == 1, err
+}
+
+// Check lists the server's tools again with the grant, stores them and
+// answers what the server says it is. A server refusing the key sets
+// needs_reconnect; a later good check clears it.
+func (b *Broker) Check(ctx context.Context, user, connector string) (string, Connector, error) {
+	c, err := b.Get(ctx, user, connector)
+	if err != nil {
+		return "", Connector{}, err
+	}
+	cu, err := b.custom(ctx, user, c)
+	if err != nil {
+		return "", Connector{}, err
+	}
+	tools, account, err := b.up.listTools(ctx, cu)
+	if err != nil {
+		_, _ = b.pool.Exec(ctx, "UPDATE connect_grants SET needs_reconnect = true WHERE id = $1", c.grantID)
+		return "", Connector{}, err
+	}
+	toolsJSON, err := json.Marshal(tools)
+	if err != nil {
+		return "", Connector{}, err
+	}
+	if _, err := b.pool.Exec(ctx, "UPDATE connect_grants SET tools = $2, needs_reconnect = false WHERE id = $1", c.grantID, toolsJSON); err != nil {
+		return "", Connector{}, err
+	}
+	c, err = b.Get(ctx, user, connector)
+	return account, c, err
+}
+
+// custom is c's server with its key unsealed, for a call.
+func (b *Broker) custom(ctx context.Context, user string, c Connector) (Custom, error) {
+	var sealed []byte
+	if err := b.pool.QueryRow(ctx, "SELECT secret_sealed FROM connect_grants WHERE id = $1 AND user_id = $2", c.grantID, user).Scan(&sealed); err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			return Custom{}, fmt.Errorf("%s: %w", c.ID, ErrNotFound)
+		}
+		return Custom{}, err
+	}
+	sk, err := b.vault.StateKey(ctx, user)
+	if err != nil {
+		return Custom{}, err
+	}
+	plain, err := seal.Open(sk, grantLabel, grantAAD(c.grantID, user, c.ID), sealed)
+	if err != nil {
+		return Custom{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
+	}
+	var s secrets
+	if err := json.Unmarshal(plain, &s); err != nil {
+		return Custom{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
+	}
+	return Custom{Name: c.ID, URL: c.URL, Header: c.Header, Key: s.Key}, nil
+}
