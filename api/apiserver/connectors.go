@@ -5,6 +5,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/connect"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/server"
@@ -13,11 +14,11 @@ import (
 )
 
 // mountConnect mounts Connect when connect.public_url is set: the broker,
-// cocoonbox.control.v1.Connectors behind the token check and the mode B
-// door (Contract: Connect (design §16)). It answers the broker (nil with
+// cocoonbox.control.v1.Connectors behind the token check, the mode B
+// door and the console's calls (Contract: Connect (design §16)). It answers the broker (nil with
 // Connect off) and what stops it; an error is the outbound dialer's.
 func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConfig, db *database.DB, keys *vault.Store,
-	index *tokens.Index, log *slog.Logger) (*connect.Broker, func(), error) {
+	index *tokens.Index, con *console.Console, log *slog.Logger) (*connect.Broker, func(), error) {
 	if cfg.Connect.PublicURL == "" {
 		return nil, func() {}, nil
 	}
@@ -28,5 +29,6 @@ func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConf
 	path, h := controlv1connect.NewConnectorsHandler(connect.NewService(b, tokens.UserID, log), callOptions(index)...)
 	srv.Handle(path, index.Guard(h))
 	srv.Handle(connect.DoorPath, b.Door(index, log))
+	connect.NewConsole(b, con.UserID, log).Mount(srv)
 	return b, b.Close, nil
 }

@@ -24,6 +24,8 @@ type Broker struct {
 	pool  *pgxpool.Pool
 	vault *vault.Store
 	up    *upstream
+	// pending are the calls of ask tools waiting for the user.
+	pending approvals
 }
 
 // New is the broker on pool, sealing with the users' state keys (the

@@ -33,8 +33,8 @@ type userKey struct{}
 // body. Every request ends when its token is revoked (tokens.Bind). Each
 // POST is served by an MCP server (stateless, the official Go SDK's)
 // made of the user's connectors at that moment: tools named
-// <connector>__<tool>, those off left out, those ask answered with a
-// tool error until approvals are built (docs/connect.md).
+// <connector>__<tool>, those off left out, those ask waiting for the
+// user's answer (Broker.Answer).
 func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 	mcpH := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		user, _ := r.Context().Value(userKey{}).(string)
@@ -96,7 +96,15 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 func (b *Broker) callHandler(user string, c Connector, tool string, p Policy) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		if p == PolicyAsk {
-			return toolError(fmt.Sprintf("%s%s%s needs your approval, and approvals are not built yet: set its policy to allow to use it", c.ID, toolSep, tool)), nil
+			switch b.pending.await(ctx, user, c.ID, tool) {
+			case DecisionAlways:
+				if err := b.SetPolicy(ctx, user, c.ID, tool, PolicyAllow); err != nil {
+					return nil, err
+				}
+			case DecisionOnce:
+			default:
+				return toolError(fmt.Sprintf("%s%s%s needs your approval, and it was denied or not given within %s", c.ID, toolSep, tool, ApprovalTimeout)), nil
+			}
 		}
 		cu, err := b.custom(ctx, user, c)
 		if err != nil {

@@ -2,11 +2,13 @@ package connect_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	connectrpc "connectrpc.com/connect"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,6 +22,15 @@ import (
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
+
+// withEverything is an api with Connect reaching server-everything, alice's
+// token and her Connectors client.
+func withEverything(t *testing.T) (*everything, *apitest.API, string, controlv1connect.ConnectorsClient) {
+	ev := startEverything(t)
+	a := apitest.New(t, apitest.WithConnect(ev.Upstream()))
+	token := string(a.PersonalToken(a.User.ID))
+	return ev, a, token, connectors(a, token)
+}
 
 func connectors(a *apitest.API, token string) controlv1connect.ConnectorsClient {
 	return controlv1connect.NewConnectorsClient(http.DefaultClient, a.URL, connectrpc.WithGRPC(),
@@ -68,14 +79,11 @@ func text(r *sdk.CallToolResult) string {
 // @modelcontextprotocol/server-everything, connected as a custom server
 // with a header key through Connectors.ConnectCustom. The api reaches it
 // under a public name only through its resolver; every request the
-// server got carried the key; policies off and ask change what the door
-// offers and answers; a disconnect leaves no tool.
+// server got carried the key; policy off takes a tool off the door, and
+// ListConnectors shows the policies; a disconnect leaves no tool.
 func TestModeBDoorListsAndCallsACustomServersToolsWithItsKey(t *testing.T) {
-	ev := startEverything(t)
-	a := apitest.New(t, apitest.WithConnect(ev.Upstream()))
-	token := string(a.PersonalToken(a.User.ID))
+	ev, a, token, svc := withEverything(t)
 	ctx := context.Background()
-	svc := connectors(a, token)
 
 	got, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
 		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key}))
@@ -128,14 +136,6 @@ func TestModeBDoorListsAndCallsACustomServersToolsWithItsKey(t *testing.T) {
 	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "get-sum",
 		Policy: controlv1.Policy_POLICY_ASK})); err != nil {
 		t.Fatalf("SetPolicy get-sum ask: %v", err)
-	}
-	before = ev.keyed.Load()
-	res, err = cs.CallTool(ctx, &sdk.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "approval") {
-		t.Fatalf("everything__get-sum on ask: %v %v %q, want a tool error naming the approval", err, res, text(res))
-	}
-	if ev.keyed.Load() != before {
-		t.Fatal("a call waiting for approval reached the server")
 	}
 	list, err := svc.ListConnectors(ctx, connectrpc.NewRequest(&controlv1.ListConnectorsRequest{}))
 	if err != nil || len(list.Msg.GetConnectors()) != 1 {
@@ -276,4 +276,99 @@ func TestASealedGrantOpensOnlyInItsOwnRow(t *testing.T) {
 	if ev.keyed.Load() != before {
 		t.Fatal("the moved secrets reached the server")
 	}
+}
+
+// Issue 44, Deliver 3: a call of an ask tool waits, listed in GET
+// /cb/api/connect, until the user answers in the console: once lets it
+// through, deny answers a tool error without reaching the server, always
+// lets it through and sets the tool's policy to allow. Another user cannot
+// answer it.
+func TestAnAskToolWaitsForTheUsersAnswer(t *testing.T) {
+	ev, a, token, svc := withEverything(t)
+	ctx := context.Background()
+	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
+		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
+		t.Fatalf("ConnectCustom: %v", err)
+	}
+	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "echo",
+		Policy: controlv1.Policy_POLICY_ASK})); err != nil {
+		t.Fatalf("SetPolicy echo ask: %v", err)
+	}
+	cs := door(t, a, token)
+	a.AddUser("bob", false)
+	bob := a.SignIn("bob")
+
+	for _, tc := range []struct {
+		decision string
+		through  bool
+	}{{"once", true}, {"deny", false}, {"always", true}} {
+		type result struct {
+			res *sdk.CallToolResult
+			err error
+		}
+		done := make(chan result, 1)
+		before := ev.keyed.Load()
+		go func() {
+			res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": tc.decision}})
+			done <- result{res, err}
+		}()
+		id := waitApproval(t, a)
+		if ev.keyed.Load() != before {
+			t.Fatalf("%s: the call reached the server before its approval", tc.decision)
+		}
+		if resp, body := bob.Send("POST", "/cb/api/connect/approvals/"+id+"/answer", "application/json", `{"decision":"once"}`); resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("another user's answer: %d %s, want 404", resp.StatusCode, body)
+		}
+		if resp, body := a.Session.Send("POST", "/cb/api/connect/approvals/"+id+"/answer", "application/json", `{"decision":"`+tc.decision+`"}`); resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("answer %s: %d %s", tc.decision, resp.StatusCode, body)
+		}
+		var r result
+		select {
+		case r = <-done:
+		case <-time.After(60 * time.Second):
+			t.Fatalf("%s: the call did not end within 60 s of the answer", tc.decision)
+		}
+		if tc.through && (r.err != nil || r.res.IsError || !strings.Contains(text(r.res), tc.decision)) {
+			t.Fatalf("%s: %v %v %q, want the echo", tc.decision, r.err, r.res, text(r.res))
+		}
+		if !tc.through && (r.err != nil || !r.res.IsError || ev.keyed.Load() != before) {
+			t.Fatalf("%s: %v %v, want a tool error and no call of the server", tc.decision, r.err, r.res)
+		}
+	}
+	list, err := svc.ListConnectors(ctx, connectrpc.NewRequest(&controlv1.ListConnectorsRequest{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range list.Msg.GetConnectors()[0].GetTools() {
+		if tl.GetName() == "echo" && tl.GetPolicy() != controlv1.Policy_POLICY_ALLOW {
+			t.Fatalf("echo's policy after always: %v", tl.GetPolicy())
+		}
+	}
+	if resp, body := a.Session.Send("POST", "/cb/api/connect/approvals/nope/answer", "application/json", `{"decision":"maybe"}`); resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "decision") {
+		t.Fatalf("a bad decision: %d %s, want 400 naming decision", resp.StatusCode, body)
+	}
+}
+
+// waitApproval waits until GET /cb/api/connect lists one pending approval
+// and answers its id.
+func waitApproval(t *testing.T, a *apitest.API) string {
+	t.Helper()
+	deadline := time.Now().Add(60 * time.Second)
+	var last string
+	for time.Now().Before(deadline) {
+		resp, body := a.Session.Send("GET", "/cb/api/connect", "", "")
+		last = body
+		var got struct {
+			Approvals []struct {
+				ID   string `json:"id"`
+				Tool string `json:"tool"`
+			} `json:"approvals"`
+		}
+		if resp.StatusCode == http.StatusOK && json.Unmarshal([]byte(body), &got) == nil && len(got.Approvals) == 1 && got.Approvals[0].Tool == "echo" {
+			return got.Approvals[0].ID
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Fatalf("no pending approval of echo within 60 s; GET /cb/api/connect answered %s", last)
+	return ""
 }
