@@ -26,6 +26,8 @@ type Broker struct {
 	up    *upstream
 	// pending are the calls of ask tools waiting for the user.
 	pending approvals
+	// open are the door calls open on this api, ended by a disconnect.
+	open openCalls
 }
 
 // New is the broker on pool, sealing with the users' state keys (the
@@ -174,11 +176,16 @@ func (b *Broker) SetPolicy(ctx context.Context, user, connector, tool string, p 
 	return err
 }
 
-// Disconnect deletes a grant with its secrets and policies; false when
-// there was none.
+// Disconnect deletes a grant with its secrets and policies and ends every
+// door call open on it in this api (ErrDisconnected); false when there
+// was none.
 func (b *Broker) Disconnect(ctx context.Context, user, connector string) (bool, error) {
 	tag, err := b.pool.Exec(ctx, "DELETE FROM connect_grants WHERE user_id = $1 AND connector = $2", user, connector)
-	return tag.RowsAffected() == 1, err
+	if err != nil {
+		return false, err
+	}
+	b.open.end(user, connector)
+	return tag.RowsAffected() == 1, nil
 }
 
 // Check lists the server's tools again with the grant, stores them and

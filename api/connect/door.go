@@ -95,6 +95,8 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 
 func (b *Broker) callHandler(user string, c Connector, tool string, p Policy) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+		ctx, done := b.open.begin(ctx, user, c.ID)
+		defer done()
 		if p == PolicyAsk {
 			switch b.pending.await(ctx, user, c.ID, tool) {
 			case DecisionAlways:
@@ -103,6 +105,9 @@ func (b *Broker) callHandler(user string, c Connector, tool string, p Policy) sd
 				}
 			case DecisionOnce:
 			default:
+				if errors.Is(context.Cause(ctx), ErrDisconnected) {
+					return toolError(ErrDisconnected.Error()), nil
+				}
 				return toolError(fmt.Sprintf("%s%s%s needs your approval, and it was denied or not given within %s", c.ID, toolSep, tool, ApprovalTimeout)), nil
 			}
 		}
@@ -111,6 +116,9 @@ func (b *Broker) callHandler(user string, c Connector, tool string, p Policy) sd
 			return nil, err
 		}
 		res, err := b.up.callTool(ctx, cu, tool, req.Params.Arguments)
+		if errors.Is(context.Cause(ctx), ErrDisconnected) {
+			return toolError(ErrDisconnected.Error()), nil
+		}
 		if errors.Is(err, ErrUpstream) {
 			return toolError(err.Error()), nil
 		}

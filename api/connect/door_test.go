@@ -284,17 +284,8 @@ func TestASealedGrantOpensOnlyInItsOwnRow(t *testing.T) {
 // lets it through and sets the tool's policy to allow. Another user cannot
 // answer it.
 func TestAnAskToolWaitsForTheUsersAnswer(t *testing.T) {
-	ev, a, token, svc := withEverything(t)
+	ev, a, svc, cs := withEchoOnAsk(t)
 	ctx := context.Background()
-	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
-		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
-		t.Fatalf("ConnectCustom: %v", err)
-	}
-	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "echo",
-		Policy: controlv1.Policy_POLICY_ASK})); err != nil {
-		t.Fatalf("SetPolicy echo ask: %v", err)
-	}
-	cs := door(t, a, token)
 	a.AddUser("bob", false)
 	bob := a.SignIn("bob")
 
@@ -349,6 +340,22 @@ func TestAnAskToolWaitsForTheUsersAnswer(t *testing.T) {
 	}
 }
 
+// withEchoOnAsk is withEverything with server-everything connected as
+// everything, its echo on ask, and an MCP session on the door.
+func withEchoOnAsk(t *testing.T) (*everything, *apitest.API, controlv1connect.ConnectorsClient, *sdk.ClientSession) {
+	ev, a, token, svc := withEverything(t)
+	ctx := context.Background()
+	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
+		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
+		t.Fatalf("ConnectCustom: %v", err)
+	}
+	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "echo",
+		Policy: controlv1.Policy_POLICY_ASK})); err != nil {
+		t.Fatalf("SetPolicy echo ask: %v", err)
+	}
+	return ev, a, svc, door(t, a, token)
+}
+
 // waitApproval waits until GET /cb/api/connect lists one pending approval
 // and answers its id.
 func waitApproval(t *testing.T, a *apitest.API) string {
@@ -371,4 +378,36 @@ func waitApproval(t *testing.T, a *apitest.API) string {
 	}
 	t.Fatalf("no pending approval of echo within 60 s; GET /cb/api/connect answered %s", last)
 	return ""
+}
+
+// Issue 44, Deliver 3: a disconnect ends the door calls open on the
+// connector: a call waiting for its approval ends at once with a tool
+// error that says so, and its approval is no longer pending.
+func TestADisconnectEndsTheOpenDoorCalls(t *testing.T) {
+	_, a, svc, cs := withEchoOnAsk(t)
+	ctx := context.Background()
+	type result struct {
+		res *sdk.CallToolResult
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "open"}})
+		done <- result{res, err}
+	}()
+	waitApproval(t, a)
+	if _, err := svc.Disconnect(ctx, connectrpc.NewRequest(&controlv1.DisconnectRequest{Connector: "everything"})); err != nil {
+		t.Fatalf("Disconnect: %v", err)
+	}
+	select {
+	case r := <-done:
+		if r.err != nil || !r.res.IsError || !strings.Contains(text(r.res), "disconnected") {
+			t.Fatalf("the open call: %v %v %q, want a tool error saying the connector was disconnected", r.err, r.res, text(r.res))
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the open call did not end within 60 s of the disconnect")
+	}
+	if resp, body := a.Session.Send("GET", "/cb/api/connect", "", ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"approvals":[]`) {
+		t.Fatalf("GET /cb/api/connect after the disconnect: %d %s, want no approval pending", resp.StatusCode, body)
+	}
 }
