@@ -87,16 +87,23 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 			if tool.InputSchema == nil {
 				tool.InputSchema = map[string]any{"type": "object"}
 			}
-			s.AddTool(tool, b.callHandler(user, c, t.Name, p))
+			s.AddTool(tool, b.callHandler(ctx, user, c, t.Name, p))
 		}
 	}
 	return s
 }
 
-func (b *Broker) callHandler(user string, c Connector, tool string, p Policy) sdk.ToolHandler {
+// callHandler calls tool of c for user. reqCtx is the door request's
+// context, which ends with its token (tokens.Bind): the sdk runs a
+// stateless request's handler under a context of its own, so the call is
+// tied to reqCtx here.
+func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, tool string, p Policy) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 		ctx, done := b.open.begin(ctx, user, c.ID)
 		defer done()
+		ctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		defer context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })()
 		if p == PolicyAsk {
 			switch b.pending.await(ctx, user, c.ID, tool) {
 			case DecisionAlways:

@@ -3,6 +3,7 @@ package connect_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -409,5 +410,32 @@ func TestADisconnectEndsTheOpenDoorCalls(t *testing.T) {
 	}
 	if resp, body := a.Session.Send("GET", "/cb/api/connect", "", ""); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"approvals":[]`) {
 		t.Fatalf("GET /cb/api/connect after the disconnect: %d %s, want no approval pending", resp.StatusCode, body)
+	}
+}
+
+// Issue 44, Deliver 3: a door call ends with the token it came with: a
+// call waiting for its approval ends once the personal token it carried
+// is replaced (Contract: Browser sign-in and device tokens, "Every call
+// still open on a revoked or replaced token (... a Connect door call)
+// ends with it").
+func TestAReplacedTokenEndsItsOpenDoorCall(t *testing.T) {
+	_, a, _, cs := withEchoOnAsk(t)
+	done := make(chan error, 1)
+	go func() {
+		res, err := cs.CallTool(context.Background(), &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "open"}})
+		if err == nil && !res.IsError {
+			err = errors.New("the call went through: " + text(res))
+		}
+		done <- err
+	}()
+	waitApproval(t, a)
+	a.PersonalToken(a.User.ID) // a new one: the old one is revoked
+	select {
+	case err := <-done:
+		if err != nil && strings.Contains(err.Error(), "went through") {
+			t.Fatal(err)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the open call did not end within 60 s of its token's replacement")
 	}
 }
