@@ -56,11 +56,11 @@ func main() {
 var errUsage = errors.New("usage")
 
 type options struct {
-	listen, tokenFile, stateDir, images, egressHosts, egressAdmit string
-	tlsCert, tlsKey                                               string
-	bridge, gateway                                               string
-	pingAfter, pingTimeout, idle                                  time.Duration
-	spares                                                        int
+	listen, tokenFile, stateDir, images, egressHosts, egressAdmit, gwURL string
+	tlsCert, tlsKey                                                      string
+	bridge, gateway                                                      string
+	pingAfter, pingTimeout, idle                                         time.Duration
+	spares                                                               int
 }
 
 func run(args []string) error {
@@ -72,7 +72,7 @@ func run(args []string) error {
 	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
 	fs.Usage = func() {
 		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
-		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...] [--spares N]")
+		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...] [--gw-url URL] [--spares N]")
 		fs.PrintDefaults()
 	}
 	for _, a := range args {
@@ -87,6 +87,7 @@ func run(args []string) error {
 	fs.StringVar(&o.stateDir, "state-dir", "/var/lib/cocoonbox-sandboxd", "the machines' disks and the saves")
 	fs.StringVar(&o.images, "images", "/var/lib/cocoonbox-sandboxd/images", "the directory of image roots cbdesk-vN-TIER")
 	fs.StringVar(&o.egressHosts, "egress-hosts", "", "comma-separated hosts the egress proxy alone reaches (empty: every public host)")
+	fs.StringVar(&o.gwURL, "gw-url", "", "gw's origin: the gw door on the gateway's port 18090 forwards the boxes' model calls there with their owner's key (empty: no door)")
 	fs.StringVar(&o.egressAdmit, "egress-admit", "", "comma-separated networks (CIDR) the egress proxy reaches although not public, e.g. an internal mirror's 10.20.0.0/16 (never loopback, link-local, multicast; never this host's own addresses)")
 	fs.StringVar(&o.bridge, "bridge", local.DefaultNetwork().Bridge, "the box network's host bridge")
 	fs.StringVar(&o.gateway, "gateway", local.DefaultNetwork().Gateway.String(), "the bridge's address and the boxes' prefix")
@@ -136,7 +137,7 @@ func serve(ctx context.Context, o options) error {
 	if network.Gateway, err = netip.ParsePrefix(o.gateway); err != nil || !network.Gateway.Addr().Is4() {
 		return fmt.Errorf("%w: --gateway %q is not an IPv4 address with its prefix (e.g. 10.203.0.1/16)", errUsage, o.gateway)
 	}
-	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, EgressAdmit: admit, Log: log, Spares: o.spares})
+	sup, err := local.New(ctx, local.Config{StateDir: o.stateDir, Images: o.images, Network: network, EgressHosts: hosts, EgressAdmit: admit, GWURL: o.gwURL, Log: log, Spares: o.spares})
 	if err != nil {
 		return err
 	}

@@ -74,6 +74,11 @@ type Config struct {
 	// and the address is admitted even when it is not public, exactly for
 	// that dial; the host list and every other rule still apply.
 	Resolve map[string]netip.Addr
+	// Doors are the gateway's own services a box reaches by plain HTTP
+	// through the proxy, by host:port (the gw door at 10.203.0.1:18090):
+	// such a request is served by its handler, with the box's address as
+	// RemoteAddr, never dialled (the host's own addresses stay refused).
+	Doors map[string]http.Handler
 }
 
 // Proxy is an http.Handler; serve it on the gateway. It dials through a
@@ -162,6 +167,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !r.URL.IsAbs() || r.URL.Scheme != "http" {
 		http.Error(w, "cocoonbox egress proxy: only absolute http:// requests and CONNECT", http.StatusBadRequest)
+		return
+	}
+	if door, ok := p.cfg.Doors[strings.ToLower(r.URL.Host)]; ok {
+		door.ServeHTTP(w, r)
 		return
 	}
 	out := r.Clone(r.Context())

@@ -119,20 +119,25 @@ func injectionsOf(entries []sandbox.ClaimEntry) []egress.Injection {
 // machine's snapshot (never the op lock: a CONNECT must not wait behind a
 // Save or a Boot).
 func (s *Supervisor) injections(box netip.Addr) []egress.Injection {
-	gw := s.cfg.Network.Gateway
-	if !box.Is4() || !gw.Contains(box) {
-		return nil
-	}
-	off := int(u32(box) - u32(gw.Masked().Addr()))
-	s.mu.Lock()
-	m := s.byID[s.addrs[off]]
-	s.mu.Unlock()
+	m := s.machineAt(box)
 	if m == nil {
 		return nil
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.inject
+}
+
+// machineAt is the machine at a bridge address, or nil.
+func (s *Supervisor) machineAt(box netip.Addr) *machine {
+	gw := s.cfg.Network.Gateway
+	if !box.Is4() || !gw.Contains(box) {
+		return nil
+	}
+	off := int(u32(box) - u32(gw.Masked().Addr()))
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.byID[s.addrs[off]]
 }
 
 func u32(a netip.Addr) uint32 {

@@ -16,6 +16,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
+	"github.com/cocoonbox/cocoonbox/api/gw/gwtest"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 	"github.com/cocoonbox/cocoonbox/internal/nspawn"
@@ -65,7 +66,10 @@ func setUp(ctx context.Context, image string) error {
 	if err != nil {
 		return err
 	}
+	gwUp = gwtest.New()
 	sup, err = New(ctx, Config{
+		// The gw stand-in behind the gw door (gwdoor_test.go).
+		GWURL:    gwUp.URL,
 		StateDir: filepath.Join(testRoot, "state"), Images: filepath.Join(testRoot, "images"),
 		// Only Debian's mirror, which apt in the boxes reaches, and the
 		// key vault's test upstream (intercept_test.go).
@@ -96,6 +100,9 @@ func tearDown() error {
 	var err error
 	if sup != nil {
 		err = sup.Close()
+	}
+	if gwUp != nil {
+		gwUp.Close()
 	}
 	os.RemoveAll(testRoot)
 	return err

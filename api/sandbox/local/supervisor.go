@@ -59,6 +59,10 @@ type Config struct {
 	// not public (egress.Config.Admit; api.yaml
 	// sandbox.local.egress.admit, cocoonbox-sandboxd --egress-admit).
 	EgressAdmit []netip.Prefix
+	// GWURL is gw's origin: the gw door on the gateway's port 18090
+	// forwards the boxes' model calls there with their owner's key
+	// (api/sandbox/gwdoor; api.yaml gw.url). Empty: no door.
+	GWURL string
 	// DefaultMaxClaims is a tenant's cap until SetTenantCap (default
 	// sandbox.DefaultMaxClaims).
 	DefaultMaxClaims int
@@ -82,7 +86,8 @@ type Supervisor struct {
 	lock    *os.File // flock on the bridge's name
 	runDir  string   // crash records of booted machines
 	proxy   *http.Server
-	caPEM   []byte // the pool CA's certificate, which every box trusts
+	gwDoor  *http.Server // nil without Config.GWURL
+	caPEM   []byte       // the pool CA's certificate, which every box trusts
 	events  *eventLog
 	mu      sync.Mutex
 	byID    map[string]*machine
@@ -227,6 +232,14 @@ func (s *Supervisor) serveProxy() error {
 	}
 	s.caPEM = caPEM
 	cfg := egress.Config{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log, CA: ca, Injections: s.injections, Resolve: s.cfg.EgressResolve, Admit: s.cfg.EgressAdmit}
+	if s.cfg.GWURL != "" {
+		door, err := s.serveGWDoor()
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		cfg.Doors = map[string]http.Handler{net.JoinHostPort(s.cfg.Network.Gateway.Addr().String(), fmt.Sprint(GWPort)): door}
+	}
 	if f := s.cfg.EgressUpstreamCAFile; f != "" {
 		data, err := os.ReadFile(f)
 		if err != nil {
@@ -297,6 +310,9 @@ func (s *Supervisor) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = s.proxy.Shutdown(ctx)
+	if s.gwDoor != nil {
+		_ = s.gwDoor.Shutdown(ctx)
+	}
 	err := s.cfg.Network.removeBridge()
 	s.lock.Close()
 	return err
