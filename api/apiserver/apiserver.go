@@ -26,6 +26,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/state"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/usage"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -83,6 +84,9 @@ type Server struct {
 	Boxes *boxes.Handler
 	// State is the state store (state.store: embedded or s3).
 	State store.Store
+	// Usage is model usage (the users' gw keys, caps and figures); nil
+	// without gw.url.
+	Usage *usage.Service
 
 	cfg     config.Config
 	log     *slog.Logger
@@ -130,6 +134,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	if err != nil {
 		return nil, err
 	}
+	models, err := startUsage(cfg, db, keys, log)
+	if err != nil {
+		return nil, err
+	}
 
 	// The token index keeps every live token of the database in memory and
 	// follows every api's changes (NOTIFY cocoonbox_users).
@@ -165,7 +173,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopOAuth)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
-	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, log)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, bh.CallInterceptor(), log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
@@ -179,7 +187,8 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopConnect)
 	s.Connect = broker
-	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, log)
+	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, models, log)
+	revokeOnChange(ctx, models, index, pushKeys.push, log)
 	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {
 		return nil, err
 	}
@@ -189,7 +198,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(index.Stop)
 
-	s.srv, s.Users, s.Tokens, s.Index, s.Console, s.Signup, s.Boxes = srv, userStore, tokenStore, index, con, sg, bh
+	s.srv, s.Users, s.Tokens, s.Index, s.Console, s.Signup, s.Boxes, s.Usage = srv, userStore, tokenStore, index, con, sg, bh, models
 	if agents != nil {
 		s.Grants = agents.grants
 	}

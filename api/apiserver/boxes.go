@@ -25,6 +25,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/usage"
 )
 
 // localHost is the host name of the in-process supervisor.
@@ -44,16 +45,19 @@ const bridgeWait = 5 * time.Second
 // the rest of the api calls in process (its Service for Locate and
 // WaitOperation); the returned func stops the service and the local
 // supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func()) {
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, log *slog.Logger) (*boxes.Handler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
-			return supervisors(ctx, cfg.Sandbox, log)
+			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
 		}
 	}
-	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, log)
+	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
+	}
+	if _, usageOf := usageHooks(models); usageOf != nil {
+		h = h.WithUsage(usageOf, tokens.UserID, log)
 	}
 	path, handler := controlv1connect.NewBoxesHandler(h, append(callOptions(index), connect.WithInterceptors(h.CallInterceptor()))...)
 	srv.Handle(path, index.Guard(handler))
@@ -64,13 +68,14 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 // that closes them.
 type supervisorsFunc = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
 
-func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, log *slog.Logger) (*boxes.Handler, func(), error) {
+func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, log *slog.Logger) (*boxes.Handler, func(), error) {
 	hosts, closeHosts, err := sups(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
+	gwKey, _ := usageHooks(models)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
-		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, Log: log,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, Log: log,
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()
@@ -80,7 +85,7 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 }
 
 // supervisors are sandbox.hosts' daemons, or the local supervisor.
-func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 	if len(c.Hosts) == 0 {
 		images, err := filepath.Abs(c.Local.Images)
 		if err != nil {
@@ -94,7 +99,7 @@ func supervisors(ctx context.Context, c config.Sandbox, log *slog.Logger) (map[s
 		wait, cancel := context.WithTimeout(ctx, bridgeWait)
 		defer cancel()
 		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log, Spares: c.Local.Spares,
-			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile})
+			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile, GWURL: gwURL})
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}

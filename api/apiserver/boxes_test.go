@@ -28,7 +28,7 @@ func TestAnHTTPSSandboxHostIsCalledOverTLSCheckedAgainstTheCAFile(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		hosts, done, err := supervisors(context.Background(), c.Sandbox, slog.New(slog.DiscardHandler))
+		hosts, done, err := supervisors(context.Background(), c.Sandbox, "", slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}

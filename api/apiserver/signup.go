@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
@@ -12,6 +13,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
+	"github.com/cocoonbox/cocoonbox/api/usage"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -24,13 +26,17 @@ import (
 //
 // Contract: Sign-in with GitHub and signup.
 func mountSignup(ctx context.Context, srv *server.Server, cfg config.Config, pool *pgxpool.Pool, store *users.Store,
-	con *console.Console, index *tokens.Index, log *slog.Logger) *signup.Signup {
+	con *console.Console, index *tokens.Index, models *usage.Service, log *slog.Logger) *signup.Signup {
+	var pushCap func(context.Context, pgx.Tx, string) error
+	if models != nil {
+		pushCap = func(ctx context.Context, tx pgx.Tx, user string) error { return models.PushCap(ctx, tx, user) }
+	}
 	s := signup.New(signup.Deps{Pool: pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie,
 		DeleteUser: func(ctx context.Context, name string) error {
 			_, err := DeleteUser(ctx, pool, store, name)
 			return err
 		},
-		Secure: cfg.Secure()})
+		Secure: cfg.Secure(), PushCap: pushCap})
 	s.Mount(srv)
 	srv.Wrap(s.GuardInviteTokens)
 	addSignupSections(con)

@@ -5,10 +5,13 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/connect"
+	"github.com/cocoonbox/cocoonbox/api/gw/gwtest"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
 )
@@ -85,6 +88,18 @@ func WithSupervisor(host string, sup sandbox.Supervisor) Option {
 			return hosts, func() {}, nil
 		}
 	}
+}
+
+// WithGW points the api at the gw stand-in g (gw.url, and its master key
+// in a file under the state directory).
+func WithGW(g *gwtest.Server) Option {
+	return WithConfig(func(c *config.Config) {
+		path := filepath.Join(c.StateDir, "gw-master.key")
+		if err := os.WriteFile(path, []byte(g.MasterKey+"\n"), 0o600); err != nil {
+			panic(err) // the test's own temporary directory
+		}
+		c.GW.URL, c.GW.MasterKeyFile = g.URL, path
+	})
 }
 
 // WithGitHub switches GitHub sign-in on against the stand-in gh: the

@@ -16,10 +16,11 @@ import (
 // (package tokens' interceptor) runs before it; user reads the caller's
 // user id from the context.
 type Handler struct {
-	s    *Service
-	user func(context.Context) (string, bool)
-	log  *slog.Logger
-	down error // why there is no Service (every call UNAVAILABLE)
+	s     *Service
+	user  func(context.Context) (string, bool)
+	log   *slog.Logger
+	down  error // why there is no Service (every call but Usage UNAVAILABLE)
+	usage Usage // nil: nothing metered
 }
 
 var _ controlv1connect.BoxesHandler = (*Handler)(nil)
@@ -33,6 +34,15 @@ func NewHandler(s *Service, user func(context.Context) (string, bool), log *slog
 // start: every call answers UNAVAILABLE with why.
 func Unavailable(why error) *Handler {
 	return &Handler{down: why}
+}
+
+// WithUsage is h answering Usage with usage (api/usage's figures from
+// gw's meter), as it does without a supervisor too; user answers the
+// caller for it.
+func (h *Handler) WithUsage(usage Usage, user func(context.Context) (string, bool), log *slog.Logger) *Handler {
+	c := *h
+	c.usage, c.user, c.log = usage, user, log
+	return &c
 }
 
 // Service is the Service behind the handler, for what else of the api
@@ -215,18 +225,36 @@ func (h *Handler) Delete(ctx context.Context, req *connect.Request[controlv1.Con
 	return h.mutate(ctx, "delete", Call{RequestID: m.RequestId, Box: m.Box, Incarnation: m.Incarnation}, h.s.Delete)
 }
 
-// DefaultDailyCapMicros is Usage's stub daily cap (in micro-dollars) until
-// model usage is metered: every figure is zero, the cap this default.
+// Usage answers a user's model usage (api/usage's figures from gw's
+// meter) for Boxes.Usage.
+type Usage func(ctx context.Context, user string, perModel bool) (*controlv1.UsageResponse, error)
+
+// DefaultDailyCapMicros is the daily cap Usage answers without a gw
+// (Config.Usage nil), where nothing is metered: every figure zero.
 const DefaultDailyCapMicros = 5_000_000
 
-// Usage answers stub figures: zeros and the default cap (model usage is
-// not metered yet; docs/box-lifecycle.md, "Configuration (api.yaml)", says so).
-func (h *Handler) Usage(ctx context.Context, _ *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error) {
-	if _, err := h.who(ctx); err != nil {
-		return nil, err
+// Usage answers the caller's model usage from gw's meter (Contract: Model
+// usage; docs/usage.md): today and this month in micro-dollars, the daily
+// cap, and per model when asked; without a supervisor too. UNAVAILABLE
+// when gw does not answer.
+func (h *Handler) Usage(ctx context.Context, req *connect.Request[controlv1.UsageRequest]) (*connect.Response[controlv1.UsageResponse], error) {
+	if h.usage == nil {
+		if _, err := h.who(ctx); err != nil {
+			return nil, err
+		}
+		return connect.NewResponse(&controlv1.UsageResponse{DailyCapMicros: DefaultDailyCapMicros, DefaultCap: true,
+			RemainingTodayMicros: DefaultDailyCapMicros}), nil
 	}
-	return connect.NewResponse(&controlv1.UsageResponse{DailyCapMicros: DefaultDailyCapMicros, DefaultCap: true,
-		RemainingTodayMicros: DefaultDailyCapMicros}), nil
+	user, ok := h.user(ctx)
+	if !ok {
+		return nil, connect.NewError(connect.CodeUnauthenticated, errors.New("send the personal token or a device token as Bearer"))
+	}
+	u, err := h.usage(ctx, user, req.Msg.GetPerModel())
+	if err != nil {
+		h.log.Warn("boxes: usage", "user", user, "err", err)
+		return nil, connect.NewError(connect.CodeUnavailable, errors.New("model usage cannot be read from gw now; try again"))
+	}
+	return connect.NewResponse(u), nil
 }
 
 // Events streams the caller's events after the cursor until the call

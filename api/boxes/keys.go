@@ -19,6 +19,11 @@ const DefaultInterceptFrom = 23
 // and the host-only entries (api/vault's Store.Entries).
 type Keys func(ctx context.Context, owner string) (records string, host []sandbox.ClaimEntry, err error)
 
+// GWKey answers owner's gw key as a host-only claim env entry (api/usage's
+// Service.Entry); its error for a disabled user is usage.ErrDisabled, and
+// the box gets no key.
+type GWKey func(ctx context.Context, owner string) (sandbox.ClaimEntry, error)
+
 // The retries of a failed push: the first after pushRetryFirst, each next
 // one twice as late up to pushRetryMax, at most pushRetries of them. A box
 // that is still unreachable gets the whole set at its next wake or boot.
@@ -56,6 +61,7 @@ func (s *Service) claimEntries(ctx context.Context, b *Box) ([]sandbox.ClaimEntr
 	for _, src := range vault.Sources {
 		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
 	}
+	entries = s.gwEntry(ctx, b, entries)
 	if s.keys == nil || !s.intercepts(b.Image) || b.Agent {
 		return entries, nil
 	}
@@ -65,6 +71,24 @@ func (s *Service) claimEntries(ctx context.Context, b *Box) ([]sandbox.ClaimEntr
 	}
 	entries[0].Value = records
 	return append(entries, host...), nil
+}
+
+// gwEntry adds the owner's gw key to entries: every box of the owner
+// gets it, an agent box too (Contract: OAuth for agents, "Its programs
+// still reach gw with the owner's gw key"), since the supervisor's gw
+// door needs no interception. A gw that does not answer leaves the box
+// without a key until the next push, wake or boot, rather than without a
+// boot; a disabled user's box gets none.
+func (s *Service) gwEntry(ctx context.Context, b *Box, entries []sandbox.ClaimEntry) []sandbox.ClaimEntry {
+	if s.gw == nil {
+		return entries
+	}
+	e, err := s.gw(ctx, b.UserID)
+	if err != nil {
+		s.log.Warn("boxes: the box gets no gw key this time", "box", b.ID, "user", b.UserID, "err", err)
+		return entries
+	}
+	return append(entries, e)
 }
 
 // setClaims gives b's machine the owner's current entries.
@@ -82,7 +106,8 @@ func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box)
 // PushKeys gives every machine of owner their current keys at once, one
 // call per machine in parallel: a running one renders them now, any other
 // keeps them for its next wake or boot (which sets them again anyway). A
-// machine that is gone, an agent box, or one whose image gets no keys, is skipped; a failed push is retried (pushRetries,
+// machine that is gone is skipped, and so are an agent box and one whose
+// image gets no keys when there is no gw key to push; a failed push is retried (pushRetries,
 // backing off from pushRetryFirst to pushRetryMax). It returns at once.
 func (s *Service) PushKeys(owner string) {
 	s.wg.Add(1)
@@ -110,7 +135,7 @@ func (s *Service) pushTo(id, owner string, attempt int) {
 	if errors.Is(err, ErrNotFound) || s.ctx.Err() != nil {
 		return
 	}
-	if err == nil && (!s.intercepts(b.Image) || b.Agent) {
+	if err == nil && s.gw == nil && (!s.intercepts(b.Image) || b.Agent) {
 		return // its set stays empty: nothing to push
 	}
 	if err == nil {

@@ -53,6 +53,10 @@ type Config struct {
 	// whose boxes get them (0: DefaultInterceptFrom).
 	Keys          Keys
 	InterceptFrom int
+	// GW answers the owner's gw key as the host-only claim env entry
+	// every box of the owner gets, an agent box and an image that does
+	// not intercept too (api/usage's Entry; nil: no gw, no key).
+	GW GWKey
 	// MaxOperations bounds the operations this api runs at once (api.yaml's
 	// boxes.max_operations; 0 is DefaultMaxOperations): each holds one
 	// connection of a pool of that size, opened beside Pool, so calls and
@@ -88,6 +92,7 @@ type Service struct {
 	// keys, interceptFrom and keyLocks (owner → *sync.Mutex): keys.go.
 	keys          Keys
 	interceptFrom int
+	gw            GWKey
 	keyLocks      sync.Map
 	// idle and calls: idle.go.
 	idle  Idle
@@ -137,7 +142,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Idle.Every = DefaultIdleEvery
 	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
-		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom,
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW,
 		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle,
 		calls: calls{open: map[string]int{}, moved: map[string]bool{}, written: map[string]time.Time{}}}
 	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings

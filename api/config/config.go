@@ -52,6 +52,7 @@ type Config struct {
 	Signup         Signup   `yaml:"signup"`
 	State          State    `yaml:"state"`
 	Connect        Connect  `yaml:"connect"`
+	GW             GW       `yaml:"gw"`
 }
 
 // Connect configures Connect, the broker of the user's connected accounts
@@ -164,6 +165,44 @@ type OAuth struct {
 	UserIdleHibernate time.Duration `yaml:"user_idle_hibernate"`
 	IdleCheckEvery    time.Duration `yaml:"idle_check_every"`
 }
+
+// GW is gw, the model gateway (api/usage; docs/usage.md): its admin API
+// for the users' keys, caps and meter, and the upstream of the local
+// supervisor's gw door (the boxes' GW_BASE_URL).
+type GW struct {
+	// URL is gw's origin (http or https; its OpenAI API is URL/v1).
+	// Empty: no gw: no box gets a key, and Usage answers zeros.
+	URL string `yaml:"url"`
+	// MasterKeyFile holds gw's admin key (one line); required with url.
+	MasterKeyFile string `yaml:"master_key_file"`
+	// DefaultDailyCapMicros is the daily cap of a user whose own
+	// (users.daily_cap_micros) is unset, in micro-dollars (default $5).
+	DefaultDailyCapMicros int64 `yaml:"default_daily_cap_micros"`
+}
+
+// validate checks gw: url an http(s) origin, master_key_file absolute
+// when url is set, the default cap 0..MaxDailyCapMicros.
+func (g *GW) validate() error {
+	if g.DefaultDailyCapMicros < 0 || g.DefaultDailyCapMicros > MaxDailyCapMicros {
+		return fmt.Errorf("gw.default_daily_cap_micros: %d is not 0..%d", g.DefaultDailyCapMicros, int64(MaxDailyCapMicros))
+	}
+	if g.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(g.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") ||
+		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("gw.url: %q is not an http(s) origin alone (e.g. http://127.0.0.1:4000)", g.URL)
+	}
+	g.URL = strings.TrimSuffix(g.URL, "/")
+	if !filepath.IsAbs(g.MasterKeyFile) {
+		return fmt.Errorf("gw.master_key_file: %q is not an absolute path (gw.url needs gw's admin key)", g.MasterKeyFile)
+	}
+	return nil
+}
+
+// MaxDailyCapMicros bounds the default daily cap: $1000, as signup.MaxDailyCapMicros.
+const MaxDailyCapMicros = 1_000_000_000
 
 // Secrets configures the key vault's sealing (api/vault; docs/key-vault.md).
 type Secrets struct {
@@ -344,6 +383,7 @@ func Default() Config {
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
 		OAuth:  OAuth{IdleHibernate: 30 * time.Minute, IdleCheckEvery: time.Minute},
 		State:  State{Store: "embedded", PresignExpiry: 5 * time.Minute, S3: StateS3{URLStyle: "path", Profile: "default"}},
+		GW:     GW{DefaultDailyCapMicros: 5_000_000},
 	}
 }
 
@@ -512,6 +552,9 @@ func (c *Config) Validate() error {
 	// issuer and its cookies' Secure come from one origin.
 	if c.PublicURL != "" && c.OAuth.PublicURL != "" && c.PublicURL != c.OAuth.PublicURL {
 		return fmt.Errorf("public_url %q and oauth.public_url %q name two origins: the api has one issuer; set one of them, or both to the same origin", c.PublicURL, c.OAuth.PublicURL)
+	}
+	if err := c.GW.validate(); err != nil {
+		return err
 	}
 	if err := c.Signup.GitHub.validate(); err != nil {
 		return err

@@ -2,6 +2,7 @@ package signup
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -385,13 +386,16 @@ type AdminUser struct {
 	users.User
 	IdP           string `json:"idp"` // "" for an admin-made account
 	MaxAgentBoxes int    `json:"max_agent_boxes"`
+	// DailyCapMicros is the user's own gw daily cap; null: the default
+	// (api.yaml gw.default_daily_cap_micros).
+	DailyCapMicros *int64 `json:"daily_cap_micros"`
 }
 
-const adminUserColumns = "id, name, admin, disabled_at IS NOT NULL, created_at, coalesce(idp, ''), coalesce(max_agent_boxes, 0)"
+const adminUserColumns = "id, name, admin, disabled_at IS NOT NULL, created_at, coalesce(idp, ''), coalesce(max_agent_boxes, 0), daily_cap_micros"
 
 func scanAdminUser(r pgx.Row) (AdminUser, error) {
 	var u AdminUser
-	err := r.Scan(&u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt, &u.IdP, &u.MaxAgentBoxes)
+	err := r.Scan(&u.ID, &u.Name, &u.Admin, &u.Disabled, &u.CreatedAt, &u.IdP, &u.MaxAgentBoxes, &u.DailyCapMicros)
 	return u, err
 }
 
@@ -411,42 +415,80 @@ func (s *Signup) listUsers(w http.ResponseWriter, r *http.Request, _ users.User)
 	server.WriteJSON(w, http.StatusOK, map[string]any{"users": list})
 }
 
-// patchUser is PATCH /cb/api/users/{id} {max_agent_boxes}: 0 for no cap
-// (NULL), else 1 to MaxAgentBoxes.
+// patchUser is PATCH /cb/api/users/{id} {max_agent_boxes, daily_cap_micros},
+// either or both: max_agent_boxes 0 for no cap (NULL), else 1 to
+// MaxAgentBoxes; daily_cap_micros 0 to MaxDailyCapMicros, or null for the
+// default. A cap change reaches gw in the same transaction (Deps.PushCap),
+// so the user's next model call is judged by it, and a refused push
+// leaves the cap as it was.
 func (s *Signup) patchUser(w http.ResponseWriter, r *http.Request, admin users.User) {
 	var req struct {
-		MaxAgentBoxes *int `json:"max_agent_boxes"`
+		MaxAgentBoxes  *int            `json:"max_agent_boxes"`
+		DailyCapMicros json.RawMessage `json:"daily_cap_micros"`
 	}
 	if !readCall(w, r, &req) {
 		return
 	}
-	if req.MaxAgentBoxes == nil {
-		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", "give max_agent_boxes (0 for no cap)"})
+	if req.MaxAgentBoxes == nil && req.DailyCapMicros == nil {
+		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", "give max_agent_boxes (0 for no cap) or daily_cap_micros (null for the default)"})
 		return
 	}
-	n := *req.MaxAgentBoxes
-	if n < 0 || n > MaxAgentBoxes {
-		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", fmt.Sprintf("max_agent_boxes is 0 (no cap) to %d, not %d", MaxAgentBoxes, n)})
-		return
+	var agentBoxes *int
+	if req.MaxAgentBoxes != nil {
+		n := *req.MaxAgentBoxes
+		if n < 0 || n > MaxAgentBoxes {
+			server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", fmt.Sprintf("max_agent_boxes is 0 (no cap) to %d, not %d", MaxAgentBoxes, n)})
+			return
+		}
+		agentBoxes = &n
 	}
-	var v *int
-	if n > 0 {
-		v = &n
+	var dailyCap *int64
+	if req.DailyCapMicros != nil && string(req.DailyCapMicros) != "null" {
+		var c int64
+		if err := json.Unmarshal(req.DailyCapMicros, &c); err != nil || c < 0 || c > MaxDailyCapMicros {
+			server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", fmt.Sprintf("daily_cap_micros is null (the default) or a whole number 0 to %d, not %s", int64(MaxDailyCapMicros), req.DailyCapMicros)})
+			return
+		}
+		dailyCap = &c
 	}
 	id := r.PathValue("id")
 	if !uuidRule.MatchString(id) {
 		// Not a user's id (a NUL or bad UTF-8 in it was a 500).
-		s.fail(w, r, "set max_agent_boxes", fmt.Errorf("%w: user %q", ErrNotFound, id))
+		s.fail(w, r, "change the user", fmt.Errorf("%w: user %q", ErrNotFound, id))
 		return
 	}
-	u, err := scanAdminUser(s.pool.QueryRow(r.Context(), "UPDATE users SET max_agent_boxes = $2 WHERE id::text = $1 RETURNING "+adminUserColumns, id, v))
+	var u AdminUser
+	err := pgx.BeginFunc(r.Context(), s.pool, func(tx pgx.Tx) error {
+		var err error
+		if agentBoxes != nil {
+			var v *int
+			if *agentBoxes > 0 {
+				v = agentBoxes
+			}
+			if _, err = tx.Exec(r.Context(), "UPDATE users SET max_agent_boxes = $2 WHERE id::text = $1", id, v); err != nil {
+				return err
+			}
+		}
+		if req.DailyCapMicros != nil {
+			if _, err = tx.Exec(r.Context(), "UPDATE users SET daily_cap_micros = $2 WHERE id::text = $1", id, dailyCap); err != nil {
+				return err
+			}
+		}
+		if u, err = scanAdminUser(tx.QueryRow(r.Context(), "SELECT "+adminUserColumns+" FROM users WHERE id::text = $1", id)); err != nil {
+			return err
+		}
+		if req.DailyCapMicros != nil && s.pushCap != nil {
+			return s.pushCap(r.Context(), tx, u.ID)
+		}
+		return nil
+	})
 	if errors.Is(err, pgx.ErrNoRows) {
 		err = fmt.Errorf("%w: user %q", ErrNotFound, id)
 	}
 	if err != nil {
-		s.fail(w, r, "set max_agent_boxes", err)
+		s.fail(w, r, "change the user", err)
 		return
 	}
-	s.log.InfoContext(r.Context(), "max_agent_boxes set", "user", u.ID, "max_agent_boxes", n, "admin", admin.ID)
+	s.log.InfoContext(r.Context(), "user limits set", "user", u.ID, "max_agent_boxes", u.MaxAgentBoxes, "daily_cap_micros", u.DailyCapMicros, "admin", admin.ID)
 	server.WriteJSON(w, http.StatusOK, u)
 }

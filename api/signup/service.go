@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -32,6 +33,10 @@ type Deps struct {
 	DeleteUser func(ctx context.Context, name string) error
 	// Secure marks the cb_queue cookie Secure (the api is served over https).
 	Secure bool
+	// PushCap, when set, sets a user's daily cap at gw in the transaction
+	// of an admin's change of it (api/usage's PushCap): its error rolls
+	// the change back.
+	PushCap func(ctx context.Context, tx pgx.Tx, user string) error
 }
 
 // Signup is the queue, admission, invites, invite-scoped tokens and the
@@ -45,6 +50,7 @@ type Signup struct {
 	clearSession func(http.ResponseWriter)
 	deleteUser   func(ctx context.Context, name string) error
 	secure       bool
+	pushCap      func(ctx context.Context, tx pgx.Tx, user string) error
 	// wake asks Run for an admission pass (Trigger); one pending is enough.
 	wake chan struct{}
 	// beforeAccount, when a test sets it, runs before each account is made
@@ -55,7 +61,7 @@ type Signup struct {
 // New is the signup of d.
 func New(d Deps) *Signup {
 	return &Signup{pool: d.Pool, log: d.Log, session: d.Session, clearSession: d.ClearSession,
-		deleteUser: d.DeleteUser, secure: d.Secure, wake: make(chan struct{}, 1)}
+		deleteUser: d.DeleteUser, secure: d.Secure, pushCap: d.PushCap, wake: make(chan struct{}, 1)}
 }
 
 // Trigger asks Run for an admission pass soon, without waiting for it: for

@@ -905,7 +905,9 @@ func (x *OperationResponse) GetEventsAfter() uint64 {
 }
 
 type UsageRequest struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// per_model: also this month's figures per model.
+	PerModel      bool `protobuf:"varint,1,opt,name=per_model,json=perModel,proto3" json:"per_model,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -940,6 +942,90 @@ func (*UsageRequest) Descriptor() ([]byte, []int) {
 	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{11}
 }
 
+func (x *UsageRequest) GetPerModel() bool {
+	if x != nil {
+		return x.PerModel
+	}
+	return false
+}
+
+// ModelUsage is one model's figures this month (UTC).
+type ModelUsage struct {
+	state            protoimpl.MessageState `protogen:"open.v1"`
+	Model            string                 `protobuf:"bytes,1,opt,name=model,proto3" json:"model,omitempty"`
+	Micros           int64                  `protobuf:"varint,2,opt,name=micros,proto3" json:"micros,omitempty"`
+	PromptTokens     int64                  `protobuf:"varint,3,opt,name=prompt_tokens,json=promptTokens,proto3" json:"prompt_tokens,omitempty"`
+	CompletionTokens int64                  `protobuf:"varint,4,opt,name=completion_tokens,json=completionTokens,proto3" json:"completion_tokens,omitempty"`
+	Requests         int64                  `protobuf:"varint,5,opt,name=requests,proto3" json:"requests,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
+}
+
+func (x *ModelUsage) Reset() {
+	*x = ModelUsage{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ModelUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ModelUsage) ProtoMessage() {}
+
+func (x *ModelUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ModelUsage.ProtoReflect.Descriptor instead.
+func (*ModelUsage) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *ModelUsage) GetModel() string {
+	if x != nil {
+		return x.Model
+	}
+	return ""
+}
+
+func (x *ModelUsage) GetMicros() int64 {
+	if x != nil {
+		return x.Micros
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetPromptTokens() int64 {
+	if x != nil {
+		return x.PromptTokens
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetCompletionTokens() int64 {
+	if x != nil {
+		return x.CompletionTokens
+	}
+	return 0
+}
+
+func (x *ModelUsage) GetRequests() int64 {
+	if x != nil {
+		return x.Requests
+	}
+	return 0
+}
+
 type UsageResponse struct {
 	state                protoimpl.MessageState `protogen:"open.v1"`
 	TodayMicros          int64                  `protobuf:"varint,1,opt,name=today_micros,json=todayMicros,proto3" json:"today_micros,omitempty"`
@@ -947,13 +1033,15 @@ type UsageResponse struct {
 	DailyCapMicros       int64                  `protobuf:"varint,3,opt,name=daily_cap_micros,json=dailyCapMicros,proto3" json:"daily_cap_micros,omitempty"`
 	DefaultCap           bool                   `protobuf:"varint,4,opt,name=default_cap,json=defaultCap,proto3" json:"default_cap,omitempty"`
 	RemainingTodayMicros int64                  `protobuf:"varint,5,opt,name=remaining_today_micros,json=remainingTodayMicros,proto3" json:"remaining_today_micros,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// models: with per_model, by model name, sorted.
+	Models        []*ModelUsage `protobuf:"bytes,6,rep,name=models,proto3" json:"models,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *UsageResponse) Reset() {
 	*x = UsageResponse{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[12]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -965,7 +1053,7 @@ func (x *UsageResponse) String() string {
 func (*UsageResponse) ProtoMessage() {}
 
 func (x *UsageResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[12]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -978,7 +1066,7 @@ func (x *UsageResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UsageResponse.ProtoReflect.Descriptor instead.
 func (*UsageResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{12}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *UsageResponse) GetTodayMicros() int64 {
@@ -1016,6 +1104,13 @@ func (x *UsageResponse) GetRemainingTodayMicros() int64 {
 	return 0
 }
 
+func (x *UsageResponse) GetModels() []*ModelUsage {
+	if x != nil {
+		return x.Models
+	}
+	return nil
+}
+
 type BoxEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	After uint64                 `protobuf:"varint,1,opt,name=after,proto3" json:"after,omitempty"`
@@ -1027,7 +1122,7 @@ type BoxEventsRequest struct {
 
 func (x *BoxEventsRequest) Reset() {
 	*x = BoxEventsRequest{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[13]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1039,7 +1134,7 @@ func (x *BoxEventsRequest) String() string {
 func (*BoxEventsRequest) ProtoMessage() {}
 
 func (x *BoxEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[13]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1052,7 +1147,7 @@ func (x *BoxEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoxEventsRequest.ProtoReflect.Descriptor instead.
 func (*BoxEventsRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{13}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *BoxEventsRequest) GetAfter() uint64 {
@@ -1088,7 +1183,7 @@ type BoxEvent struct {
 
 func (x *BoxEvent) Reset() {
 	*x = BoxEvent{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[14]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1100,7 +1195,7 @@ func (x *BoxEvent) String() string {
 func (*BoxEvent) ProtoMessage() {}
 
 func (x *BoxEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[14]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1113,7 +1208,7 @@ func (x *BoxEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use BoxEvent.ProtoReflect.Descriptor instead.
 func (*BoxEvent) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{14}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *BoxEvent) GetSeq() uint64 {
@@ -1186,7 +1281,7 @@ type ImagesRequest struct {
 
 func (x *ImagesRequest) Reset() {
 	*x = ImagesRequest{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[15]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1198,7 +1293,7 @@ func (x *ImagesRequest) String() string {
 func (*ImagesRequest) ProtoMessage() {}
 
 func (x *ImagesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[15]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1211,7 +1306,7 @@ func (x *ImagesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagesRequest.ProtoReflect.Descriptor instead.
 func (*ImagesRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{15}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{16}
 }
 
 type Image struct {
@@ -1225,7 +1320,7 @@ type Image struct {
 
 func (x *Image) Reset() {
 	*x = Image{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[16]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1237,7 +1332,7 @@ func (x *Image) String() string {
 func (*Image) ProtoMessage() {}
 
 func (x *Image) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[16]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1250,7 +1345,7 @@ func (x *Image) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Image.ProtoReflect.Descriptor instead.
 func (*Image) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{16}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *Image) GetRef() string {
@@ -1284,7 +1379,7 @@ type ImagesResponse struct {
 
 func (x *ImagesResponse) Reset() {
 	*x = ImagesResponse{}
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[17]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1296,7 +1391,7 @@ func (x *ImagesResponse) String() string {
 func (*ImagesResponse) ProtoMessage() {}
 
 func (x *ImagesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[17]
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1309,7 +1404,7 @@ func (x *ImagesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ImagesResponse.ProtoReflect.Descriptor instead.
 func (*ImagesResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{17}
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *ImagesResponse) GetImages() []*Image {
@@ -1387,15 +1482,24 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"\x11OperationResponse\x12+\n" +
 	"\x03box\x18\x01 \x01(\v2\x19.cocoonbox.control.v1.BoxR\x03box\x12=\n" +
 	"\toperation\x18\x02 \x01(\v2\x1f.cocoonbox.control.v1.OperationR\toperation\x12!\n" +
-	"\fevents_after\x18\x03 \x01(\x04R\veventsAfter\"\x0e\n" +
-	"\fUsageRequest\"\xd6\x01\n" +
+	"\fevents_after\x18\x03 \x01(\x04R\veventsAfter\"+\n" +
+	"\fUsageRequest\x12\x1b\n" +
+	"\tper_model\x18\x01 \x01(\bR\bperModel\"\xa8\x01\n" +
+	"\n" +
+	"ModelUsage\x12\x14\n" +
+	"\x05model\x18\x01 \x01(\tR\x05model\x12\x16\n" +
+	"\x06micros\x18\x02 \x01(\x03R\x06micros\x12#\n" +
+	"\rprompt_tokens\x18\x03 \x01(\x03R\fpromptTokens\x12+\n" +
+	"\x11completion_tokens\x18\x04 \x01(\x03R\x10completionTokens\x12\x1a\n" +
+	"\brequests\x18\x05 \x01(\x03R\brequests\"\x90\x02\n" +
 	"\rUsageResponse\x12!\n" +
 	"\ftoday_micros\x18\x01 \x01(\x03R\vtodayMicros\x12!\n" +
 	"\fmonth_micros\x18\x02 \x01(\x03R\vmonthMicros\x12(\n" +
 	"\x10daily_cap_micros\x18\x03 \x01(\x03R\x0edailyCapMicros\x12\x1f\n" +
 	"\vdefault_cap\x18\x04 \x01(\bR\n" +
 	"defaultCap\x124\n" +
-	"\x16remaining_today_micros\x18\x05 \x01(\x03R\x14remainingTodayMicros\":\n" +
+	"\x16remaining_today_micros\x18\x05 \x01(\x03R\x14remainingTodayMicros\x128\n" +
+	"\x06models\x18\x06 \x03(\v2 .cocoonbox.control.v1.ModelUsageR\x06models\":\n" +
 	"\x10BoxEventsRequest\x12\x14\n" +
 	"\x05after\x18\x01 \x01(\x04R\x05after\x12\x10\n" +
 	"\x03box\x18\x02 \x01(\tR\x03box\"\xe1\x01\n" +
@@ -1460,7 +1564,7 @@ func file_cocoonbox_control_v1_boxes_proto_rawDescGZIP() []byte {
 }
 
 var file_cocoonbox_control_v1_boxes_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cocoonbox_control_v1_boxes_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_cocoonbox_control_v1_boxes_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_cocoonbox_control_v1_boxes_proto_goTypes = []any{
 	(BoxState)(0),                 // 0: cocoonbox.control.v1.BoxState
 	(Phase)(0),                    // 1: cocoonbox.control.v1.Phase
@@ -1476,56 +1580,58 @@ var file_cocoonbox_control_v1_boxes_proto_goTypes = []any{
 	(*ConfirmedBoxRequest)(nil),   // 11: cocoonbox.control.v1.ConfirmedBoxRequest
 	(*OperationResponse)(nil),     // 12: cocoonbox.control.v1.OperationResponse
 	(*UsageRequest)(nil),          // 13: cocoonbox.control.v1.UsageRequest
-	(*UsageResponse)(nil),         // 14: cocoonbox.control.v1.UsageResponse
-	(*BoxEventsRequest)(nil),      // 15: cocoonbox.control.v1.BoxEventsRequest
-	(*BoxEvent)(nil),              // 16: cocoonbox.control.v1.BoxEvent
-	(*ImagesRequest)(nil),         // 17: cocoonbox.control.v1.ImagesRequest
-	(*Image)(nil),                 // 18: cocoonbox.control.v1.Image
-	(*ImagesResponse)(nil),        // 19: cocoonbox.control.v1.ImagesResponse
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*ModelUsage)(nil),            // 14: cocoonbox.control.v1.ModelUsage
+	(*UsageResponse)(nil),         // 15: cocoonbox.control.v1.UsageResponse
+	(*BoxEventsRequest)(nil),      // 16: cocoonbox.control.v1.BoxEventsRequest
+	(*BoxEvent)(nil),              // 17: cocoonbox.control.v1.BoxEvent
+	(*ImagesRequest)(nil),         // 18: cocoonbox.control.v1.ImagesRequest
+	(*Image)(nil),                 // 19: cocoonbox.control.v1.Image
+	(*ImagesResponse)(nil),        // 20: cocoonbox.control.v1.ImagesResponse
+	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
 }
 var file_cocoonbox_control_v1_boxes_proto_depIdxs = []int32{
 	0,  // 0: cocoonbox.control.v1.Box.state:type_name -> cocoonbox.control.v1.BoxState
-	20, // 1: cocoonbox.control.v1.Box.created_at:type_name -> google.protobuf.Timestamp
+	21, // 1: cocoonbox.control.v1.Box.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: cocoonbox.control.v1.Operation.phase:type_name -> cocoonbox.control.v1.Phase
-	20, // 3: cocoonbox.control.v1.Operation.started_at:type_name -> google.protobuf.Timestamp
-	20, // 4: cocoonbox.control.v1.Operation.ended_at:type_name -> google.protobuf.Timestamp
+	21, // 3: cocoonbox.control.v1.Operation.started_at:type_name -> google.protobuf.Timestamp
+	21, // 4: cocoonbox.control.v1.Operation.ended_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: cocoonbox.control.v1.ListBoxesResponse.boxes:type_name -> cocoonbox.control.v1.Box
 	2,  // 6: cocoonbox.control.v1.BoxStatusResponse.box:type_name -> cocoonbox.control.v1.Box
 	3,  // 7: cocoonbox.control.v1.BoxStatusResponse.operation:type_name -> cocoonbox.control.v1.Operation
 	2,  // 8: cocoonbox.control.v1.OperationResponse.box:type_name -> cocoonbox.control.v1.Box
 	3,  // 9: cocoonbox.control.v1.OperationResponse.operation:type_name -> cocoonbox.control.v1.Operation
-	20, // 10: cocoonbox.control.v1.BoxEvent.at:type_name -> google.protobuf.Timestamp
-	0,  // 11: cocoonbox.control.v1.BoxEvent.state:type_name -> cocoonbox.control.v1.BoxState
-	3,  // 12: cocoonbox.control.v1.BoxEvent.operation:type_name -> cocoonbox.control.v1.Operation
-	18, // 13: cocoonbox.control.v1.ImagesResponse.images:type_name -> cocoonbox.control.v1.Image
-	4,  // 14: cocoonbox.control.v1.Boxes.List:input_type -> cocoonbox.control.v1.ListBoxesRequest
-	6,  // 15: cocoonbox.control.v1.Boxes.Status:input_type -> cocoonbox.control.v1.BoxStatusRequest
-	8,  // 16: cocoonbox.control.v1.Boxes.Create:input_type -> cocoonbox.control.v1.CreateBoxRequest
-	9,  // 17: cocoonbox.control.v1.Boxes.Ensure:input_type -> cocoonbox.control.v1.EnsureBoxRequest
-	10, // 18: cocoonbox.control.v1.Boxes.Hibernate:input_type -> cocoonbox.control.v1.BoxOperationRequest
-	10, // 19: cocoonbox.control.v1.Boxes.Save:input_type -> cocoonbox.control.v1.BoxOperationRequest
-	11, // 20: cocoonbox.control.v1.Boxes.Upgrade:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
-	11, // 21: cocoonbox.control.v1.Boxes.Delete:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
-	13, // 22: cocoonbox.control.v1.Boxes.Usage:input_type -> cocoonbox.control.v1.UsageRequest
-	15, // 23: cocoonbox.control.v1.Boxes.Events:input_type -> cocoonbox.control.v1.BoxEventsRequest
-	17, // 24: cocoonbox.control.v1.Boxes.Images:input_type -> cocoonbox.control.v1.ImagesRequest
-	5,  // 25: cocoonbox.control.v1.Boxes.List:output_type -> cocoonbox.control.v1.ListBoxesResponse
-	7,  // 26: cocoonbox.control.v1.Boxes.Status:output_type -> cocoonbox.control.v1.BoxStatusResponse
-	12, // 27: cocoonbox.control.v1.Boxes.Create:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 28: cocoonbox.control.v1.Boxes.Ensure:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 29: cocoonbox.control.v1.Boxes.Hibernate:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 30: cocoonbox.control.v1.Boxes.Save:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 31: cocoonbox.control.v1.Boxes.Upgrade:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 32: cocoonbox.control.v1.Boxes.Delete:output_type -> cocoonbox.control.v1.OperationResponse
-	14, // 33: cocoonbox.control.v1.Boxes.Usage:output_type -> cocoonbox.control.v1.UsageResponse
-	16, // 34: cocoonbox.control.v1.Boxes.Events:output_type -> cocoonbox.control.v1.BoxEvent
-	19, // 35: cocoonbox.control.v1.Boxes.Images:output_type -> cocoonbox.control.v1.ImagesResponse
-	25, // [25:36] is the sub-list for method output_type
-	14, // [14:25] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	14, // 10: cocoonbox.control.v1.UsageResponse.models:type_name -> cocoonbox.control.v1.ModelUsage
+	21, // 11: cocoonbox.control.v1.BoxEvent.at:type_name -> google.protobuf.Timestamp
+	0,  // 12: cocoonbox.control.v1.BoxEvent.state:type_name -> cocoonbox.control.v1.BoxState
+	3,  // 13: cocoonbox.control.v1.BoxEvent.operation:type_name -> cocoonbox.control.v1.Operation
+	19, // 14: cocoonbox.control.v1.ImagesResponse.images:type_name -> cocoonbox.control.v1.Image
+	4,  // 15: cocoonbox.control.v1.Boxes.List:input_type -> cocoonbox.control.v1.ListBoxesRequest
+	6,  // 16: cocoonbox.control.v1.Boxes.Status:input_type -> cocoonbox.control.v1.BoxStatusRequest
+	8,  // 17: cocoonbox.control.v1.Boxes.Create:input_type -> cocoonbox.control.v1.CreateBoxRequest
+	9,  // 18: cocoonbox.control.v1.Boxes.Ensure:input_type -> cocoonbox.control.v1.EnsureBoxRequest
+	10, // 19: cocoonbox.control.v1.Boxes.Hibernate:input_type -> cocoonbox.control.v1.BoxOperationRequest
+	10, // 20: cocoonbox.control.v1.Boxes.Save:input_type -> cocoonbox.control.v1.BoxOperationRequest
+	11, // 21: cocoonbox.control.v1.Boxes.Upgrade:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
+	11, // 22: cocoonbox.control.v1.Boxes.Delete:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
+	13, // 23: cocoonbox.control.v1.Boxes.Usage:input_type -> cocoonbox.control.v1.UsageRequest
+	16, // 24: cocoonbox.control.v1.Boxes.Events:input_type -> cocoonbox.control.v1.BoxEventsRequest
+	18, // 25: cocoonbox.control.v1.Boxes.Images:input_type -> cocoonbox.control.v1.ImagesRequest
+	5,  // 26: cocoonbox.control.v1.Boxes.List:output_type -> cocoonbox.control.v1.ListBoxesResponse
+	7,  // 27: cocoonbox.control.v1.Boxes.Status:output_type -> cocoonbox.control.v1.BoxStatusResponse
+	12, // 28: cocoonbox.control.v1.Boxes.Create:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 29: cocoonbox.control.v1.Boxes.Ensure:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 30: cocoonbox.control.v1.Boxes.Hibernate:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 31: cocoonbox.control.v1.Boxes.Save:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 32: cocoonbox.control.v1.Boxes.Upgrade:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 33: cocoonbox.control.v1.Boxes.Delete:output_type -> cocoonbox.control.v1.OperationResponse
+	15, // 34: cocoonbox.control.v1.Boxes.Usage:output_type -> cocoonbox.control.v1.UsageResponse
+	17, // 35: cocoonbox.control.v1.Boxes.Events:output_type -> cocoonbox.control.v1.BoxEvent
+	20, // 36: cocoonbox.control.v1.Boxes.Images:output_type -> cocoonbox.control.v1.ImagesResponse
+	26, // [26:37] is the sub-list for method output_type
+	15, // [15:26] is the sub-list for method input_type
+	15, // [15:15] is the sub-list for extension type_name
+	15, // [15:15] is the sub-list for extension extendee
+	0,  // [0:15] is the sub-list for field type_name
 }
 
 func init() { file_cocoonbox_control_v1_boxes_proto_init() }
@@ -1533,7 +1639,7 @@ func file_cocoonbox_control_v1_boxes_proto_init() {
 	if File_cocoonbox_control_v1_boxes_proto != nil {
 		return
 	}
-	file_cocoonbox_control_v1_boxes_proto_msgTypes[14].OneofWrappers = []any{
+	file_cocoonbox_control_v1_boxes_proto_msgTypes[15].OneofWrappers = []any{
 		(*BoxEvent_State)(nil),
 		(*BoxEvent_Operation)(nil),
 	}
@@ -1543,7 +1649,7 @@ func file_cocoonbox_control_v1_boxes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_control_v1_boxes_proto_rawDesc), len(file_cocoonbox_control_v1_boxes_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   18,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -101,8 +101,8 @@ type BoxesClient interface {
 	// its name for a Create with restore; other saves go. confirm must be
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
-	// Usage answers the user's model usage. Stub figures (all zero, the
-	// default cap) until model usage is metered (docs/box-lifecycle.md).
+	// Usage answers the user's model usage from gw's meter (Contract: Model
+	// usage; docs/usage.md): micro-dollars, UTC days; per model when asked.
 	Usage(context.Context, *connect.Request[v1.UsageRequest]) (*connect.Response[v1.UsageResponse], error)
 	// Events streams the caller's box events with seq > after (0: from the
 	// oldest kept), then new ones as they happen, until the call ends. A
@@ -289,8 +289,8 @@ type BoxesHandler interface {
 	// its name for a Create with restore; other saves go. confirm must be
 	// true.
 	Delete(context.Context, *connect.Request[v1.ConfirmedBoxRequest]) (*connect.Response[v1.OperationResponse], error)
-	// Usage answers the user's model usage. Stub figures (all zero, the
-	// default cap) until model usage is metered (docs/box-lifecycle.md).
+	// Usage answers the user's model usage from gw's meter (Contract: Model
+	// usage; docs/usage.md): micro-dollars, UTC days; per model when asked.
 	Usage(context.Context, *connect.Request[v1.UsageRequest]) (*connect.Response[v1.UsageResponse], error)
 	// Events streams the caller's box events with seq > after (0: from the
 	// oldest kept), then new ones as they happen, until the call ends. A
