@@ -10,31 +10,19 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
+	"github.com/cocoonbox/cocoonbox/internal/manualclock"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// clock is a test's time, moved by hand.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *clock) now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.t }
-func (c *clock) add(d time.Duration) {
-	c.mu.Lock()
-	c.t = c.t.Add(d)
-	c.mu.Unlock()
-}
-
 var ctx = context.Background()
 
 // newLimiter is a Limiter on a fresh database, on a clock of its own.
-func newLimiter(t *testing.T, burst int, window time.Duration) (*Limiter, *clock, *dbtest.DB) {
+func newLimiter(t *testing.T, burst int, window time.Duration) (*Limiter, *manualclock.Clock, *dbtest.DB) {
 	t.Helper()
 	db := dbtest.New(t, Schema)
-	c := &clock{t: time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)}
-	l, err := New(db.Pool, "test.scope", burst, window, c.now)
+	c := manualclock.New(time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC))
+	l, err := New(db.Pool, "test.scope", burst, window, c.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,11 +55,11 @@ func TestBurstThenOneEveryWindowOverBurst(t *testing.T) {
 	if w := wait(t, l, "bob"); w != 0 {
 		t.Fatalf("bob waits %s behind alice", w)
 	}
-	c.add(5*time.Minute - time.Millisecond)
+	c.Add(5*time.Minute - time.Millisecond)
 	if w := wait(t, l, "alice"); w != time.Second {
 		t.Fatalf("1 ms before the refill: wait %s, want 1s (rounded up)", w)
 	}
-	c.add(time.Millisecond)
+	c.Add(time.Millisecond)
 	if w := wait(t, l, "alice"); w != 0 {
 		t.Fatalf("at the refill: wait %s, want none", w)
 	}
@@ -83,11 +71,11 @@ func TestBurstThenOneEveryWindowOverBurst(t *testing.T) {
 func TestTwoLimitersOnOneDatabaseShareTheirKeys(t *testing.T) {
 	t.Parallel()
 	a, c, db := newLimiter(t, 2, time.Hour)
-	b, err := New(db.Pool, "test.scope", 2, time.Hour, c.now)
+	b, err := New(db.Pool, "test.scope", 2, time.Hour, c.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
-	other, err := New(db.Pool, "test.other", 2, time.Hour, c.now)
+	other, err := New(db.Pool, "test.other", 2, time.Hour, c.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +129,7 @@ func TestRefusedTakeTakesNothing(t *testing.T) {
 	for range 100 {
 		wait(t, l, "k")
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	if w := wait(t, l, "k"); w != 0 {
 		t.Fatalf("after one window: wait %s; refused takes counted", w)
 	}
@@ -173,13 +161,13 @@ func TestSweepForgetsFullBuckets(t *testing.T) {
 	t.Parallel()
 	l, c, db := newLimiter(t, 2, 10*time.Minute)
 	wait(t, l, "old")
-	c.add(10 * time.Minute)
+	c.Add(10 * time.Minute)
 	wait(t, l, "new")
 	var n int
 	if err := db.Pool.QueryRow(ctx, "SELECT count(*) FROM rate_limits").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("%d rows after a sweep (%v), want 1 (the full bucket of old forgotten)", n, err)
 	}
-	c.add(time.Minute)
+	c.Add(time.Minute)
 	if w := wait(t, l, "new"); w != 0 {
 		t.Fatalf("a key still refilling was forgotten or miscounted: wait %s", w)
 	}
