@@ -26,6 +26,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/usage"
+	"github.com/cocoonbox/cocoonbox/api/wake"
 )
 
 // localHost is the host name of the in-process supervisor.
@@ -74,15 +75,27 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 		return nil, nil, err
 	}
 	gwKey, _ := usageHooks(models)
+	schedules := wake.NewStore(db.Pool, nil)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
-		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, Log: log,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, KeepUp: schedules.KeepUp, Log: log,
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()
 		return nil, nil, err
 	}
-	return boxes.NewHandler(svc, tokens.UserID, log), func() { svc.Close(); closeHosts() }, nil
+	wakeCtx, stopWake := context.WithCancel(ctx)
+	sc := wake.NewScheduler(schedules, func(ctx context.Context, user, box, req string) error {
+		_, _, err := svc.Ensure(ctx, boxes.Call{UserID: user, RequestID: req, Box: box})
+		return err
+	}, log)
+	done := make(chan struct{})
+	go func() { sc.Run(wakeCtx, wakeEvery); close(done) }()
+	return boxes.NewHandler(svc, tokens.UserID, log), func() { stopWake(); <-done; svc.Close(); closeHosts() }, nil
 }
+
+// wakeEvery is how often each api looks for due scheduled wakes (Contract:
+// Scheduled wake; a box wakes within about this of its time).
+const wakeEvery = time.Second
 
 // supervisors are sandbox.hosts' daemons, or the local supervisor.
 func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {

@@ -17,10 +17,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/usage"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/cocoonbox/cocoonbox/api/vault"
+	"github.com/cocoonbox/cocoonbox/api/wake"
 )
 
 // Schemas are every package's migrations, in the order their tables refer to each other.
-var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema, connect.Schema, usage.Schema}
+var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema, connect.Schema, usage.Schema, wake.Schema}
 
 // OpenDB opens and migrates the configured database. shared: an admin
 // command beside a serving api uses that api's embedded cluster.

@@ -299,12 +299,23 @@ func (s *Service) idleHibernate(ctx context.Context, b idleBox, why string) {
 	s.log.Info("boxes: idle box hibernating", "box", b.id, "name", b.name, "agent", b.agent, "why", why, "operation", op.ID)
 }
 
-// idleUser takes a user's own idle box: it stays up while an offload
+// idleUser takes a user's own idle box: it stays up while its scheduled
+// wake is on (Config.KeepUp), while an offload
 // session works in it (or while the box does not answer within
 // offloadAnswerWithin); otherwise a live save first, then, if no client
 // came meanwhile, the hibernate (a failed save still hibernates: the
 // hibernation keeps memory and disk).
 func (s *Service) idleUser(ctx context.Context, b idleBox) {
+	if s.keepUp != nil {
+		up, err := s.keepUp(ctx, b.id)
+		if err != nil || up {
+			// Contract: Idle user boxes, "it stays up while its
+			// scheduled wake is on (SleepAt ahead)"; an answer not had
+			// keeps it up until the next check.
+			s.log.Info("boxes: idle box stays up: its scheduled wake is on", "box", b.id, "err", err)
+			return
+		}
+	}
 	working, err := s.offloadWorking(ctx, b)
 	if err != nil {
 		s.log.Info("boxes: idle box stays up: its offload status did not come", "box", b.id, "err", err)

@@ -53,6 +53,10 @@ type Config struct {
 	// whose boxes get them (0: DefaultInterceptFrom).
 	Keys          Keys
 	InterceptFrom int
+	// KeepUp says whether a box's scheduled wake is on (SleepAt ahead):
+	// idle hibernate leaves such a user box up (api/wake's Store.KeepUp;
+	// nil: none is).
+	KeepUp func(ctx context.Context, boxID string) (bool, error)
 	// GW answers the owner's gw key as the host-only claim env entry
 	// every box of the owner gets, an agent box and an image that does
 	// not intercept too (api/usage's Entry; nil: no gw, no key).
@@ -93,6 +97,7 @@ type Service struct {
 	keys          Keys
 	interceptFrom int
 	gw            GWKey
+	keepUp        func(ctx context.Context, boxID string) (bool, error)
 	keyLocks      sync.Map
 	// idle and calls: idle.go.
 	idle  Idle
@@ -142,7 +147,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Idle.Every = DefaultIdleEvery
 	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
-		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW,
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW, keepUp: cfg.KeepUp,
 		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle,
 		calls: calls{open: map[string]int{}, moved: map[string]bool{}, written: map[string]time.Time{}}}
 	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings

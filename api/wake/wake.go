@@ -1,0 +1,290 @@
+// Package wake is scheduled wake (Contract: Scheduled wake, Idle user
+// boxes "it stays up while its scheduled wake is on (SleepAt ahead)";
+// docs/wake.md): a box may carry schedules, each a one-time wake or a cron
+// expression read in a time zone, with a keep-up time after each wake.
+// The Scheduler wakes a box on time with exactly one api acting across
+// replicas (each due row is taken FOR UPDATE SKIP LOCKED in the
+// transaction that moves it on), and SleepAt tells idle hibernate to
+// leave the box up until then.
+package wake
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/robfig/cron/v3"
+
+	"github.com/cocoonbox/cocoonbox/api/database"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Schema is the package's migrations (box_schedules); they refer to boxes
+// and users (boxes.Schema first).
+var Schema = database.NewSchema("wake_schema_migrations", migrations, "migrations")
+
+// MaxKeepUp bounds a schedule's keep-up time.
+const MaxKeepUp = 7 * 24 * time.Hour
+
+// MaxPerBox bounds a box's schedules.
+const MaxPerBox = 16
+
+// Spec is a schedule as set: At or Cron (five fields, robfig/cron's
+// standard parser: minute hour day-of-month month day-of-week, and the
+// @daily-style descriptors), TimeZone (IANA; "" is UTC) and KeepUp.
+type Spec struct {
+	At       time.Time
+	Cron     string
+	TimeZone string
+	KeepUp   time.Duration
+}
+
+// Schedule is a stored schedule.
+type Schedule struct {
+	ID       int64         `json:"id"`
+	BoxID    string        `json:"box_id"`
+	At       *time.Time    `json:"at,omitempty"`
+	Cron     string        `json:"cron,omitempty"`
+	TimeZone string        `json:"time_zone"`
+	KeepUp   time.Duration `json:"keep_up_ns"`
+	// Next is the next wake; nil once a one-time wake is done.
+	Next *time.Time `json:"next_at,omitempty"`
+	// SleepAt is the last wake's end of keep-up; nil before a wake.
+	SleepAt *time.Time `json:"sleep_at,omitempty"`
+}
+
+// ErrInvalid wraps a spec that breaks a rule; its text names the field.
+var ErrInvalid = errors.New("invalid schedule")
+
+// ErrNotFound is a box or schedule the user does not have.
+var ErrNotFound = errors.New("no such box or schedule")
+
+var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
+// next is spec's first wake after now, or an error naming the field.
+func (sp Spec) next(now time.Time) (time.Time, *time.Location, error) {
+	loc, err := time.LoadLocation(sp.TimeZone)
+	if err != nil || sp.TimeZone == "Local" {
+		return time.Time{}, nil, fmt.Errorf("%w: time_zone %q is not an IANA time zone (e.g. Europe/Berlin)", ErrInvalid, sp.TimeZone)
+	}
+	if sp.KeepUp < 0 || sp.KeepUp > MaxKeepUp {
+		return time.Time{}, nil, fmt.Errorf("%w: keep_up %s is not 0 to %s", ErrInvalid, sp.KeepUp, MaxKeepUp)
+	}
+	switch {
+	case sp.Cron != "" && !sp.At.IsZero():
+		return time.Time{}, nil, fmt.Errorf("%w: give at or cron, not both", ErrInvalid)
+	case sp.Cron != "":
+		s, err := parser.Parse(sp.Cron)
+		if err != nil {
+			return time.Time{}, nil, fmt.Errorf("%w: cron %q: %v", ErrInvalid, sp.Cron, err)
+		}
+		n := s.Next(now.In(loc))
+		if n.IsZero() {
+			return time.Time{}, nil, fmt.Errorf("%w: cron %q never fires", ErrInvalid, sp.Cron)
+		}
+		return n, loc, nil
+	case sp.At.IsZero():
+		return time.Time{}, nil, fmt.Errorf("%w: give at (a time) or cron (an expression)", ErrInvalid)
+	case !sp.At.After(now):
+		return time.Time{}, nil, fmt.Errorf("%w: at %s is not in the future", ErrInvalid, sp.At.UTC().Format(time.RFC3339))
+	}
+	return sp.At, loc, nil
+}
+
+// Store keeps the schedules.
+type Store struct {
+	pool *pgxpool.Pool
+	now  func() time.Time
+}
+
+// NewStore is the schedules on pool; now is the clock (nil: time.Now).
+func NewStore(pool *pgxpool.Pool, now func() time.Time) *Store {
+	if now == nil {
+		now = time.Now
+	}
+	return &Store{pool: pool, now: now}
+}
+
+const columns = "id, box_id, at, coalesce(cron, ''), time_zone, keep_up_seconds, next_at, sleep_at"
+
+func scan(r pgx.Row) (Schedule, error) {
+	var s Schedule
+	var secs int64
+	err := r.Scan(&s.ID, &s.BoxID, &s.At, &s.Cron, &s.TimeZone, &secs, &s.Next, &s.SleepAt)
+	s.KeepUp = time.Duration(secs) * time.Second
+	return s, err
+}
+
+// Set adds a schedule to user's box boxID. Errors: ErrInvalid naming the
+// field, ErrNotFound for a box the user does not have, ErrInvalid past
+// MaxPerBox schedules.
+func (st *Store) Set(ctx context.Context, user, boxID string, sp Spec) (Schedule, error) {
+	if sp.TimeZone == "" {
+		sp.TimeZone = "UTC"
+	}
+	next, _, err := sp.next(st.now())
+	if err != nil {
+		return Schedule{}, err
+	}
+	var out Schedule
+	err = pgx.BeginFunc(ctx, st.pool, func(tx pgx.Tx) error {
+		var n int
+		err := tx.QueryRow(ctx, `SELECT (SELECT count(*) FROM box_schedules WHERE box_id = b.id) FROM boxes b
+			WHERE b.id = $1 AND b.user_id = $2 FOR UPDATE`, boxID, user).Scan(&n)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("%w: box %q", ErrNotFound, boxID)
+		}
+		if err != nil {
+			return err
+		}
+		if n >= MaxPerBox {
+			return fmt.Errorf("%w: the box has %d schedules, the most it may have", ErrInvalid, MaxPerBox)
+		}
+		var at *time.Time
+		var cronExpr *string
+		if sp.Cron != "" {
+			cronExpr = &sp.Cron
+		} else {
+			at = &sp.At
+		}
+		out, err = scan(tx.QueryRow(ctx, `INSERT INTO box_schedules (box_id, user_id, at, cron, time_zone, keep_up_seconds, next_at)
+			VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING `+columns, boxID, user, at, cronExpr, sp.TimeZone, int64(sp.KeepUp/time.Second), next))
+		return err
+	})
+	return out, err
+}
+
+// List answers user's schedules of box boxID ("" for all their boxes),
+// oldest first.
+func (st *Store) List(ctx context.Context, user, boxID string) ([]Schedule, error) {
+	rows, err := st.pool.Query(ctx, "SELECT "+columns+" FROM box_schedules WHERE user_id = $1 AND ($2 = '' OR box_id = $2) ORDER BY id", user, boxID)
+	if err != nil {
+		return nil, err
+	}
+	return pgx.CollectRows(rows, func(r pgx.CollectableRow) (Schedule, error) { return scan(r) })
+}
+
+// Clear removes user's schedule id of box boxID, or every schedule of the
+// box when id is 0, answering how many went.
+func (st *Store) Clear(ctx context.Context, user, boxID string, id int64) (int64, error) {
+	tag, err := st.pool.Exec(ctx, "DELETE FROM box_schedules WHERE user_id = $1 AND box_id = $2 AND ($3 = 0 OR id = $3)", user, boxID, id)
+	if err != nil {
+		return 0, err
+	}
+	if id != 0 && tag.RowsAffected() == 0 {
+		return 0, fmt.Errorf("%w: schedule %d of box %q", ErrNotFound, id, boxID)
+	}
+	return tag.RowsAffected(), nil
+}
+
+// KeepUp says whether box boxID has a schedule whose SleepAt is ahead:
+// idle hibernate leaves it up.
+func (st *Store) KeepUp(ctx context.Context, boxID string) (bool, error) {
+	var up bool
+	err := st.pool.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM box_schedules WHERE box_id = $1 AND sleep_at > $2)", boxID, st.now()).Scan(&up)
+	return up, err
+}
+
+// Waker wakes user's box boxID (boxes.Service.Ensure); requestID makes a
+// repeat of one fire do nothing more.
+type Waker func(ctx context.Context, user, boxID, requestID string) error
+
+// Scheduler wakes the boxes whose schedules are due.
+type Scheduler struct {
+	st   *Store
+	wake Waker
+	log  *slog.Logger
+}
+
+// NewScheduler wakes through wake the boxes of st's due schedules.
+func NewScheduler(st *Store, wake Waker, log *slog.Logger) *Scheduler {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Scheduler{st: st, wake: wake, log: log}
+}
+
+// wakeWithin bounds one wake's ask (the operation it starts runs on).
+const wakeWithin = 15 * time.Second
+
+// batch bounds the schedules one Fire takes.
+const batch = 32
+
+// Fire wakes the boxes of every schedule due now, answering how many it
+// woke. Each due row is locked (FOR UPDATE SKIP LOCKED) in the
+// transaction that moves it to its next wake and sets its SleepAt, and
+// the wake is asked before that commits: another api skips the row, a
+// wake that fails leaves it due for the next Fire, and a crash after the
+// wake repeats it with the same request id, which does nothing more.
+func (sc *Scheduler) Fire(ctx context.Context) (int, error) {
+	now := sc.st.now()
+	woke := 0
+	err := pgx.BeginFunc(ctx, sc.st.pool, func(tx pgx.Tx) error {
+		rows, err := tx.Query(ctx, "SELECT "+columns+", user_id::text FROM box_schedules WHERE next_at <= $1 ORDER BY next_at LIMIT $2 FOR UPDATE SKIP LOCKED", now, batch)
+		if err != nil {
+			return err
+		}
+		type due struct {
+			Schedule
+			user string
+		}
+		ds, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (due, error) {
+			var d due
+			var secs int64
+			err := r.Scan(&d.ID, &d.BoxID, &d.At, &d.Cron, &d.TimeZone, &secs, &d.Next, &d.SleepAt, &d.user)
+			d.KeepUp = time.Duration(secs) * time.Second
+			return d, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, d := range ds {
+			req := fmt.Sprintf("wake-%d-%d", d.ID, d.Next.Unix())
+			// Bounded: a box delete waiting on this row while the wake
+			// waits on the box's row would otherwise hold both.
+			wctx, cancel := context.WithTimeout(ctx, wakeWithin)
+			err := sc.wake(wctx, d.user, d.BoxID, req)
+			cancel()
+			if err != nil {
+				sc.log.Warn("wake: the box was not woken; the next pass tries again", "box", d.BoxID, "schedule", d.ID, "err", err)
+				continue
+			}
+			var next *time.Time
+			if d.Cron != "" {
+				if n, _, err := (Spec{Cron: d.Cron, TimeZone: d.TimeZone}).next(now); err == nil {
+					next = &n
+				}
+			}
+			if _, err := tx.Exec(ctx, "UPDATE box_schedules SET next_at = $2, sleep_at = $3 WHERE id = $1", d.ID, next, now.Add(d.KeepUp)); err != nil {
+				return err
+			}
+			sc.log.Info("wake: box woken on schedule", "box", d.BoxID, "schedule", d.ID, "sleep_at", now.Add(d.KeepUp))
+			woke++
+		}
+		return nil
+	})
+	return woke, err
+}
+
+// Run fires every tick until ctx ends.
+func (sc *Scheduler) Run(ctx context.Context, every time.Duration) {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if _, err := sc.Fire(ctx); err != nil && ctx.Err() == nil {
+			sc.log.Warn("wake: a pass failed", "err", err)
+		}
+	}
+}
