@@ -17,6 +17,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/gw/gwtest"
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/usage"
@@ -225,7 +226,7 @@ func TestADisabledOrDeletedUsersGWKeyIsRevoked(t *testing.T) {
 
 // Issue 46, Must show: gw's meter and the api's figures agree over 1,000
 // calls from 5 callers (boxes) of 2 users; Boxes.Usage answers them, per
-// model when asked.
+// model when asked, and the control MCP's usage tool the same.
 func TestUsageAgreesWithGWsMeterOverAThousandCalls(t *testing.T) {
 	a, g := env(t)
 	ctx := context.Background()
@@ -276,6 +277,11 @@ func TestUsageAgreesWithGWsMeterOverAThousandCalls(t *testing.T) {
 			m.DailyCapMicros != usage.DefaultDailyCapMicros || !m.DefaultCap || m.RemainingTodayMicros != max(0, m.DailyCapMicros-spent) {
 			b, _ := json.Marshal(m)
 			t.Fatalf("Usage of %s: %s; gw metered %d micro-dollars, %d requests", u, b, spent, want)
+		}
+		out := mcptest.Connect(t, a.URL+"/cocoonbox.mcp/control", string(a.PersonalToken(u))).OK(t, "usage", map[string]any{})
+		if out["today"] != float64(spent) || out["month"] != float64(spent) || out["remaining_today_micros"] != float64(m.RemainingTodayMicros) ||
+			out["daily_cap_micros"] != float64(usage.DefaultDailyCapMicros) || out["default_cap"] != true {
+			t.Fatalf("the usage tool of %s: %v; gw metered %d", u, out, spent)
 		}
 	}
 }
