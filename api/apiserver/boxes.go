@@ -62,6 +62,8 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 	}
 	path, handler := controlv1connect.NewBoxesHandler(h, append(callOptions(index), connect.WithInterceptors(h.CallInterceptor()))...)
 	srv.Handle(path, index.Guard(handler))
+	path, handler = controlv1connect.NewSchedulesHandler(wake.NewService(wake.NewStore(db.Pool, nil), tokens.UserID), callOptions(index)...)
+	srv.Handle(path, index.Guard(handler))
 	return h, stop
 }
 

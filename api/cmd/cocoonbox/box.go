@@ -24,19 +24,21 @@ import (
 // boxCommand is `cocoonbox box SUBCOMMAND ...`.
 func boxCommand(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"box needs a subcommand: create, ensure, hibernate, save, upgrade, delete or status"}
+		return usageError{"box needs a subcommand: create, ensure, hibernate, save, upgrade, delete, status or schedule"}
 	}
 	sub, rest := args[0], args[1:]
 	switch sub {
 	case "status":
 		return boxStatus(ctx, rest, stdout)
+	case "schedule":
+		return boxSchedule(ctx, rest, stdout)
 	case "create", "ensure", "hibernate", "save", "upgrade", "delete":
 		return mutate(ctx, sub, rest, stdout)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return usageError{fmt.Sprintf("unknown box subcommand %q (want create, ensure, hibernate, save, upgrade, delete or status)", sub)}
+	return usageError{fmt.Sprintf("unknown box subcommand %q (want create, ensure, hibernate, save, upgrade, delete, status or schedule)", sub)}
 }
 
 // mutation is what one mutating subcommand needs from its arguments.

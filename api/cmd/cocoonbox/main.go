@@ -63,6 +63,10 @@ Boxes (NAME is a box's name or id; without it, your first box):
                           while an offload session in it is working, unless --yes
   box delete NAME --confirm
                           remove it; its newest save is kept for create --restore
+  box schedule NAME --at TIME | --cron EXPR [--tz ZONE] [--keep-up DUR]
+  box schedule NAME --list | --clear [--id N]
+                          wake it at a time or on a cron expression, and keep
+                          it up that long after each wake; list or remove them
   Each of create to delete follows its operation until done (exit 0) or
   failed (exit 1, naming the phase and why): a progress line on a terminal,
   a JSON line per event with --json. --request-id ID gives the call's
