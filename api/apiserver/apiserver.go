@@ -28,6 +28,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/usage"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/api/wake"
 )
 
 // Options are what New takes beside the configuration. The zero Options
@@ -173,11 +174,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopOAuth)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
-	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, log)
+	schedules := wake.NewService(wake.NewStore(db.Pool, nil), tokens.UserID)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, schedules, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, bh.CallInterceptor(), log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
-	mountControlMCP(srv, bh, index, agents, log, cfg.Issuer())
+	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available
 		con.SetBoxes(homeBoxes(bh))
 	}

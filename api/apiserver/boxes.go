@@ -46,7 +46,7 @@ const bridgeWait = 5 * time.Second
 // the rest of the api calls in process (its Service for Locate and
 // WaitOperation); the returned func stops the service and the local
 // supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, log *slog.Logger) (*boxes.Handler, func()) {
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
@@ -62,7 +62,7 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 	}
 	path, handler := controlv1connect.NewBoxesHandler(h, append(callOptions(index), connect.WithInterceptors(h.CallInterceptor()))...)
 	srv.Handle(path, index.Guard(handler))
-	path, handler = controlv1connect.NewSchedulesHandler(wake.NewService(wake.NewStore(db.Pool, nil), tokens.UserID), callOptions(index)...)
+	path, handler = controlv1connect.NewSchedulesHandler(schedules, callOptions(index)...)
 	srv.Handle(path, index.Guard(handler))
 	return h, stop
 }

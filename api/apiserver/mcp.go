@@ -23,7 +23,7 @@ import (
 // nil) a 401 names the resource's metadata and an agent's token works.
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7).
-func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, agents *agentsOAuth, log *slog.Logger, issuers ...string) {
+func mountControlMCP(srv *server.Server, h *boxes.Handler, schedules mcp.Schedules, index *tokens.Index, agents *agentsOAuth, log *slog.Logger, issuers ...string) {
 	follow := func(ctx context.Context, userID, opID string, each func(*controlv1.Operation)) (*controlv1.Operation, error) {
 		svc, err := h.Service()
 		if err == nil {
@@ -40,7 +40,7 @@ func mountControlMCP(srv *server.Server, h *boxes.Handler, index *tokens.Index, 
 			hosts = append(hosts, u.Host)
 		}
 	}
-	d := mcp.Deps{Boxes: h, Follow: follow, Calls: h.Call, Tokens: index, Hosts: hosts, Log: log}
+	d := mcp.Deps{Boxes: h, Schedules: schedules, Follow: follow, Calls: h.Call, Tokens: index, Hosts: hosts, Log: log}
 	if agents != nil { // an agent's cba_ token works here, and a 401 names the resource's metadata
 		d.Grants, d.ResourceMetadata, d.Scope = agents.grants, agents.prm, agents.caps
 	}

@@ -58,8 +58,10 @@ type Follow func(ctx context.Context, userID, operationID string, each func(*con
 
 // Deps are what the control MCP is built from.
 type Deps struct {
-	Boxes  Boxes
-	Follow Follow
+	Boxes Boxes
+	// Schedules serves the schedule tools (nil: they refuse).
+	Schedules Schedules
+	Follow    Follow
 	// Calls opens a client call for each tools/call, so a tool working on
 	// a box keeps it from idle hibernate while it runs
 	// (boxes.Handler.Call); nil counts none. A GET stream is no call.
@@ -136,6 +138,7 @@ func (h *Handler) handlerOf(name string) (func(*call) (any, error), error) {
 		"box_list": h.boxList, "box_status": h.boxStatus, "box_ensure": h.boxEnsure,
 		"box_create": h.boxCreate, "box_hibernate": h.boxHibernate, "box_save": h.boxSave,
 		"box_upgrade": h.boxUpgrade, "box_delete": h.boxDelete, "usage": h.usage,
+		"box_schedule_set": h.boxScheduleSet, "box_schedule_list": h.boxScheduleList, "box_schedule_clear": h.boxScheduleClear,
 	}[name]
 	if !ok {
 		return nil, fmt.Errorf("tool %s: no handler", name)

@@ -121,6 +121,31 @@ var specs = []spec{
 		output: object("today", "integer", "month", "integer", "daily_cap_micros", "integer",
 			"default_cap", "boolean", "remaining_today_micros", "integer"),
 	},
+	{
+		name:        "box_schedule_set",
+		annotations: additive("Schedule a box's wake", false),
+		description: "Schedule a box to wake: once at at (an RFC 3339 time) or on cron (five fields: minute hour day month weekday, read in time_zone, an IANA zone; default UTC), and keep it up keep_up_seconds after each wake. It answers at once; it needs no confirmation.",
+		input: `{"type":"object","properties":{` + boxArg + `,"at":{"type":"string","description":"A one-time wake, RFC 3339."},` +
+			`"cron":{"type":"string","description":"A cron expression of five fields."},"time_zone":{"type":"string","description":"The IANA time zone of cron; default UTC."},` +
+			`"keep_up_seconds":{"type":"integer","minimum":0,"maximum":604800,"description":"How long the box stays up after each wake."}},"additionalProperties":false}`,
+		output: object("schedule_id", "integer", "box_id", "string", "next_at_ms", "integer"),
+	},
+	{
+		name:        "box_schedule_list",
+		annotations: readOnly("List a box's wakes"),
+		description: "List a box's scheduled wakes with their next wake and the time until which each keeps the box up. It only reads and answers at once.",
+		input:       `{"type":"object","properties":{` + boxArg + `},"additionalProperties":false}`,
+		output: `{"type":"object","properties":{"schedules":{"type":"array","items":` + object("schedule_id", "integer", "box_id", "string",
+			"at_ms", "integer", "cron", "string", "time_zone", "string", "keep_up_seconds", "integer", "next_at_ms", "integer", "sleep_at_ms", "integer") +
+			`}},"required":["schedules"],"additionalProperties":false}`,
+	},
+	{
+		name:        "box_schedule_clear",
+		annotations: destructive("Clear a box's wakes", true),
+		description: "Remove a box's scheduled wakes: the one schedule_id names, or all of them without it. It answers at once; it needs no confirmation.",
+		input:       `{"type":"object","properties":{` + boxArg + `,"schedule_id":{"type":"integer","minimum":1}},"additionalProperties":false}`,
+		output:      object("box_id", "string", "cleared", "integer"),
+	},
 }
 
 // object is the schema of an object holding exactly the given fields

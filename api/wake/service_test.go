@@ -11,6 +11,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
@@ -75,6 +76,21 @@ func TestAUserSetsListsAndClearsTheirBoxsSchedules(t *testing.T) {
 	as(a.User.ID, clear)
 	if n, err := c.ClearSchedules(ctx, clear); err != nil || n.Msg.Cleared != 1 {
 		t.Fatalf("clear: %v %v", n, err)
+	}
+	// The control MCP's tools, by the box's name.
+	m := mcptest.Connect(t, a.URL+"/cocoonbox.mcp/control", string(a.PersonalToken(a.User.ID)))
+	got := m.OK(t, "box_schedule_set", map[string]any{"box": "main", "at": time.Now().Add(time.Hour).Format(time.RFC3339), "keep_up_seconds": 600})
+	if got["box_id"] != "cb-00000000000000a1" {
+		t.Fatalf("box_schedule_set: %v", got)
+	}
+	if got := m.OK(t, "box_schedule_list", map[string]any{"box": "main"}); len(got["schedules"].([]any)) != 1 {
+		t.Fatalf("box_schedule_list: %v", got)
+	}
+	if msg := m.Refused(t, "a bad time zone", "box_schedule_set", map[string]any{"box": "main", "cron": "0 7 * * *", "time_zone": "Nowhere/Else"}); !strings.Contains(msg, "time_zone") {
+		t.Fatalf("box_schedule_set with a bad zone: %q", msg)
+	}
+	if got := m.OK(t, "box_schedule_clear", map[string]any{"box": "main"}); got["cleared"] != float64(1) {
+		t.Fatalf("box_schedule_clear: %v", got)
 	}
 	unauth := connect.NewRequest(&controlv1.ListSchedulesRequest{})
 	var ce *connect.Error
