@@ -29,7 +29,7 @@ func secondSandboxd(t *testing.T) (string, *wire.Client) {
 	dir := filepath.Join(root, "host2")
 	sock := filepath.Join(dir, "sandboxd.sock")
 	os.MkdirAll(dir, 0o755)
-	d := exec.Command(filepath.Join(root, "bin", "cocoonbox-sandboxd"), "--listen", "unix:"+sock,
+	d := exec.Command(bins.Sandboxd, "--listen", "unix:"+sock,
 		"--state-dir", filepath.Join(dir, "state"), "--images", filepath.Join(root, "images"),
 		"--bridge", "cbboxes5", "--gateway", "10.215.0.1/16")
 	d.Stdout, d.Stderr = os.Stderr, os.Stderr
