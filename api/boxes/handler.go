@@ -8,6 +8,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
+
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
@@ -94,6 +96,10 @@ func (h *Handler) status(ctx context.Context, what string, err error) error {
 	if code == connect.CodeInternal {
 		h.log.ErrorContext(ctx, what+" failed", "err", err)
 		return connect.NewError(code, errors.New(what+" failed; try again"))
+	}
+	if code == connect.CodeUnavailable {
+		// The supervisor holding the box is out of reach for now.
+		return client.MayRetry(connect.NewError(code, err))
 	}
 	return connect.NewError(code, err)
 }
@@ -281,7 +287,7 @@ func (h *Handler) Events(ctx context.Context, req *connect.Request[controlv1.Box
 		// watcher nothing).
 		return connect.NewError(connect.CodeCanceled, err)
 	}
-	return connect.NewError(connect.CodeUnavailable, errors.New("the event log could not be read; call again with the last seq"))
+	return client.MayRetry(connect.NewError(connect.CodeUnavailable, errors.New("the event log could not be read; call again with the last seq")))
 }
 
 // Images answers the bootable images and the latest.

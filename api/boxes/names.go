@@ -6,6 +6,8 @@ import (
 	"errors"
 	"regexp"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
+
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 )
 
@@ -37,12 +39,8 @@ var (
 func invalid(field, format string, args ...any) error { return sandbox.Invalid(field, format, args...) }
 
 var (
-	// nameRule is the hostname rule of Box identity in lower case: one RFC
-	// 1123 label, 1 to 63 of [a-z0-9-], a letter first, not '-' last.
-	nameRule      = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
-	boxIDRule     = regexp.MustCompile(`^cb-[0-9a-f]{16}$`)
-	opIDRule      = regexp.MustCompile(`^op-[0-9a-f]{16}$`)
-	requestIDRule = regexp.MustCompile(`^[A-Za-z0-9_.:-]{1,64}$`)
+	boxIDRule = regexp.MustCompile(`^cb-[0-9a-f]{16}$`)
+	opIDRule  = regexp.MustCompile(`^op-[0-9a-f]{16}$`)
 )
 
 // CheckName checks a box name: 1 to 63 of [a-z0-9-], starting with a
@@ -50,8 +48,8 @@ var (
 // box's hostname, so it is one hostname label; upper case is refused
 // rather than folded, so the name a user gave is the hostname they see).
 func CheckName(name string) error {
-	if !nameRule.MatchString(name) {
-		return invalid("name", "%q must be 1 to 63 of [a-z0-9-], start with a letter and not end with '-' (it is the box's hostname)", name)
+	if !client.BoxName.MatchString(name) {
+		return invalid("name", "%q "+client.BoxNameRule, name)
 	}
 	return nil
 }
@@ -61,8 +59,8 @@ func IsBoxID(s string) bool { return boxIDRule.MatchString(s) }
 
 // checkRequestID checks a caller's request id (1 to 64 of [A-Za-z0-9_.:-]).
 func checkRequestID(id string) error {
-	if !requestIDRule.MatchString(id) {
-		return invalid("request_id", "%q must be 1 to 64 of [A-Za-z0-9_.:-], chosen by the caller and reused only for a retry", id)
+	if !client.RequestID.MatchString(id) {
+		return invalid("request_id", "%q "+client.RequestIDRule, id)
 	}
 	return nil
 }

@@ -9,6 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
+
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 )
@@ -74,7 +76,7 @@ func (s *Service) Events(ctx context.Context, req *connect.Request[controlv1.Ses
 		return connect.NewError(connect.CodeCanceled, context.Canceled)
 	}
 	s.log.InfoContext(ctx, "offload watch ended", "box", box.BoxID, "code", status.Code, "err", waitErr)
-	return connect.NewError(connect.CodeUnavailable, errors.New("the box's offload watch ended (the box stopped or its inbox restarted); call again"))
+	return client.MayRetry(connect.NewError(connect.CodeUnavailable, errors.New("the box's offload watch ended (the box stopped or its inbox restarted); call again")))
 }
 
 // relay sends each watch line of r as an OffloadUpdate until r ends (nil)

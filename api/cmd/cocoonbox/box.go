@@ -11,6 +11,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
@@ -86,6 +87,9 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	case sub == "delete" && !m.confirm:
 		return usageError{fmt.Sprintf("box delete %q needs --confirm: it removes the box for good, keeping only its newest save (box create %s --restore brings that back)", m.name, m.name)}
 	}
+	if err := checkBoxArgs(sub, m.name, m.requestID); err != nil {
+		return err
+	}
 	if m.requestID == "" {
 		m.requestID = newRequestID()
 	}
@@ -101,7 +105,7 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	what := describe("box "+sub, m.name)
 	call := func() (*connect.Response[controlv1.OperationResponse], error) { return m.call(ctx, client) }
 	resp, err := retrying(ctx, call, func(err error) {
-		fmt.Fprintf(os.Stderr, "cocoonbox: %s: no answer from the api (%v): trying again with request id %s\n", what, err, m.requestID)
+		fmt.Fprintf(os.Stderr, "cocoonbox: %s: %s: trying again with request id %s (Ctrl-C stops)\n", what, st.why(err), m.requestID)
 	})
 	if err != nil {
 		return st.explainBox(what, err)
@@ -143,6 +147,29 @@ func (m mutation) call(ctx context.Context, c controlv1connect.BoxesClient) (*co
 	}
 }
 
+// checkBoxArgs refuses a box NAME (or box id) and a --request-id that
+// break the api's grammar (api/client's, which the api checks with), with
+// the rule, before any call: a call would only be refused, after the
+// retries a lost answer gets. Empty is no argument.
+func checkBoxArgs(sub, name, requestID string) error {
+	if name != "" && !client.BoxName.MatchString(name) {
+		return usageError{fmt.Sprintf("box %s: NAME %q %s", sub, shorten(name), client.BoxNameRule)}
+	}
+	if requestID != "" && !client.RequestID.MatchString(requestID) {
+		return usageError{fmt.Sprintf("box %s %q: --request-id %q %s", sub, name, shorten(requestID), client.RequestIDRule)}
+	}
+	return nil
+}
+
+// shorten is s cut to 80 bytes with "..." after, so that a refusal of a
+// long argument stays one line.
+func shorten(s string) string {
+	if len(s) <= 80 {
+		return s
+	}
+	return s[:80] + "..."
+}
+
 // newRequestID is "cli-" and 16 random hex digits, inside the contract's
 // request id grammar (1 to 64 of [A-Za-z0-9_.:-]).
 func newRequestID() string {
@@ -151,19 +178,20 @@ func newRequestID() string {
 	return "cli-" + hex.EncodeToString(b[:])
 }
 
-// retryTries bounds how often a call that did not reach the api (or whose
-// answer was lost) is made again with the same request id.
+// retryTries bounds how often a call that got no answer from the api
+// (or whose refusal says it may be retried) is made again with the same
+// request id.
 const retryTries = 6
 
 // retrying makes call until it answers or fails for a reason other than
-// the api being out of reach or its answer lost (lost),
-// backing off from 250 ms to 4 s and telling again before each new try.
+// one client.Retryable admits, backing off from 250 ms to 4 s; it tells
+// why (again) once, before the first new try, not before each.
 // Safe only for calls carrying a request id, or reading.
 func retrying[T any](ctx context.Context, call func() (T, error), again func(error)) (T, error) {
 	wait := 250 * time.Millisecond
 	for try := 1; ; try++ {
 		v, err := call()
-		if err == nil || !lost(err) || try == retryTries {
+		if err == nil || !client.Retryable(err) || try == retryTries {
 			return v, err
 		}
 		select {
@@ -171,20 +199,9 @@ func retrying[T any](ctx context.Context, call func() (T, error), again func(err
 			return v, err
 		case <-time.After(wait):
 		}
-		again(err)
+		if try == 1 {
+			again(err)
+		}
 		wait = min(2*wait, 4*time.Second)
 	}
-}
-
-// lost says whether err is the api out of reach or its answer lost on the
-// way (not the api's own refusal), so the same call may be made again:
-// unavailable, or an error that did not come from the api.
-func lost(err error) bool {
-	switch connect.CodeOf(err) {
-	case connect.CodeUnavailable:
-		return true
-	case connect.CodeCanceled, connect.CodeDeadlineExceeded:
-		return false
-	}
-	return !connect.IsWireError(err)
 }

@@ -98,6 +98,9 @@ func boxStatus(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	name := optional(pos)
+	if err := checkBoxArgs("status", name, ""); err != nil {
+		return err
+	}
 	resp, err := client.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
 	if err != nil {
 		return st.explainBox(describe("box status", name), err)

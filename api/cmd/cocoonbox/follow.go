@@ -8,6 +8,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
@@ -40,7 +41,7 @@ func follow(ctx context.Context, c controlv1connect.BoxesClient, boxID string, o
 		case ctx.Err() != nil:
 			p.finish()
 			return nil, ctx.Err()
-		case err != nil && !lost(err):
+		case err != nil && !client.Retryable(err):
 			p.finish()
 			return nil, err
 		}

@@ -18,13 +18,13 @@ func badInput(t *testing.T, id string) {
 		code int
 		want []string
 	}{
-		{[]string{"box", "create", "Bad_Name"}, 1, []string{`box create "Bad_Name"`, "name:"}},
-		{[]string{"box", "create", "web-"}, 1, []string{`box create "web-"`, "name:"}},
+		{[]string{"box", "create", "Bad_Name"}, 2, []string{`box create: NAME "Bad_Name" must be 1 to 63 of [a-z0-9-]`}},
+		{[]string{"box", "create", "web-"}, 2, []string{`box create: NAME "web-" must be`}},
 		{[]string{"box", "create", "web"}, 1, []string{`box create "web"`, "web"}},
 		{[]string{"box", "create", "second"}, 1, []string{`box create "second"`, "max_boxes"}},
 		{[]string{"box", "status", "nosuch"}, 1, []string{`box status "nosuch"`, "cocoonbox boxes lists yours"}},
 		{[]string{"box", "hibernate", "nosuch"}, 1, []string{`box hibernate "nosuch"`, "cocoonbox boxes lists yours"}},
-		{[]string{"box", "save", "web", "--request-id", "not a request id"}, 1, []string{`box save "web"`, "request_id"}},
+		{[]string{"box", "save", "web", "--request-id", "not a request id"}, 2, []string{`box save "web": --request-id "not a request id" must be 1 to 64`}},
 		{[]string{"box", "upgrade", "web"}, 2, []string{"box upgrade needs --confirm"}},
 		{[]string{"box", "delete", "web"}, 2, []string{`box delete "web" needs --confirm`}},
 		{[]string{"box", "delete"}, 2, []string{"box delete needs the box's NAME"}},
