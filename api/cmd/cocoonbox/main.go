@@ -100,10 +100,12 @@ the file of --token-file PATH or $COCOONBOX_INVITE_TOKEN_FILE; never the command
                           print its link, /cb/?invite=CODE
   invite list [--json]    the invites the token made
 Agents:
-  mcp [claude|codex]      print the snippet for claude's or codex's MCP configuration
+  mcp [claude|codex] [--with-token]
+                          print the snippet for claude's or codex's MCP configuration
                           (both without an argument): the control MCP of the
                           endpoint with OAuth (the URL alone: the agent signs in
-                          and you approve it) and with this CLI's token
+                          and you approve it); --with-token adds the form with
+                          this CLI's token (your whole account: never a project's file)
 Offload (run in a git repository; cocoonbox offload --help tells more):
   offload [--box B] [--kind claude|codex] [--name N] [--yes] [--json]
                           move this task into the box for its coding CLI

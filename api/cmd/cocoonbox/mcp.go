@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/client"
@@ -14,19 +15,21 @@ var mcpClients = []string{"claude", "codex"}
 
 // mcpSnippet prints what a user pastes into claude's or codex's MCP
 // configuration (both without an argument) to reach the control MCP of
-// the endpoint, in two forms each: OAuth's, the URL alone (the CLI
-// discovers the api's authorization server from the MCP's 401, the user
-// approves it in the console, and its grant reaches only the boxes it
-// creates), and the token form, a streamable HTTP server with this CLI's
-// token as its Authorization: Bearer header (the whole account). The
-// token is printed: the snippet is for the user's own configuration,
-// which keeps it. Signed out, the OAuth form is printed alone, with the
-// reason there is no token form.
+// the endpoint: OAuth's form, the URL alone (the CLI discovers the api's
+// authorization server from the MCP's 401, the user approves it in the
+// console, and its grant reaches only the boxes it creates). With
+// --with-token it adds the token form, a streamable HTTP server with this
+// CLI's token as its Authorization: Bearer header, for the user's own
+// configuration only (claude's user scope, codex's config.toml; never a
+// project's .mcp.json, a file people commit), and warns on stderr that
+// the token is the whole account (issue 45). Signed out, --with-token
+// says why there is no token form.
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7); OAuth
 // for agents (MCP authorization 2025-11-25).
 func mcpSnippet(args []string, stdout io.Writer) error {
 	fs := flags("mcp")
+	withToken := fs.Bool("with-token", false, "add the form with this CLI's token (your whole account) for your own configuration")
 	pos, st, err := begin(fs, args, 1, stdout)
 	if err != nil {
 		return err
@@ -40,23 +43,28 @@ func mcpSnippet(args []string, stdout io.Writer) error {
 	}
 	token, tokenErr := st.token()
 	url := st.endpoint + client.MCPPath
+	if *withToken && tokenErr == nil {
+		fmt.Fprintln(os.Stderr, "cocoonbox mcp: warning: the token printed is your whole account (every box, key and device): keep it in your own configuration, never in a project's file; cocoonbox devices revoke cuts it off")
+	}
 	for i, c := range which {
 		if i > 0 {
 			fmt.Fprintln(stdout)
 		}
-		oauth, withToken := claudeOAuth(url), ""
+		oauth, tokenForm := claudeOAuth(url), ""
 		if c == "codex" {
 			oauth = codexOAuth(url)
 		}
 		switch {
+		case !*withToken:
+			tokenForm = "# With this CLI's token instead (your whole account): cocoonbox mcp --with-token\n"
 		case tokenErr != nil:
-			withToken = fmt.Sprintf("# With this CLI's token instead: %v\n", tokenErr)
+			tokenForm = fmt.Sprintf("# With this CLI's token instead: %v\n", tokenErr)
 		case c == "claude":
-			withToken = claudeSnippet(url, token)
+			tokenForm = claudeSnippet(url, token)
 		default:
-			withToken = codexSnippet(url, token)
+			tokenForm = codexSnippet(url, token)
 		}
-		fmt.Fprint(stdout, oauth, withToken)
+		fmt.Fprint(stdout, oauth, tokenForm)
 	}
 	return nil
 }
@@ -76,16 +84,12 @@ claude mcp add --transport http --scope user cocoonbox %s
 }
 
 // claudeSnippet is the `claude mcp add` line with the token (claude mcp
-// add --help: --transport http, --header) and the same server as
-// .mcp.json holds it.
+// add --help: --transport http, --header), in the user's scope: no
+// .mcp.json form, which is a project's file.
 func claudeSnippet(url, token string) string {
-	entry, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"cocoonbox": map[string]any{
-		"type": "http", "url": url, "headers": map[string]string{"Authorization": "Bearer " + token}}}}, "", "  ")
-	return fmt.Sprintf(`# Claude Code, with this CLI's token (your whole account): run once instead
+	return fmt.Sprintf(`# Claude Code, with this CLI's token (your whole account; keep it out of any project's file): run once instead
 claude mcp add --transport http --scope user cocoonbox %s --header %s
-# or put this in a project's .mcp.json:
-%s
-`, shellQuote(url), shellQuote("Authorization: Bearer "+token), entry)
+`, shellQuote(url), shellQuote("Authorization: Bearer "+token))
 }
 
 // codexOAuth is the OAuth form for codex: `codex mcp add NAME --url URL`

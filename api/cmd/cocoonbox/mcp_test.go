@@ -8,13 +8,14 @@ import (
 	"testing"
 )
 
-// cocoonbox mcp prints claude's and codex's snippets for the endpoint's
-// control MCP in both forms: OAuth's (the URL alone) and the CLI's token
-// ($COCOONBOX_TOKEN here); the real CLIs read them in api/e2e/controlmcp.
+// cocoonbox mcp --with-token prints claude's and codex's snippets for the
+// endpoint's control MCP in both forms: OAuth's (the URL alone) and the
+// CLI's token ($COCOONBOX_TOKEN here), the latter never as a project's
+// .mcp.json; the real CLIs read them in api/e2e/controlmcp.
 func TestMCPPrintsBothSnippets(t *testing.T) {
 	tok := "cb_" + strings.Repeat("ab", 32)
 	t.Setenv("COCOONBOX_TOKEN", tok)
-	out, err := runCLI(t, "", "mcp", "--endpoint", "https://api.example.test/")
+	out, err := runCLI(t, "", "mcp", "--with-token", "--endpoint", "https://api.example.test/")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,14 +32,11 @@ func TestMCPPrintsBothSnippets(t *testing.T) {
 		}
 	}
 	servers := mcpJSONs(t, out)
-	if len(servers) != 2 {
-		t.Fatalf("cocoonbox mcp printed %d .mcp.json snippets, want 2:\n%s", len(servers), out)
+	if len(servers) != 1 {
+		t.Fatalf("cocoonbox mcp printed %d .mcp.json snippets, want 1 (OAuth's):\n%s", len(servers), out)
 	}
 	if s := servers[0]; s.Type != "http" || s.URL != url || s.Headers != nil {
 		t.Errorf("the OAuth .mcp.json snippet: %+v", s)
-	}
-	if s := servers[1]; s.Type != "http" || s.URL != url || s.Headers["Authorization"] != "Bearer "+tok {
-		t.Errorf("the token's .mcp.json snippet: %+v", s)
 	}
 	if only, _ := runCLI(t, "", "mcp", "codex", "--endpoint", "https://api.example.test"); strings.Contains(only, "claude") || !strings.Contains(only, "[mcp_servers.cocoonbox]") {
 		t.Fatalf("cocoonbox mcp codex:\n%s", only)
@@ -49,7 +47,7 @@ func TestMCPPrintsBothSnippets(t *testing.T) {
 // and says why the token forms are missing.
 func TestMCPSignedOutPrintsTheOAuthForms(t *testing.T) {
 	t.Setenv("COCOONBOX_TOKEN", "")
-	out, err := runCLI(t, "", "mcp", "--endpoint", "http://127.0.0.1:1")
+	out, err := runCLI(t, "", "mcp", "--with-token", "--endpoint", "http://127.0.0.1:1")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,5 +108,24 @@ func TestMCPBadInput(t *testing.T) {
 	}
 	if out, err := runCLI(t, "", "mcp", "--help"); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out, "usage: ") {
 		t.Errorf("mcp --help: %v %q", err, out)
+	}
+}
+
+// Issue 45, Deliver 4: without --with-token, cocoonbox mcp prints the
+// OAuth forms only, never the account's token (a snippet is pasted into
+// files people commit), and says how to get the token form.
+func TestMCPPrintsNoTokenWithoutTheFlag(t *testing.T) {
+	t.Setenv("COCOONBOX_TOKEN", "cb_"+strings.Repeat("ab", 32))
+	for _, args := range [][]string{{"mcp"}, {"mcp", "claude"}, {"mcp", "codex"}} {
+		out, err := runCLI(t, "", append(args, "--endpoint", "https://api.example.test")...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out, "cb_") || strings.Contains(out, "Bearer") {
+			t.Errorf("cocoonbox %v printed the token:\n%s", args, out)
+		}
+		if !strings.Contains(out, "--with-token") {
+			t.Errorf("cocoonbox %v does not say how to get the token form:\n%s", args, out)
+		}
 	}
 }

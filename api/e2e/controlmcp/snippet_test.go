@@ -30,7 +30,7 @@ func TestSnippetWorksInClaudeAndCodex(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cli := harness.CLI{Bin: bins.CLI, ConfigDir: t.TempDir(), Env: []string{"COCOONBOX_TOKEN=" + h.alice}}
-	out, err := cli.Run(ctx, "", "mcp", "--endpoint", h.api.URL)
+	out, err := cli.Run(ctx, "", "mcp", "--with-token", "--endpoint", h.api.URL)
 	if err != nil {
 		t.Fatalf("cocoonbox mcp: %v\n%s", err, out)
 	}
