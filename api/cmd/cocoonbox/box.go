@@ -110,7 +110,8 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	if err != nil {
 		return st.explainBox(what, err)
 	}
-	p := newProgress(stdout, *asJSON, isTerminal(stdout), resp.Msg.Box)
+	w, tty := progressTo(stdout, os.Stderr, *asJSON)
+	p := newProgress(w, *asJSON, tty, resp.Msg.Box)
 	op := resp.Msg.Operation
 	if op == nil {
 		// Ensure of a box that is running already: nothing to follow.

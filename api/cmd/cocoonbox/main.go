@@ -154,6 +154,15 @@ func main() {
 }
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	err := dispatch(ctx, args, stdin, stdout)
+	if err != nil && wantsJSON(args) {
+		printJSONError(stdout, err)
+	}
+	return err
+}
+
+// dispatch runs the command args name.
+func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
 	if len(args) == 0 {
 		return usageError{"no command given"}
 	}

@@ -53,6 +53,17 @@ type progress struct {
 	done      sync.WaitGroup
 }
 
+// progressTo is where a mutating command's progress goes: with --json its
+// lines are the command's answer, on stdout; else it is progress, said on
+// stderr (stdout stays for answers) and drawn in place only when stderr is
+// a terminal (issue 45, Deliver 3).
+func progressTo(stdout, stderr io.Writer, asJSON bool) (w io.Writer, tty bool) {
+	if asJSON {
+		return stdout, false
+	}
+	return stderr, isTerminal(stderr)
+}
+
 func newProgress(w io.Writer, asJSON, tty bool, box *controlv1.Box) *progress {
 	p := &progress{w: w, json: asJSON, tty: tty && !asJSON, box: box, start: time.Now(),
 		state: stateName(box.State), stop: make(chan struct{})}

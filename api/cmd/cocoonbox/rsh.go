@@ -245,7 +245,7 @@ func (s *state) explainRsh(err error) error {
 	case connect.CodeUnauthenticated:
 		return exitError{cli.Failed, fmt.Sprintf("rsh: the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login", s.endpoint)}
 	case connect.CodeUnavailable:
-		return exitError{cli.Unavailable, "rsh: " + s.why(err)}
+		return exitError{cli.Unavailable, "rsh: " + s.why(err).Error()}
 	case connect.CodeUnknown, connect.CodeCanceled, connect.CodeAborted, connect.CodeDataLoss:
 		return exitError{cli.IO, "rsh: the stream to the box broke: " + msg}
 	}

@@ -100,24 +100,34 @@ func (s *state) explain(what string, err error) error {
 		errors.As(err, &ce)
 		return fmt.Errorf("%s: %s (cocoonbox devices lists yours)", what, ce.Message())
 	case connect.CodeUnavailable:
-		return fmt.Errorf("%s: %s", what, s.why(err))
+		return fmt.Errorf("%s: %w", what, s.why(err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
 
 // why tells a call that got no answer (the api out of reach: said so,
 // with how to pick another) from an UNAVAILABLE answer of the api (its
-// own words, and whether trying later may help).
-func (s *state) why(err error) string {
+// own words, and whether trying later may help). It wraps err, so its
+// code stays readable (--json's error code).
+func (s *state) why(err error) error {
 	var ce *connect.Error
 	switch {
 	case client.Unanswered(err) || !errors.As(err, &ce):
-		return fmt.Sprintf("cannot reach the api at %s (is it running? --endpoint picks another): %v", s.endpoint, err)
+		return fmt.Errorf("cannot reach the api at %s (is it running? --endpoint picks another): %w", s.endpoint, err)
 	case client.Retryable(err):
-		return fmt.Sprintf("the api at %s cannot do it now: %s (try again in a while)", s.endpoint, ce.Message())
+		return said{fmt.Sprintf("the api at %s cannot do it now: %s (try again in a while)", s.endpoint, ce.Message()), err}
 	}
-	return fmt.Sprintf("the api at %s cannot do it: %s (trying again will not help: tell the api's operator)", s.endpoint, ce.Message())
+	return said{fmt.Sprintf("the api at %s cannot do it: %s (trying again will not help: tell the api's operator)", s.endpoint, ce.Message()), err}
 }
+
+// said is an error told in words of the CLI's own, wrapping its cause.
+type said struct {
+	msg   string
+	cause error
+}
+
+func (e said) Error() string { return e.msg }
+func (e said) Unwrap() error { return e.cause }
 
 // explainBox turns a Boxes call's error into what went wrong: the api's
 // message names the field and the rule it broke (INVALID_ARGUMENT), the

@@ -83,6 +83,7 @@ func (m mutation) watch(ctx context.Context, st *state, client controlv1connect.
 	if asJSON {
 		line, _ := json.Marshal(workingJSON{BoxID: b.BoxId, Name: b.Name, Working: working, Error: msg})
 		fmt.Fprintf(stdout, "%s\n", line)
+		return jsonPrinted{exitError{code: 2, msg: msg}}
 	}
 	return exitError{code: 2, msg: msg}
 }

@@ -104,7 +104,7 @@ func TestEveryBoxCommandFollowsItsOperationToDone(t *testing.T) {
 		// Contract: Offload, Watching: the CLI reads the box's offload
 		// status first (one Session.Exec); no session works, so it goes on.
 		execs := strings.Count(api.Log(), sessionExec)
-		out := ok(t, "box", "hibernate", "web")
+		out := okSaid(t, "box", "hibernate", "web")
 		if !strings.Contains(out, "hibernate done in") || status(t, "web").State != "hibernated" {
 			t.Fatalf("box hibernate web:\n%s", out)
 		}
@@ -118,7 +118,7 @@ func TestEveryBoxCommandFollowsItsOperationToDone(t *testing.T) {
 		if phases[0] != "waking" || states[len(states)-1] != "running" {
 			t.Fatalf("ensure: phases %v, states %v", phases, states)
 		}
-		out := ok(t, "box", "ensure", "web")
+		out := okSaid(t, "box", "ensure", "web")
 		if !strings.Contains(out, "running already: nothing to do") {
 			t.Fatalf("ensure of a running box:\n%s", out)
 		}

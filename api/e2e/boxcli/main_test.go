@@ -132,6 +132,20 @@ func runCLI(t *testing.T, c harness.CLI, args ...string) result {
 	return r
 }
 
+// okSaid is ok answering stderr: the text progress of a box operation,
+// which is said there, stdout kept for answers (issue 45, Deliver 3).
+func okSaid(t *testing.T, args ...string) string {
+	t.Helper()
+	r := cli(t, args...)
+	if r.code != 0 {
+		t.Fatalf("cocoonbox %s: exit %d\n%s%s", strings.Join(args, " "), r.code, r.stdout, r.stderr)
+	}
+	if r.stdout != "" {
+		t.Fatalf("cocoonbox %s printed %q on stdout, want its progress on stderr only", strings.Join(args, " "), r.stdout)
+	}
+	return r.stderr
+}
+
 // ok is cli that fails the test unless the command exits 0.
 func ok(t *testing.T, args ...string) string {
 	t.Helper()
