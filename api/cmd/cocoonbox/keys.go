@@ -111,7 +111,7 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		}
 		return printDone(stdout, *asJSON, map[string]string{"deleted": pos[0]}, "Deleted "+pos[0]+" from the vault and your boxes.")
 	}
-	value, err := readValue(pos[0], stdin)
+	value, err := readValue(verb, pos[0], stdin)
 	if err != nil {
 		return err
 	}
@@ -181,7 +181,7 @@ func listKeys(ctx context.Context, st *state, keys controlv1connect.KeysClient, 
 
 // readValue reads a key's value: asked without echo at a terminal, else
 // standard input, its one trailing newline dropped.
-func readValue(name string, stdin io.Reader) (string, error) {
+func readValue(verb, name string, stdin io.Reader) (string, error) {
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintf(os.Stderr, "Value of %s (not shown): ", name)
 		v, err := term.ReadPassword(int(f.Fd()))
@@ -200,7 +200,11 @@ func readValue(name string, stdin io.Reader) (string, error) {
 	}
 	v := strings.TrimSuffix(strings.TrimSuffix(string(data), "\n"), "\r")
 	if v == "" {
-		return "", errors.New("no value on standard input (pipe it, e.g. `printenv OPENAI_API_KEY | cocoonbox keys add OPENAI_API_KEY --host api.openai.com`)")
+		example := fmt.Sprintf("printenv %s | cocoonbox keys add %s --host api.example.com", name, name)
+		if verb == "rotate" {
+			example = fmt.Sprintf("printenv %s | cocoonbox keys rotate %s", name, name)
+		}
+		return "", fmt.Errorf("no value on standard input (pipe it, e.g. `%s`)", example)
 	}
 	return v, nil
 }

@@ -40,9 +40,8 @@ func logout(ctx context.Context, args []string, stdout io.Writer) error {
 	} else {
 		fmt.Fprintf(stdout, "Signed out of %s; the pasted token was forgotten here and stays valid where it came from.\n", st.endpoint)
 	}
+	// The endpoint stays the default one: the next command's "not signed
+	// in" names the api the user signed out of, not 127.0.0.1:18200.
 	delete(st.file.Endpoints, st.endpoint)
-	if st.file.Endpoint == st.endpoint {
-		st.file.Endpoint = ""
-	}
 	return st.save()
 }

@@ -243,7 +243,7 @@ func (s *state) explainRsh(err error) error {
 	case connect.CodeFailedPrecondition:
 		return exitError{cli.Unavailable, "rsh: " + msg}
 	case connect.CodeUnauthenticated:
-		return exitError{cli.Failed, fmt.Sprintf("rsh: the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login", s.endpoint)}
+		return exitError{cli.Failed, "rsh: " + s.tokenRefused()}
 	case connect.CodeUnavailable:
 		return exitError{cli.Unavailable, "rsh: " + s.why(err).Error()}
 	case connect.CodeUnknown, connect.CodeCanceled, connect.CodeAborted, connect.CodeDataLoss:

@@ -94,7 +94,7 @@ func (s *state) boxes() (controlv1connect.BoxesClient, error) {
 func (s *state) explain(what string, err error) error {
 	switch connect.CodeOf(err) {
 	case connect.CodeUnauthenticated:
-		return fmt.Errorf("%s: the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login", what, s.endpoint)
+		return fmt.Errorf("%s: %s", what, s.tokenRefused())
 	case connect.CodeNotFound:
 		var ce *connect.Error
 		errors.As(err, &ce)
@@ -103,6 +103,15 @@ func (s *state) explain(what string, err error) error {
 		return fmt.Errorf("%s: %w", what, s.why(err))
 	}
 	return fmt.Errorf("%s: %w", what, err)
+}
+
+// tokenRefused says which token the api refused and what to do: a bad
+// $COCOONBOX_TOKEN is not mended by a login, since the variable wins.
+func (s *state) tokenRefused() string {
+	if os.Getenv("COCOONBOX_TOKEN") != "" {
+		return fmt.Sprintf("the api at %s refused $COCOONBOX_TOKEN (revoked, or not a token of this api): set it to a live token (the console's personal token or a device's), or unset it to use this CLI's login", s.endpoint)
+	}
+	return fmt.Sprintf("the api at %s refused this CLI's token (revoked or signed out): run cocoonbox login --endpoint %s", s.endpoint, s.endpoint)
 }
 
 // why tells a call that got no answer (the api out of reach: said so,
