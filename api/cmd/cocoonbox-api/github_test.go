@@ -82,7 +82,7 @@ func TestANewPersonSignsUpWithGitHubWaitsAndIsAdmittedInARealBrowser(t *testing.
 	step("in the queue", b.WaitFor(ctx, "the queue page", func(url, text string) bool {
 		return strings.HasSuffix(url, "/cb/queue") && strings.Contains(text, "Place 1 of 1 waiting") && strings.Contains(text, "newcomer@example.com")
 	}))
-	if _, stderr, code := api(t, "", "users", "delete", "alice", "--state-dir", dir); code != 0 {
+	if _, stderr, code := api(t, "", "users", "delete", "alice", "--confirm", "--state-dir", dir); code != 0 {
 		t.Fatalf("users delete alice: %s", stderr)
 	}
 	step("admitted", b.WaitFor(ctx, "the admitted page", func(_, text string) bool { return strings.Contains(text, "You're in.") }))

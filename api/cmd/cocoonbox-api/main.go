@@ -21,7 +21,8 @@ commands:
   users list [--json]     list the accounts
   users disable NAME      stop an account's sign-ins and tokens (until enabled)
   users enable NAME       let a disabled account in again
-  users delete NAME       remove an account with its tokens, sessions and boxes
+  users delete NAME --confirm
+                          remove an account with its tokens, sessions and boxes
   users passwd NAME       set an account's password (stdin or a prompt)
   users limits NAME [--max-boxes N] [--max-running N] [--json]
                           print or set an account's box limits (0 to 64 each)

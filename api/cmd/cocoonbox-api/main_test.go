@@ -259,10 +259,10 @@ func TestUsersCommandsOnTheirOwn(t *testing.T) {
 	if !strings.Contains(out, `"name": "bob"`) || !strings.Contains(out, `"disabled": false`) {
 		t.Fatalf("list --json:\n%s", out)
 	}
-	if _, _, code := api(t, "", "users", "delete", "bob", "--state-dir", dir); code != 0 {
+	if _, _, code := api(t, "", "users", "delete", "bob", "--confirm", "--state-dir", dir); code != 0 {
 		t.Fatal("delete failed")
 	}
-	if _, errs, code := api(t, "", "users", "delete", "bob", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "bob"`) {
+	if _, errs, code := api(t, "", "users", "delete", "bob", "--confirm", "--state-dir", dir); code != 1 || !strings.Contains(errs, `no such user: "bob"`) {
 		t.Fatalf("second delete: exit %d, %s", code, errs)
 	}
 }
@@ -285,6 +285,10 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		{"correct horse\n", []string{"users", "add", "Bad Name", "--state-dir", dir}, 1, "a user name is 1 to 39"},
 		{"short\n", []string{"users", "add", "carol", "--state-dir", dir}, 1, "a password is 8 to 1024 bytes"},
 		{"", []string{"users", "add", "carol", "--state-dir", dir}, 1, "no password on standard input"},
+		// Issue 45: the real limit, not the bytes the bounded read kept (1026).
+		{strings.Repeat("x", 5000) + "\n", []string{"users", "add", "carol", "--state-dir", dir}, 1, "a password is 8 to 1024 bytes, the one on standard input is longer"},
+		// Issue 45: delete removes the account and its boxes: not without --confirm.
+		{"", []string{"users", "delete", "carol", "--state-dir", dir}, 2, `users delete "carol" needs --confirm`},
 		{"", []string{"users", "add", "--state-dir", dir}, 2, "users add needs a NAME"},
 		{"", []string{"users", "frob", "x"}, 2, `unknown users subcommand "frob"`},
 		{"", []string{"users", "--state-dir", dir}, 2, "users needs a subcommand"},

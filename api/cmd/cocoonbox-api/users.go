@@ -20,7 +20,7 @@ import (
 	"golang.org/x/term"
 )
 
-const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME | passwd NAME
+const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME --confirm | passwd NAME
        cocoonbox-api users limits NAME [--max-boxes N] [--max-running N] [--json]
        (each with [--config FILE] [--state-dir DIR], before or after the verb;
        a flag given twice counts its last)
@@ -36,7 +36,7 @@ or wake; a lowered limit stops nothing already running.
 `
 
 // verbFlags are the flags of one verb or two, which go after it.
-var verbFlags = map[string]string{"admin": "add NAME", "json": "list|limits NAME", "max-boxes": "limits NAME", "max-running": "limits NAME"}
+var verbFlags = map[string]string{"admin": "add NAME", "confirm": "delete NAME", "json": "list|limits NAME", "max-boxes": "limits NAME", "max-running": "limits NAME"}
 
 func usersCmd(args []string) error {
 	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
@@ -62,7 +62,7 @@ func usersCmd(args []string) error {
 		return fmt.Errorf("%w: users needs a subcommand", errUsage)
 	}
 	verb, args := pre.Arg(0), pre.Args()
-	var admin, asJSON bool
+	var admin, asJSON, confirm bool
 	var maxBoxes, maxRunning limitFlag
 	synopsis := "users " + verb + " NAME [flags]"
 	if verb == "list" {
@@ -80,7 +80,9 @@ func usersCmd(args []string) error {
 		fs.Var(&maxBoxes, "max-boxes", "set max_boxes to `N`, the boxes the user may hold (0 to 64; unset: kept)")
 		fs.Var(&maxRunning, "max-running", "set max_running to `N`, the boxes starting, running or hibernating at once (0 to 64; unset: kept)")
 		fs.BoolVar(&asJSON, "json", false, "print JSON, one object")
-	case "disable", "enable", "delete", "passwd":
+	case "delete":
+		fs.BoolVar(&confirm, "confirm", false, "yes, remove the account with its tokens, sessions and boxes")
+	case "disable", "enable", "passwd":
 	default:
 		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd, limits)", errUsage, verb)
 	}
@@ -105,6 +107,9 @@ func usersCmd(args []string) error {
 	}
 	if verb != "list" && name == "" {
 		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
+	}
+	if verb == "delete" && !confirm {
+		return fmt.Errorf("%w: users delete %q needs --confirm: it removes the account with its tokens, sessions and boxes (their saves too), for good", errUsage, name)
 	}
 	// Checked before the database starts, so a typo costs nothing.
 	if name != "" {
@@ -287,6 +292,10 @@ func readPassword(name string) (string, error) {
 	line, err := bufio.NewReader(io.LimitReader(os.Stdin, users.MaxPassword+2)).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read password from stdin: %w", err)
+	}
+	if !strings.HasSuffix(line, "\n") && len(line) > users.MaxPassword {
+		// The read stops past the limit: its length is not the password's.
+		return "", fmt.Errorf("%w: a password is %d to %d bytes, the one on standard input is longer", users.ErrBadPassword, users.MinPassword, users.MaxPassword)
 	}
 	line = strings.TrimSuffix(strings.TrimSuffix(line, "\n"), "\r")
 	if line == "" {

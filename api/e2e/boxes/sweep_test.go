@@ -35,7 +35,7 @@ func TestUsersDeleteBesideARunningAPIRemovesTheirMachine(t *testing.T) {
 	}
 	e.done(c, r.Msg)
 	id := r.Msg.Box.BoxId
-	out, err := a.Admin(e.ctx, "", "users", "delete", "leaver")
+	out, err := a.Admin(e.ctx, "", "users", "delete", "leaver", "--confirm")
 	if err != nil {
 		t.Fatal(err)
 	}
