@@ -218,9 +218,23 @@ func (s *Server) Handler() http.Handler { return s.srv.Handler() }
 // server, see server.Server.Serve); it answers that Serve's error. It does
 // not Close s.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	s.log.Info("serving", "addr", ln.Addr().String(), "issuer", s.cfg.Issuer(), "state_dir", s.cfg.StateDir,
-		"database", map[bool]string{true: "embedded", false: "database.url"}[s.cfg.Database.URL == ""], "ready_in", time.Since(s.start).Round(time.Millisecond))
+	s.log.Info("serving", "addr", ln.Addr().String(), "issuer", s.cfg.Issuer(), "console", s.cfg.Issuer()+"/cb/", "state_dir", s.cfg.StateDir,
+		"database", map[bool]string{true: "embedded", false: "database.url"}[s.cfg.Database.URL == ""], "ready_in", time.Since(s.start).Round(time.Millisecond),
+		"next", s.nextStep(ctx))
 	return s.srv.Serve(ctx, ln)
+}
+
+// nextStep is what the start-up log tells the operator to do next (issue
+// 45): make the first user while there is none, else sign in.
+func (s *Server) nextStep(ctx context.Context) string {
+	if list, err := s.Users.List(ctx); err != nil || len(list) > 0 {
+		return "sign in at the console"
+	}
+	where := "--state-dir " + s.cfg.StateDir
+	if s.cfg.Database.URL != "" {
+		where = "with this api's --config"
+	}
+	return "no user yet: cocoonbox-api users add NAME --admin " + where + " (the password on stdin, or asked at a terminal)"
 }
 
 // Close ends New's background work and stops what it started, the last

@@ -170,6 +170,11 @@ func TestEmbeddedServeOnEmptyStateDirRestartKeepsUsersSecondRefuses(t *testing.T
 		t.Fatalf("second serve: %v\n%s", err, out)
 	}
 	s.stop(t)
+	// Issue 45: the start-up log names the console and, with no user yet,
+	// the command that makes one.
+	if log := s.stderr.String(); !strings.Contains(log, "console=http://"+s.addr+"/cb/") || !strings.Contains(log, "cocoonbox-api users add NAME --admin --state-dir "+dir) {
+		t.Errorf("the start-up log names no console URL or no users add:\n%s", log)
+	}
 	if _, err := os.Stat(filepath.Join(dir, "postgres/data/postmaster.pid")); !os.IsNotExist(err) {
 		t.Fatalf("the embedded PostgreSQL still runs after SIGTERM: %v", err)
 	}
@@ -273,6 +278,13 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 	dir := stateDir(t)
 	conf := filepath.Join(t.TempDir(), "api.yaml")
 	os.WriteFile(conf, []byte("listen: 127.0.0.1:0\ndatabse:\n  url: x\n"), 0o644)
+	// Issue 45: serve takes its port before it builds its database, so a
+	// port in use fails at once, with no state directory made.
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
 	cases := []struct {
 		stdin string
 		args  []string
@@ -280,6 +292,7 @@ func TestBadInputIsRefusedBeforeAnythingStarts(t *testing.T) {
 		want  string
 	}{
 		{"", []string{"serve", "--config", conf, "--state-dir", dir}, 1, `line 2: unknown key "databse"`},
+		{"", []string{"serve", "--listen", busy.Addr().String(), "--state-dir", dir}, 1, "listen on " + busy.Addr().String()},
 		{"", []string{"serve", "--listen", "nohost", "--state-dir", dir}, 1, `listen: "nohost" is not host:port`},
 		{"", []string{"serve", "--bogus"}, 2, "flag provided but not defined: -bogus"},
 		{"correct horse\n", []string{"users", "add", "Bad Name", "--state-dir", dir}, 1, "a user name is 1 to 39"},

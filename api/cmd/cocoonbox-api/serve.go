@@ -28,14 +28,17 @@ func serve(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
+	// The port first: one in use fails at once, before the database is
+	// built (seconds for the embedded cluster) or the state directory made.
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
+	}
+	defer ln.Close()
 	api, err := apiserver.New(ctx, cfg, apiserver.Options{Log: log})
 	if err != nil {
 		return err
 	}
 	defer api.Close()
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-	}
 	return api.Serve(ctx, ln)
 }
