@@ -107,6 +107,14 @@ func run(args []string) error {
 	if o.spares < 0 || o.spares > local.MaxSpares {
 		return fmt.Errorf("%w: --spares %d is not 0 to %d", errUsage, o.spares, local.MaxSpares)
 	}
+	// A bare run would start a daemon on the defaults, writing
+	// /var/lib/cocoonbox-sandboxd with a CA key (issue 45): a deployment
+	// names where it listens or keeps its state, as the packaged unit does.
+	named := false
+	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "listen" || f.Name == "state-dir" })
+	if !named {
+		return fmt.Errorf("%w: name --listen or --state-dir: without either it would start a supervisor on %s writing %s (a CA key included); units/host/cocoonbox-sandboxd.service runs it with --state-dir /var/lib/cocoonbox-sandboxd", errUsage, o.listen, o.stateDir)
+	}
 	if o.pingTimeout == 0 {
 		o.pingTimeout = o.pingAfter
 	}

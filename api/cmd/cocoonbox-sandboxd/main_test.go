@@ -33,6 +33,18 @@ func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
 	}
 }
 
+// Issue 45: with no --listen and no --state-dir, the daemon does not start
+// on its defaults (writing /var/lib/cocoonbox-sandboxd, a CA key
+// included): a bare run is a mistake more often than a deployment, which
+// names them (units/host/cocoonbox-sandboxd.service).
+func TestNoListenOrStateDirRefusesToStart(t *testing.T) {
+	for _, args := range [][]string{nil, {"--spares", "0"}} {
+		if err := run(args); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--listen or --state-dir") {
+			t.Errorf("cocoonbox-sandboxd %v: %v, want a usage error asking for --listen or --state-dir", args, err)
+		}
+	}
+}
+
 func TestRequireTokenRefusesAMissingOrWrongToken(t *testing.T) {
 	token := strings.Repeat("t", 40)
 	h := requireToken(token, http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusTeapot) }))
