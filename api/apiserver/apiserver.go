@@ -177,7 +177,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	schedules := wake.NewService(wake.NewStore(db.Pool, nil), tokens.UserID)
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, schedules, log)
 	s.closing(stopBoxes)
-	mountSession(srv, bh, index, bh.CallInterceptor(), log)
+	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available

@@ -5,18 +5,28 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/screenpage"
 	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/session"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
 
 // mountSession mounts cocoonbox.control.v1.Session (Session.Exec, what
-// cocoonbox rsh calls) behind the token check, on the boxes of boxes
+// cocoonbox rsh calls; Session.Screen) behind the token check, on the boxes of bh
 // (Contract: Remote command (Session.Exec, cocoonbox rsh)); the token is
-// checked before anything of the call is read; calls counts each call but
+// checked before anything of the call is read; bh counts each call but
 // Events as a client call of its box (idle hibernate).
-func mountSession(srv *server.Server, boxes session.Locator, index *tokens.Index, calls connect.Interceptor, log *slog.Logger) {
+//
+// The screen's WebSocket form (session.ScreenSocketPath) takes the console
+// session instead of a token, and ends with it (console.BindSession); the
+// console's screen page (package screenpage) is its browser client.
+func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, con *console.Console, log *slog.Logger) {
+	svc := session.New(bh, tokens.UserID, log)
 	// A stream: its messages are bounded by the service, not its total.
-	path, h := session.New(boxes, tokens.UserID, log).Handler(connect.WithInterceptors(index.Interceptor(), calls))
+	path, h := svc.Handler(connect.WithInterceptors(index.Interceptor(), bh.CallInterceptor()))
 	srv.HandleStream(path, index.Guard(h))
+	srv.HandleStream(session.ScreenSocketPath, svc.ScreenSocket(con.BindSession, bh.Call))
+	screenpage.Mount(srv, con.UserID)
 }

@@ -109,6 +109,8 @@ type Console struct {
 	assets map[string]asset
 	// boxes lists the user's boxes on the home page (SetBoxes).
 	boxes BoxLister
+	// live are the long calls open on sessions (BindSession).
+	live live
 }
 
 // New is the console of d, with the personal token as its first section.

@@ -89,14 +89,25 @@ func (c *Console) endSession(r *http.Request) error {
 	if !ok {
 		return nil
 	}
-	_, err := c.pool.Exec(r.Context(), "DELETE FROM console_sessions WHERE sha256 = $1", sum[:])
+	var userID string
+	err := c.pool.QueryRow(r.Context(), "DELETE FROM console_sessions WHERE sha256 = $1 RETURNING user_id", sum[:]).Scan(&userID)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil
+	}
+	if err == nil {
+		c.endLive(userID, &sum)
+	}
 	return err
 }
 
-// EndSessions ends every console session of userID in tx (sign out everywhere).
+// EndSessions ends every console session of userID in tx (sign out
+// everywhere), and the calls open on them on this api (BindSession) at
+// once, before tx commits: a failed sign out leaves the sessions, and a
+// viewer whose screen ended opens it again.
 func (c *Console) EndSessions(ctx context.Context, tx pgx.Tx, userID string) error {
 	if _, err := tx.Exec(ctx, "DELETE FROM console_sessions WHERE user_id = $1", userID); err != nil {
 		return fmt.Errorf("end the console sessions: %w", err)
 	}
+	c.endLive(userID, nil)
 	return nil
 }

@@ -49,9 +49,9 @@ type watchLine struct {
 //
 // Contract: Offload, the inbox's watch op and "Event.".
 func (s *Service) Events(ctx context.Context, req *connect.Request[controlv1.SessionEventsRequest], st *connect.ServerStream[controlv1.SessionEvent]) error {
-	userID, ok := s.caller(ctx)
-	if !ok {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New("send the personal token or a device token as Bearer"))
+	userID, err := s.user(ctx)
+	if err != nil {
+		return err
 	}
 	box, err := s.boxes.Locate(ctx, userID, req.Msg.GetBox())
 	if err != nil {

@@ -2,7 +2,6 @@ package session
 
 import (
 	"context"
-	"errors"
 	"io"
 	"strings"
 	"sync"
@@ -32,9 +31,9 @@ type stream = connect.BidiStream[controlv1.SessionExecRequest, controlv1.Session
 //
 // Contract: Remote command (Session.Exec, cocoonbox rsh).
 func (s *Service) Exec(ctx context.Context, st *stream) error {
-	userID, ok := s.caller(ctx)
-	if !ok {
-		return connect.NewError(connect.CodeUnauthenticated, errors.New("send the personal token or a device token as Bearer"))
+	userID, err := s.user(ctx)
+	if err != nil {
+		return err
 	}
 	first, err := st.Receive()
 	if err != nil {

@@ -65,6 +65,15 @@ func (s *Service) Handler(opts ...connect.HandlerOption) (string, http.Handler) 
 		connect.WithReadMaxBytes(MaxMessage), connect.WithCompression("gzip", nil, nil)}, opts...)...)
 }
 
+// user is the calling user's id, or UNAUTHENTICATED.
+func (s *Service) user(ctx context.Context) (string, error) {
+	userID, ok := s.caller(ctx)
+	if !ok {
+		return "", connect.NewError(connect.CodeUnauthenticated, errors.New("send the personal token or a device token as Bearer"))
+	}
+	return userID, nil
+}
+
 // MaxMessage bounds one request message: a stdin chunk of at most
 // client.ExecChunk bytes and its framing.
 const MaxMessage = client.ExecChunk + 1<<10

@@ -308,6 +308,32 @@ func (b *Browser) cdp(ctx context.Context, cmd string, params map[string]any) er
 	return b.call(ctx, "POST", "/goog/cdp/execute", map[string]any{"cmd": cmd, "params": params}, nil)
 }
 
+// Window is the handle of the window (tab) commands go to now.
+func (b *Browser) Window(ctx context.Context) (string, error) {
+	var h string
+	err := b.call(ctx, "GET", "/window", nil, &h)
+	return h, err
+}
+
+// NewTab opens a blank tab in front of the others and sends the commands
+// to it from now on; it answers its handle. The tab it covers is hidden
+// (document.visibilityState) while it is in front.
+func (b *Browser) NewTab(ctx context.Context) (string, error) {
+	var w struct {
+		Handle string `json:"handle"`
+	}
+	if err := b.call(ctx, "POST", "/window/new", map[string]string{"type": "tab"}, &w); err != nil {
+		return "", err
+	}
+	return w.Handle, b.SwitchTo(ctx, w.Handle)
+}
+
+// SwitchTo brings the window (tab) handle to the front and sends the
+// commands to it.
+func (b *Browser) SwitchTo(ctx context.Context, handle string) error {
+	return b.call(ctx, "POST", "/window", map[string]string{"handle": handle}, nil)
+}
+
 // wait polls for an element until ctx ends.
 func (b *Browser) wait(ctx context.Context, css string) (string, error) {
 	for {

@@ -26,6 +26,219 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type SessionScreenStart struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// box: a box id or name; empty: the caller's first box.
+	Box           string `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionScreenStart) Reset() {
+	*x = SessionScreenStart{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionScreenStart) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionScreenStart) ProtoMessage() {}
+
+func (x *SessionScreenStart) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionScreenStart.ProtoReflect.Descriptor instead.
+func (*SessionScreenStart) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *SessionScreenStart) GetBox() string {
+	if x != nil {
+		return x.Box
+	}
+	return ""
+}
+
+type SessionScreenRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*SessionScreenRequest_Start
+	//	*SessionScreenRequest_Data
+	Msg           isSessionScreenRequest_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionScreenRequest) Reset() {
+	*x = SessionScreenRequest{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionScreenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionScreenRequest) ProtoMessage() {}
+
+func (x *SessionScreenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionScreenRequest.ProtoReflect.Descriptor instead.
+func (*SessionScreenRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SessionScreenRequest) GetMsg() isSessionScreenRequest_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *SessionScreenRequest) GetStart() *SessionScreenStart {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionScreenRequest_Start); ok {
+			return x.Start
+		}
+	}
+	return nil
+}
+
+func (x *SessionScreenRequest) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionScreenRequest_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isSessionScreenRequest_Msg interface {
+	isSessionScreenRequest_Msg()
+}
+
+type SessionScreenRequest_Start struct {
+	Start *SessionScreenStart `protobuf:"bytes,1,opt,name=start,proto3,oneof"`
+}
+
+type SessionScreenRequest_Data struct {
+	// data: RFB bytes from the client (a viewer) to the box, at most
+	// 32 KiB a message.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*SessionScreenRequest_Start) isSessionScreenRequest_Msg() {}
+
+func (*SessionScreenRequest_Data) isSessionScreenRequest_Msg() {}
+
+type SessionScreenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Msg:
+	//
+	//	*SessionScreenResponse_Connected
+	//	*SessionScreenResponse_Data
+	Msg           isSessionScreenResponse_Msg `protobuf_oneof:"msg"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SessionScreenResponse) Reset() {
+	*x = SessionScreenResponse{}
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SessionScreenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SessionScreenResponse) ProtoMessage() {}
+
+func (x *SessionScreenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SessionScreenResponse.ProtoReflect.Descriptor instead.
+func (*SessionScreenResponse) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *SessionScreenResponse) GetMsg() isSessionScreenResponse_Msg {
+	if x != nil {
+		return x.Msg
+	}
+	return nil
+}
+
+func (x *SessionScreenResponse) GetConnected() bool {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionScreenResponse_Connected); ok {
+			return x.Connected
+		}
+	}
+	return false
+}
+
+func (x *SessionScreenResponse) GetData() []byte {
+	if x != nil {
+		if x, ok := x.Msg.(*SessionScreenResponse_Data); ok {
+			return x.Data
+		}
+	}
+	return nil
+}
+
+type isSessionScreenResponse_Msg interface {
+	isSessionScreenResponse_Msg()
+}
+
+type SessionScreenResponse_Connected struct {
+	// connected: the box's VNC answered; its RFB banner comes next as data.
+	Connected bool `protobuf:"varint,1,opt,name=connected,proto3,oneof"`
+}
+
+type SessionScreenResponse_Data struct {
+	// data: RFB bytes from the box to the client.
+	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
+}
+
+func (*SessionScreenResponse_Connected) isSessionScreenResponse_Msg() {}
+
+func (*SessionScreenResponse_Data) isSessionScreenResponse_Msg() {}
+
 type SessionEventsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// box: a box id or name; empty: the caller's first box.
@@ -36,7 +249,7 @@ type SessionEventsRequest struct {
 
 func (x *SessionEventsRequest) Reset() {
 	*x = SessionEventsRequest{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -48,7 +261,7 @@ func (x *SessionEventsRequest) String() string {
 func (*SessionEventsRequest) ProtoMessage() {}
 
 func (x *SessionEventsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[0]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -61,7 +274,7 @@ func (x *SessionEventsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEventsRequest.ProtoReflect.Descriptor instead.
 func (*SessionEventsRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{0}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *SessionEventsRequest) GetBox() string {
@@ -97,7 +310,7 @@ type OffloadUpdate struct {
 
 func (x *OffloadUpdate) Reset() {
 	*x = OffloadUpdate{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -109,7 +322,7 @@ func (x *OffloadUpdate) String() string {
 func (*OffloadUpdate) ProtoMessage() {}
 
 func (x *OffloadUpdate) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[1]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -122,7 +335,7 @@ func (x *OffloadUpdate) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use OffloadUpdate.ProtoReflect.Descriptor instead.
 func (*OffloadUpdate) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{1}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *OffloadUpdate) GetRepo() string {
@@ -186,7 +399,7 @@ type SessionEvent struct {
 
 func (x *SessionEvent) Reset() {
 	*x = SessionEvent{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -198,7 +411,7 @@ func (x *SessionEvent) String() string {
 func (*SessionEvent) ProtoMessage() {}
 
 func (x *SessionEvent) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[2]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -211,7 +424,7 @@ func (x *SessionEvent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionEvent.ProtoReflect.Descriptor instead.
 func (*SessionEvent) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{2}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *SessionEvent) GetEvent() isSessionEvent_Event {
@@ -250,7 +463,7 @@ type TerminalSize struct {
 
 func (x *TerminalSize) Reset() {
 	*x = TerminalSize{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -262,7 +475,7 @@ func (x *TerminalSize) String() string {
 func (*TerminalSize) ProtoMessage() {}
 
 func (x *TerminalSize) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[3]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -275,7 +488,7 @@ func (x *TerminalSize) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TerminalSize.ProtoReflect.Descriptor instead.
 func (*TerminalSize) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{3}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *TerminalSize) GetRows() uint32 {
@@ -309,7 +522,7 @@ type SessionExecStart struct {
 
 func (x *SessionExecStart) Reset() {
 	*x = SessionExecStart{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -321,7 +534,7 @@ func (x *SessionExecStart) String() string {
 func (*SessionExecStart) ProtoMessage() {}
 
 func (x *SessionExecStart) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[4]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -334,7 +547,7 @@ func (x *SessionExecStart) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecStart.ProtoReflect.Descriptor instead.
 func (*SessionExecStart) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{4}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SessionExecStart) GetBox() string {
@@ -380,7 +593,7 @@ type SessionExecRequest struct {
 
 func (x *SessionExecRequest) Reset() {
 	*x = SessionExecRequest{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -392,7 +605,7 @@ func (x *SessionExecRequest) String() string {
 func (*SessionExecRequest) ProtoMessage() {}
 
 func (x *SessionExecRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[5]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -405,7 +618,7 @@ func (x *SessionExecRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecRequest.ProtoReflect.Descriptor instead.
 func (*SessionExecRequest) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{5}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SessionExecRequest) GetMsg() isSessionExecRequest_Msg {
@@ -490,7 +703,7 @@ type SessionExitStatus struct {
 
 func (x *SessionExitStatus) Reset() {
 	*x = SessionExitStatus{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -502,7 +715,7 @@ func (x *SessionExitStatus) String() string {
 func (*SessionExitStatus) ProtoMessage() {}
 
 func (x *SessionExitStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[6]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -515,7 +728,7 @@ func (x *SessionExitStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExitStatus.ProtoReflect.Descriptor instead.
 func (*SessionExitStatus) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{6}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SessionExitStatus) GetCode() int32 {
@@ -547,7 +760,7 @@ type SessionExecResponse struct {
 
 func (x *SessionExecResponse) Reset() {
 	*x = SessionExecResponse{}
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +772,7 @@ func (x *SessionExecResponse) String() string {
 func (*SessionExecResponse) ProtoMessage() {}
 
 func (x *SessionExecResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[7]
+	mi := &file_cocoonbox_control_v1_session_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +785,7 @@ func (x *SessionExecResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SessionExecResponse.ProtoReflect.Descriptor instead.
 func (*SessionExecResponse) Descriptor() ([]byte, []int) {
-	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{7}
+	return file_cocoonbox_control_v1_session_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SessionExecResponse) GetMsg() isSessionExecResponse_Msg {
@@ -650,7 +863,17 @@ var File_cocoonbox_control_v1_session_proto protoreflect.FileDescriptor
 
 const file_cocoonbox_control_v1_session_proto_rawDesc = "" +
 	"\n" +
-	"\"cocoonbox/control/v1/session.proto\x12\x14cocoonbox.control.v1\"(\n" +
+	"\"cocoonbox/control/v1/session.proto\x12\x14cocoonbox.control.v1\"&\n" +
+	"\x12SessionScreenStart\x12\x10\n" +
+	"\x03box\x18\x01 \x01(\tR\x03box\"u\n" +
+	"\x14SessionScreenRequest\x12@\n" +
+	"\x05start\x18\x01 \x01(\v2(.cocoonbox.control.v1.SessionScreenStartH\x00R\x05start\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
+	"\x03msg\"T\n" +
+	"\x15SessionScreenResponse\x12\x1e\n" +
+	"\tconnected\x18\x01 \x01(\bH\x00R\tconnected\x12\x14\n" +
+	"\x04data\x18\x02 \x01(\fH\x00R\x04dataB\x05\n" +
+	"\x03msg\"(\n" +
 	"\x14SessionEventsRequest\x12\x10\n" +
 	"\x03box\x18\x01 \x01(\tR\x03box\"\xb5\x01\n" +
 	"\rOffloadUpdate\x12\x12\n" +
@@ -688,10 +911,11 @@ const file_cocoonbox_control_v1_session_proto_rawDesc = "" +
 	"\x06stdout\x18\x02 \x01(\fH\x00R\x06stdout\x12\x18\n" +
 	"\x06stderr\x18\x03 \x01(\fH\x00R\x06stderr\x12=\n" +
 	"\x04exit\x18\x04 \x01(\v2'.cocoonbox.control.v1.SessionExitStatusH\x00R\x04exitB\x05\n" +
-	"\x03msg2\xca\x01\n" +
+	"\x03msg2\xb3\x02\n" +
 	"\aSession\x12a\n" +
 	"\x04Exec\x12(.cocoonbox.control.v1.SessionExecRequest\x1a).cocoonbox.control.v1.SessionExecResponse\"\x00(\x010\x01\x12\\\n" +
-	"\x06Events\x12*.cocoonbox.control.v1.SessionEventsRequest\x1a\".cocoonbox.control.v1.SessionEvent\"\x000\x01BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
+	"\x06Events\x12*.cocoonbox.control.v1.SessionEventsRequest\x1a\".cocoonbox.control.v1.SessionEvent\"\x000\x01\x12g\n" +
+	"\x06Screen\x12*.cocoonbox.control.v1.SessionScreenRequest\x1a+.cocoonbox.control.v1.SessionScreenResponse\"\x00(\x010\x01BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
 
 var (
 	file_cocoonbox_control_v1_session_proto_rawDescOnce sync.Once
@@ -705,32 +929,38 @@ func file_cocoonbox_control_v1_session_proto_rawDescGZIP() []byte {
 	return file_cocoonbox_control_v1_session_proto_rawDescData
 }
 
-var file_cocoonbox_control_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_cocoonbox_control_v1_session_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
 var file_cocoonbox_control_v1_session_proto_goTypes = []any{
-	(*SessionEventsRequest)(nil), // 0: cocoonbox.control.v1.SessionEventsRequest
-	(*OffloadUpdate)(nil),        // 1: cocoonbox.control.v1.OffloadUpdate
-	(*SessionEvent)(nil),         // 2: cocoonbox.control.v1.SessionEvent
-	(*TerminalSize)(nil),         // 3: cocoonbox.control.v1.TerminalSize
-	(*SessionExecStart)(nil),     // 4: cocoonbox.control.v1.SessionExecStart
-	(*SessionExecRequest)(nil),   // 5: cocoonbox.control.v1.SessionExecRequest
-	(*SessionExitStatus)(nil),    // 6: cocoonbox.control.v1.SessionExitStatus
-	(*SessionExecResponse)(nil),  // 7: cocoonbox.control.v1.SessionExecResponse
+	(*SessionScreenStart)(nil),    // 0: cocoonbox.control.v1.SessionScreenStart
+	(*SessionScreenRequest)(nil),  // 1: cocoonbox.control.v1.SessionScreenRequest
+	(*SessionScreenResponse)(nil), // 2: cocoonbox.control.v1.SessionScreenResponse
+	(*SessionEventsRequest)(nil),  // 3: cocoonbox.control.v1.SessionEventsRequest
+	(*OffloadUpdate)(nil),         // 4: cocoonbox.control.v1.OffloadUpdate
+	(*SessionEvent)(nil),          // 5: cocoonbox.control.v1.SessionEvent
+	(*TerminalSize)(nil),          // 6: cocoonbox.control.v1.TerminalSize
+	(*SessionExecStart)(nil),      // 7: cocoonbox.control.v1.SessionExecStart
+	(*SessionExecRequest)(nil),    // 8: cocoonbox.control.v1.SessionExecRequest
+	(*SessionExitStatus)(nil),     // 9: cocoonbox.control.v1.SessionExitStatus
+	(*SessionExecResponse)(nil),   // 10: cocoonbox.control.v1.SessionExecResponse
 }
 var file_cocoonbox_control_v1_session_proto_depIdxs = []int32{
-	1, // 0: cocoonbox.control.v1.SessionEvent.offload:type_name -> cocoonbox.control.v1.OffloadUpdate
-	3, // 1: cocoonbox.control.v1.SessionExecStart.tty:type_name -> cocoonbox.control.v1.TerminalSize
-	4, // 2: cocoonbox.control.v1.SessionExecRequest.start:type_name -> cocoonbox.control.v1.SessionExecStart
-	3, // 3: cocoonbox.control.v1.SessionExecRequest.resize:type_name -> cocoonbox.control.v1.TerminalSize
-	6, // 4: cocoonbox.control.v1.SessionExecResponse.exit:type_name -> cocoonbox.control.v1.SessionExitStatus
-	5, // 5: cocoonbox.control.v1.Session.Exec:input_type -> cocoonbox.control.v1.SessionExecRequest
-	0, // 6: cocoonbox.control.v1.Session.Events:input_type -> cocoonbox.control.v1.SessionEventsRequest
-	7, // 7: cocoonbox.control.v1.Session.Exec:output_type -> cocoonbox.control.v1.SessionExecResponse
-	2, // 8: cocoonbox.control.v1.Session.Events:output_type -> cocoonbox.control.v1.SessionEvent
-	7, // [7:9] is the sub-list for method output_type
-	5, // [5:7] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	0,  // 0: cocoonbox.control.v1.SessionScreenRequest.start:type_name -> cocoonbox.control.v1.SessionScreenStart
+	4,  // 1: cocoonbox.control.v1.SessionEvent.offload:type_name -> cocoonbox.control.v1.OffloadUpdate
+	6,  // 2: cocoonbox.control.v1.SessionExecStart.tty:type_name -> cocoonbox.control.v1.TerminalSize
+	7,  // 3: cocoonbox.control.v1.SessionExecRequest.start:type_name -> cocoonbox.control.v1.SessionExecStart
+	6,  // 4: cocoonbox.control.v1.SessionExecRequest.resize:type_name -> cocoonbox.control.v1.TerminalSize
+	9,  // 5: cocoonbox.control.v1.SessionExecResponse.exit:type_name -> cocoonbox.control.v1.SessionExitStatus
+	8,  // 6: cocoonbox.control.v1.Session.Exec:input_type -> cocoonbox.control.v1.SessionExecRequest
+	3,  // 7: cocoonbox.control.v1.Session.Events:input_type -> cocoonbox.control.v1.SessionEventsRequest
+	1,  // 8: cocoonbox.control.v1.Session.Screen:input_type -> cocoonbox.control.v1.SessionScreenRequest
+	10, // 9: cocoonbox.control.v1.Session.Exec:output_type -> cocoonbox.control.v1.SessionExecResponse
+	5,  // 10: cocoonbox.control.v1.Session.Events:output_type -> cocoonbox.control.v1.SessionEvent
+	2,  // 11: cocoonbox.control.v1.Session.Screen:output_type -> cocoonbox.control.v1.SessionScreenResponse
+	9,  // [9:12] is the sub-list for method output_type
+	6,  // [6:9] is the sub-list for method input_type
+	6,  // [6:6] is the sub-list for extension type_name
+	6,  // [6:6] is the sub-list for extension extendee
+	0,  // [0:6] is the sub-list for field type_name
 }
 
 func init() { file_cocoonbox_control_v1_session_proto_init() }
@@ -738,17 +968,25 @@ func file_cocoonbox_control_v1_session_proto_init() {
 	if File_cocoonbox_control_v1_session_proto != nil {
 		return
 	}
-	file_cocoonbox_control_v1_session_proto_msgTypes[1].OneofWrappers = []any{}
+	file_cocoonbox_control_v1_session_proto_msgTypes[1].OneofWrappers = []any{
+		(*SessionScreenRequest_Start)(nil),
+		(*SessionScreenRequest_Data)(nil),
+	}
 	file_cocoonbox_control_v1_session_proto_msgTypes[2].OneofWrappers = []any{
+		(*SessionScreenResponse_Connected)(nil),
+		(*SessionScreenResponse_Data)(nil),
+	}
+	file_cocoonbox_control_v1_session_proto_msgTypes[4].OneofWrappers = []any{}
+	file_cocoonbox_control_v1_session_proto_msgTypes[5].OneofWrappers = []any{
 		(*SessionEvent_Offload)(nil),
 	}
-	file_cocoonbox_control_v1_session_proto_msgTypes[5].OneofWrappers = []any{
+	file_cocoonbox_control_v1_session_proto_msgTypes[8].OneofWrappers = []any{
 		(*SessionExecRequest_Start)(nil),
 		(*SessionExecRequest_Stdin)(nil),
 		(*SessionExecRequest_StdinEof)(nil),
 		(*SessionExecRequest_Resize)(nil),
 	}
-	file_cocoonbox_control_v1_session_proto_msgTypes[7].OneofWrappers = []any{
+	file_cocoonbox_control_v1_session_proto_msgTypes[10].OneofWrappers = []any{
 		(*SessionExecResponse_Started)(nil),
 		(*SessionExecResponse_Stdout)(nil),
 		(*SessionExecResponse_Stderr)(nil),
@@ -760,7 +998,7 @@ func file_cocoonbox_control_v1_session_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_control_v1_session_proto_rawDesc), len(file_cocoonbox_control_v1_session_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   8,
+			NumMessages:   11,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

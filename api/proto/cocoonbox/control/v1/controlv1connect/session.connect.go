@@ -42,6 +42,8 @@ const (
 	SessionExecProcedure = "/cocoonbox.control.v1.Session/Exec"
 	// SessionEventsProcedure is the fully-qualified name of the Session's Events RPC.
 	SessionEventsProcedure = "/cocoonbox.control.v1.Session/Events"
+	// SessionScreenProcedure is the fully-qualified name of the Session's Screen RPC.
+	SessionScreenProcedure = "/cocoonbox.control.v1.Session/Screen"
 )
 
 // SessionClient is a client for the cocoonbox.control.v1.Session service.
@@ -65,6 +67,21 @@ type SessionClient interface {
 	// box's watch ended (the box stopped or its inbox restarted: call
 	// again). Never a body: read it with `cocoonbox offload` (the outbox).
 	Events(context.Context, *connect.Request[v1.SessionEventsRequest]) (*connect.ServerStreamForClient[v1.SessionEvent], error)
+	// Screen carries the box's RFB (VNC) bytes both ways, untouched, between
+	// the caller and the box's 127.0.0.1:5900 (Contract: Guest (image) ↔
+	// agent, VNC), through the box supervisor's port relay; docs/screen.md.
+	// The first request is start; then data in either direction, in order.
+	// The first response is connected (or the call fails: INVALID_ARGUMENT
+	// for a first request that is not start, NOT_FOUND for a box that is not
+	// the caller's, FAILED_PRECONDITION for one that is not running: wake it
+	// first, UNAVAILABLE when the box's VNC does not answer). A screen is a
+	// client call of its box for idle hibernate while it is open. It ends
+	// OK when the box's VNC closes the connection, CANCELED when the client
+	// goes, UNAUTHENTICATED when its token is revoked (the device revoked,
+	// sign out everywhere). Owner only; the personal token or a device token
+	// (an agent's cba_ token is a bad token here, Contract: What a grant
+	// reaches).
+	Screen(context.Context) *connect.BidiStreamForClient[v1.SessionScreenRequest, v1.SessionScreenResponse]
 }
 
 // NewSessionClient constructs a client for the cocoonbox.control.v1.Session service. By default, it
@@ -90,6 +107,12 @@ func NewSessionClient(httpClient connect.HTTPClient, baseURL string, opts ...con
 			connect.WithSchema(sessionMethods.ByName("Events")),
 			connect.WithClientOptions(opts...),
 		),
+		screen: connect.NewClient[v1.SessionScreenRequest, v1.SessionScreenResponse](
+			httpClient,
+			baseURL+SessionScreenProcedure,
+			connect.WithSchema(sessionMethods.ByName("Screen")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
@@ -97,6 +120,7 @@ func NewSessionClient(httpClient connect.HTTPClient, baseURL string, opts ...con
 type sessionClient struct {
 	exec   *connect.Client[v1.SessionExecRequest, v1.SessionExecResponse]
 	events *connect.Client[v1.SessionEventsRequest, v1.SessionEvent]
+	screen *connect.Client[v1.SessionScreenRequest, v1.SessionScreenResponse]
 }
 
 // Exec calls cocoonbox.control.v1.Session.Exec.
@@ -107,6 +131,11 @@ func (c *sessionClient) Exec(ctx context.Context) *connect.BidiStreamForClient[v
 // Events calls cocoonbox.control.v1.Session.Events.
 func (c *sessionClient) Events(ctx context.Context, req *connect.Request[v1.SessionEventsRequest]) (*connect.ServerStreamForClient[v1.SessionEvent], error) {
 	return c.events.CallServerStream(ctx, req)
+}
+
+// Screen calls cocoonbox.control.v1.Session.Screen.
+func (c *sessionClient) Screen(ctx context.Context) *connect.BidiStreamForClient[v1.SessionScreenRequest, v1.SessionScreenResponse] {
+	return c.screen.CallBidiStream(ctx)
 }
 
 // SessionHandler is an implementation of the cocoonbox.control.v1.Session service.
@@ -130,6 +159,21 @@ type SessionHandler interface {
 	// box's watch ended (the box stopped or its inbox restarted: call
 	// again). Never a body: read it with `cocoonbox offload` (the outbox).
 	Events(context.Context, *connect.Request[v1.SessionEventsRequest], *connect.ServerStream[v1.SessionEvent]) error
+	// Screen carries the box's RFB (VNC) bytes both ways, untouched, between
+	// the caller and the box's 127.0.0.1:5900 (Contract: Guest (image) ↔
+	// agent, VNC), through the box supervisor's port relay; docs/screen.md.
+	// The first request is start; then data in either direction, in order.
+	// The first response is connected (or the call fails: INVALID_ARGUMENT
+	// for a first request that is not start, NOT_FOUND for a box that is not
+	// the caller's, FAILED_PRECONDITION for one that is not running: wake it
+	// first, UNAVAILABLE when the box's VNC does not answer). A screen is a
+	// client call of its box for idle hibernate while it is open. It ends
+	// OK when the box's VNC closes the connection, CANCELED when the client
+	// goes, UNAUTHENTICATED when its token is revoked (the device revoked,
+	// sign out everywhere). Owner only; the personal token or a device token
+	// (an agent's cba_ token is a bad token here, Contract: What a grant
+	// reaches).
+	Screen(context.Context, *connect.BidiStream[v1.SessionScreenRequest, v1.SessionScreenResponse]) error
 }
 
 // NewSessionHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -151,12 +195,20 @@ func NewSessionHandler(svc SessionHandler, opts ...connect.HandlerOption) (strin
 		connect.WithSchema(sessionMethods.ByName("Events")),
 		connect.WithHandlerOptions(opts...),
 	)
+	sessionScreenHandler := connect.NewBidiStreamHandler(
+		SessionScreenProcedure,
+		svc.Screen,
+		connect.WithSchema(sessionMethods.ByName("Screen")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cocoonbox.control.v1.Session/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case SessionExecProcedure:
 			sessionExecHandler.ServeHTTP(w, r)
 		case SessionEventsProcedure:
 			sessionEventsHandler.ServeHTTP(w, r)
+		case SessionScreenProcedure:
+			sessionScreenHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -172,4 +224,8 @@ func (UnimplementedSessionHandler) Exec(context.Context, *connect.BidiStream[v1.
 
 func (UnimplementedSessionHandler) Events(context.Context, *connect.Request[v1.SessionEventsRequest], *connect.ServerStream[v1.SessionEvent]) error {
 	return connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Session.Events is not implemented"))
+}
+
+func (UnimplementedSessionHandler) Screen(context.Context, *connect.BidiStream[v1.SessionScreenRequest, v1.SessionScreenResponse]) error {
+	return connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Session.Screen is not implemented"))
 }

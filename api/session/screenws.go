@@ -1,0 +1,153 @@
+package session
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"connectrpc.com/connect"
+	"github.com/coder/websocket"
+)
+
+// ScreenSocketPath is the WebSocket form of Screen, for a browser (the
+// console's screen page, noVNC): {box} is a box id or name.
+const ScreenSocketPath = "GET /cb/api/boxes/{box}/screen"
+
+// ScreenSocket close codes (RFC 6455 §7.4.2, the 4000–4999 range a page
+// reads): what ended a screen, so the page says it. The reason text says
+// it too.
+const (
+	CloseNotFound   websocket.StatusCode = 4404 // no such box of the user's
+	CloseNotRunning websocket.StatusCode = 4409 // the box is not running: wake it
+	CloseEnded      websocket.StatusCode = 4401 // the session ended (signed out)
+	CloseUnavail    websocket.StatusCode = 4503 // the box's VNC did not answer
+)
+
+// SessionBinder answers the user of r's console session and a context
+// that ends with that session (console.Console.BindSession).
+type SessionBinder func(r *http.Request) (ctx context.Context, userID string, done func(), ok bool)
+
+// ScreenSocket serves ScreenSocketPath: Screen's bytes as binary WebSocket
+// messages (subprotocol "binary", noVNC's). The credential is the console
+// session cookie (HttpOnly, SameSite=Strict, Path=/cb/), never a token in
+// the URL a log keeps. A request without a session is 401, one whose
+// Origin is not the api's own (or absent: the form is for browsers) 403,
+// both before the upgrade. After it, a box that cannot be reached closes
+// with CloseNotFound, CloseNotRunning or CloseUnavail and the reason; a
+// session that ends (sign out, sign out everywhere) closes it with
+// CloseEnded. call opens the client call the box counts for idle hibernate
+// (boxes.Handler.Call).
+//
+// Contract: Sign out everywhere ("every call open on any of them");
+// docs/screen.md.
+func (s *Service) ScreenSocket(bind SessionBinder, call func(context.Context) (context.Context, func())) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if err := sameOrigin(r); err != nil {
+			http.Error(w, err.Error(), http.StatusForbidden)
+			return
+		}
+		ctx, userID, done, ok := bind(r)
+		if !ok {
+			http.Error(w, "sign in to the console first", http.StatusUnauthorized)
+			return
+		}
+		defer done()
+		ctx, end := call(ctx)
+		defer end()
+		ws, err := websocket.Accept(w, r, &websocket.AcceptOptions{Subprotocols: []string{"binary"}, CompressionMode: websocket.CompressionDisabled})
+		if err != nil {
+			return // Accept answered the request
+		}
+		defer ws.CloseNow()
+		ws.SetReadLimit(MaxMessage)
+		conn, box, err := s.DialScreen(ctx, userID, r.PathValue("box"))
+		if err != nil {
+			ws.Close(closeCode(err), reason(err))
+			return
+		}
+		// The WebSocket's own reads and writes outlive ctx by closeGrace:
+		// coder/websocket closes the connection at once when their
+		// context ends, and the close frame saying why must go first. A
+		// viewer that does not read is cut after closeGrace all the same.
+		wsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		defer stop()
+		cut := context.AfterFunc(ctx, func() { time.AfterFunc(closeGrace, stop) })
+		defer cut()
+		err = s.splice(ctx, conn, box, wsViewer{ws, wsCtx})
+		switch {
+		case err == nil:
+			ws.Close(websocket.StatusNormalClosure, "the box's screen closed")
+		case ctx.Err() != nil:
+			ws.Close(CloseEnded, "the console session ended (sign in again) or the api stops")
+		default:
+			ws.Close(websocket.StatusGoingAway, "the screen was closed")
+		}
+	})
+}
+
+// sameOrigin requires a browser's Origin, and the api's own: the cookie
+// goes along with a page of any site's WebSocket, so this is the check
+// that a page of ours opened it (Cross-Site WebSocket Hijacking).
+func sameOrigin(r *http.Request) error {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return errors.New("origin: the screen's WebSocket is for browsers, which send Origin; a client without one calls Session.Screen")
+	}
+	u, err := url.Parse(o)
+	if err != nil || !strings.EqualFold(u.Host, r.Host) {
+		return errors.New("origin: " + o + " is not this api's own origin")
+	}
+	return nil
+}
+
+func closeCode(err error) websocket.StatusCode {
+	switch connect.CodeOf(err) {
+	case connect.CodeNotFound:
+		return CloseNotFound
+	case connect.CodeFailedPrecondition:
+		return CloseNotRunning
+	}
+	return CloseUnavail
+}
+
+// reason is err's message cut to a close frame's 123 bytes.
+func reason(err error) string {
+	m := err.Error()
+	var ce *connect.Error
+	if errors.As(err, &ce) {
+		m = ce.Message()
+	}
+	if len(m) > 123 {
+		m = m[:120] + "..."
+	}
+	return m
+}
+
+// closeGrace is how long a WebSocket whose screen ended has to take the
+// close frame before its connection is closed under it.
+const closeGrace = 5 * time.Second
+
+// wsViewer is a screen's WebSocket; ctx bounds its reads and writes.
+type wsViewer struct {
+	ws  *websocket.Conn
+	ctx context.Context
+}
+
+func (v wsViewer) receive(context.Context) ([]byte, error) {
+	for {
+		typ, b, err := v.ws.Read(v.ctx)
+		if err != nil {
+			return nil, err
+		}
+		if typ == websocket.MessageBinary && len(b) > 0 {
+			return b, nil
+		}
+	}
+}
+
+func (v wsViewer) send(_ context.Context, b []byte) error {
+	return v.ws.Write(v.ctx, websocket.MessageBinary, b)
+}
