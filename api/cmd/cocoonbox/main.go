@@ -83,6 +83,13 @@ Boxes (NAME is a box's name or id; without it, your first box):
                           Exit: the command's status; rsh's own failures 2 usage,
                           65 refused by a rule, 66 no such box, 69 box or api not
                           running, 74 the stream broke, 1 other
+  screen [NAME] [--port N] [--open]
+                          the box's desktop as a VNC endpoint on 127.0.0.1:N (any
+                          free port without --port; printed) for any VNC client,
+                          each connection its own Session.Screen, until Ctrl-C;
+                          --open starts vncviewer (Debian tigervnc-viewer) on it.
+                          The box must be running (cocoonbox box ensure NAME).
+                          Exit: as rsh's own failures
 Keys (your API keys, sealed in the api; a box holds only a placeholder):
   keys add NAME --host HOST... [--header H] [--template T | --query P] [--json]
                           store a key, its value from standard input or a prompt
@@ -176,6 +183,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return devices(ctx, rest, stdout)
 	case "rsh":
 		return rsh(ctx, rest, stdin, stdout)
+	case "screen":
+		return screen(ctx, rest, stdout)
 	case "boxes":
 		return listBoxes(ctx, rest, stdout)
 	case "images":

@@ -72,6 +72,9 @@ func TestUsageErrorsNameTheInput(t *testing.T) {
 		{[]string{"box", "hibernate", "--image", "cbdesk:v1-base"}, "image"}, // only create takes --image
 		{[]string{"boxes", "demo"}, `unexpected argument "demo"`},
 		{[]string{"images", "--bogus"}, "bogus"},
+		{[]string{"screen", "a", "b"}, "one box at a time"},
+		{[]string{"screen", "--port", "70000", "desk"}, "--port 70000: a TCP port is 1 to 65535"},
+		{[]string{"screen", "--port", "-1"}, "--port -1"},
 	} {
 		_, err := runCLI(t, "", c.args...)
 		var ue usageError
@@ -88,7 +91,7 @@ func TestHelpAnswers(t *testing.T) {
 	}
 	for _, args := range [][]string{{"boxes", "--help"}, {"images", "-h"}, {"box", "--help"}, {"box", "status", "--help"},
 		{"box", "create", "--help"}, {"box", "ensure", "-h"}, {"box", "hibernate", "--help"}, {"box", "save", "--help"},
-		{"box", "upgrade", "--help"}, {"box", "delete", "--help"}} {
+		{"box", "upgrade", "--help"}, {"box", "delete", "--help"}, {"screen", "--help"}} {
 		out, err := runCLI(t, "", args...)
 		if (err != nil && !errors.Is(err, flag.ErrHelp)) || !strings.HasPrefix(out, "usage: cocoonbox") {
 			t.Errorf("cocoonbox %v: %v\n%s", args, err, out)
@@ -100,7 +103,7 @@ func TestHelpAnswers(t *testing.T) {
 // nothing is written.
 func TestNotSignedInSaysToLogIn(t *testing.T) {
 	for _, args := range [][]string{{"devices"}, {"logout"}, {"devices", "revoke", "dev_0123456789abcdef"},
-		{"boxes"}, {"images"}, {"box", "status"}, {"box", "create", "demo"}, {"box", "delete", "demo", "--confirm"}} {
+		{"boxes"}, {"images"}, {"box", "status"}, {"box", "create", "demo"}, {"box", "delete", "demo", "--confirm"}, {"screen", "demo"}} {
 		_, err := runCLI(t, "", args...)
 		if err == nil || !strings.Contains(err.Error(), "run cocoonbox login") {
 			t.Errorf("cocoonbox %v: %v, want it to say to log in", args, err)

@@ -122,7 +122,7 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 		if ctx.Err() != nil {
 			return exitCode(130) // interrupted: the shell's code for SIGINT
 		}
-		return st.explainRsh(err)
+		return st.explainStream("rsh", err)
 	}
 	term.restore()
 	if code != 0 {
@@ -226,10 +226,11 @@ func feedStdin(stdin io.Reader, tty bool, send func(*controlv1.SessionExecReques
 	}
 }
 
-// explainRsh says what failed, with the exit code of the project's table
+// explainStream says what failed in the Session stream of the command
+// cmd (rsh, screen), with the exit code of the project's table
 // (docs/conventions.md, "Exit codes"): 65 a rule the request broke, 66 no such box, 69
 // the box or the api is not running, 74 the stream broke, 1 otherwise.
-func (s *state) explainRsh(err error) error {
+func (s *state) explainStream(cmd string, err error) error {
 	var ce *connect.Error
 	msg := err.Error()
 	if errors.As(err, &ce) {
@@ -237,17 +238,17 @@ func (s *state) explainRsh(err error) error {
 	}
 	switch connect.CodeOf(err) {
 	case connect.CodeInvalidArgument:
-		return exitError{cli.Invalid, "rsh: the api refused the command: " + msg}
+		return exitError{cli.Invalid, cmd + ": the api refused it: " + msg}
 	case connect.CodeNotFound:
-		return exitError{cli.NoInput, "rsh: " + msg + " (cocoonbox boxes lists yours)"}
+		return exitError{cli.NoInput, cmd + ": " + msg + " (cocoonbox boxes lists yours)"}
 	case connect.CodeFailedPrecondition:
-		return exitError{cli.Unavailable, "rsh: " + msg}
+		return exitError{cli.Unavailable, cmd + ": " + msg}
 	case connect.CodeUnauthenticated:
-		return exitError{cli.Failed, "rsh: " + s.tokenRefused()}
+		return exitError{cli.Failed, cmd + ": " + s.tokenRefused()}
 	case connect.CodeUnavailable:
-		return exitError{cli.Unavailable, "rsh: " + s.why(err).Error()}
+		return exitError{cli.Unavailable, cmd + ": " + s.why(err).Error()}
 	case connect.CodeUnknown, connect.CodeCanceled, connect.CodeAborted, connect.CodeDataLoss:
-		return exitError{cli.IO, "rsh: the stream to the box broke: " + msg}
+		return exitError{cli.IO, cmd + ": the stream to the box broke: " + msg}
 	}
-	return exitError{cli.Failed, "rsh: " + msg}
+	return exitError{cli.Failed, cmd + ": " + msg}
 }
