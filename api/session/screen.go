@@ -10,15 +10,18 @@ import (
 	"connectrpc.com/connect"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 // VNCPort is the box's VNC server, on its 127.0.0.1 only (Contract: Guest
 // (image) ↔ agent, VNC: TigerVNC's Xorg module, SecurityTypes None).
 const VNCPort = 5900
 
-// ScreenChunk is the most RFB bytes one data message carries, either way:
-// a raw 1280×800 frame is 4 MB, so a frame is about 125 messages.
-const ScreenChunk = 32 << 10
+// ScreenChunk is the most RFB bytes one data message to the viewer
+// carries: a raw 1280×800 frame is 4 MB, 16 messages; Exec's chunk
+// (execrules.Chunk), whose size was measured for throughput. A viewer's
+// own messages are bounded by MaxMessage.
+const ScreenChunk = execrules.Chunk
 
 type screenStream = connect.BidiStream[controlv1.SessionScreenRequest, controlv1.SessionScreenResponse]
 

@@ -25,8 +25,9 @@ import (
 // other that takes HOST::PORT.
 var screenViewers = []string{"vncviewer", "xtigervncviewer", "remmina"}
 
-// screenChunk is the most bytes a data message of Session.Screen carries
-// (session.proto: 32 KiB).
+// screenChunk is the most bytes of a viewer one data message of
+// Session.Screen carries (session.proto allows 256 KiB; a viewer sends
+// small messages: keys, pointer moves, update requests).
 const screenChunk = 32 << 10
 
 // screen serves the box's screen as a VNC endpoint on 127.0.0.1:PORT

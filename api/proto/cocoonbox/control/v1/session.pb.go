@@ -147,7 +147,7 @@ type SessionScreenRequest_Start struct {
 
 type SessionScreenRequest_Data struct {
 	// data: RFB bytes from the client (a viewer) to the box, at most
-	// 32 KiB a message.
+	// 256 KiB a message.
 	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
 }
 
@@ -231,7 +231,8 @@ type SessionScreenResponse_Connected struct {
 }
 
 type SessionScreenResponse_Data struct {
-	// data: RFB bytes from the box to the client.
+	// data: RFB bytes from the box to the client, at most 256 KiB a
+	// message.
 	Data []byte `protobuf:"bytes,2,opt,name=data,proto3,oneof"`
 }
 
