@@ -23,7 +23,7 @@ import (
 // and a browser without a session 401, all before the upgrade; a signed-in
 // page's own origin is upgraded and then closed with CloseUnavail and the
 // reason, since no supervisor answers. The booted tests
-// (api/session/screene2e) show the rest against a desk box.
+// (api/e2e/screen) show the rest against a desk box.
 func TestTheScreenSocketsChecksBeforeAnyBox(t *testing.T) {
 	a := apitest.New(t)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)

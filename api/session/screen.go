@@ -9,8 +9,8 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
-	"github.com/cocoonbox/cocoonbox/api/session/execrules"
 )
 
 // VNCPort is the box's VNC server, on its 127.0.0.1 only (Contract: Guest
@@ -19,9 +19,9 @@ const VNCPort = 5900
 
 // ScreenChunk is the most RFB bytes one data message to the viewer
 // carries: a raw 1280×800 frame is 4 MB, 16 messages; Exec's chunk
-// (execrules.Chunk), whose size was measured for throughput. A viewer's
+// (client.ExecChunk), whose size was measured for throughput. A viewer's
 // own messages are bounded by MaxMessage.
-const ScreenChunk = execrules.Chunk
+const ScreenChunk = client.ExecChunk
 
 type screenStream = connect.BidiStream[controlv1.SessionScreenRequest, controlv1.SessionScreenResponse]
 

@@ -14,9 +14,9 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/tokens/bearer"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
 )
 
@@ -71,7 +71,7 @@ func screen(ctx context.Context, args []string, stdout io.Writer) error {
 		return err
 	}
 	client := controlv1connect.NewSessionClient(streamClient(st.endpoint, 15*time.Second), st.endpoint,
-		connect.WithGRPC(), connect.WithInterceptors(bearer.Interceptor(token)))
+		connect.WithGRPC(), connect.WithInterceptors(client.BearerInterceptor(token)))
 	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
 	if err != nil {
 		return exitError{cli.Failed, "screen: " + err.Error()}

@@ -1,11 +1,13 @@
-// Package screene2e tests the screen (Session.Screen, its WebSocket form
+//go:build booted
+
+// Package screen tests the screen (Session.Screen, its WebSocket form
 // and `cocoonbox screen`) against a booted desk box, as the api runs:
 // `cocoonbox-api serve` built from this tree with its in-process
 // supervisor on a bridge of this package's own, the desk image (Xorg :0
 // with TigerVNC's module on the box's 127.0.0.1:5900) from
 // COCOONBOX_DESK_IMAGE, users alice and bob signed in with device tokens,
 // and alice's box desk shared by every test. docs/screen.md.
-package screene2e
+package screen
 
 import (
 	"context"
@@ -24,14 +26,14 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/sys/unix"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 )
 
 var (
-	api        *e2e.API
-	bins       e2e.Binaries
+	api        *harness.API
+	bins       harness.Binaries
 	aliceToken string
 	bobToken   string
 	box        string // alice's box desk: its id, also its machine's
@@ -42,7 +44,7 @@ var (
 const password = "correct horse battery"
 
 func TestMain(m *testing.M) {
-	e2e.Main(m, e2e.Booted{Pkg: "api/session/screene2e", SetUp: setUp, TearDown: tearDown, Log: func() string {
+	harness.Main(m, harness.Booted{Pkg: "api/e2e/screen", SetUp: setUp, TearDown: tearDown, Log: func() string {
 		if api == nil {
 			return ""
 		}
@@ -51,7 +53,7 @@ func TestMain(m *testing.M) {
 }
 
 // setUp boots alice's desk box from COCOONBOX_DESK_IMAGE (the base image
-// e2e.Main is given has no desktop) and waits until its VNC answers.
+// harness.Main is given has no desktop) and waits until its VNC answers.
 func setUp(ctx context.Context, _ string) error {
 	image := os.Getenv("COCOONBOX_DESK_IMAGE")
 	if image == "" {
@@ -67,11 +69,11 @@ func setUp(ctx context.Context, _ string) error {
 		return err
 	}
 	var err error
-	if bins, err = e2e.Build(ctx, filepath.Join(testRoot, "bin")); err != nil {
+	if bins, err = harness.Build(ctx); err != nil {
 		return err
 	}
-	yaml := e2e.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.226.0.1/16")
-	if api, err = e2e.Start(ctx, bins.API, e2e.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml, OAuth: true}); err != nil {
+	yaml := harness.LocalSandbox(images, filepath.Join(testRoot, "machines"), bridge, "10.226.0.1/16")
+	if api, err = harness.Start(ctx, bins.API, harness.Options{StateDir: filepath.Join(testRoot, "api"), Sandbox: yaml, OAuth: true}); err != nil {
 		return err
 	}
 	if aliceToken, err = api.UserToken(ctx, "alice", password, "screen"); err != nil {
@@ -133,7 +135,7 @@ func client(token string) controlv1connect.SessionClient {
 // connection the benchmark compares with, and the tests' look at the
 // box's VNC that does not go through what they test.
 func dialDirect() (net.Conn, error) {
-	pid, err := e2e.Leader(bridge, box)
+	pid, err := harness.Leader(bridge, box)
 	if err != nil {
 		return nil, err
 	}
@@ -215,11 +217,11 @@ func revoke(t testing.TB, token string) {
 
 // newDevice signs name in to the console again and answers a new device
 // token of theirs, and the console.
-func newDevice(t testing.TB, name, device string) (string, *e2e.Console) {
+func newDevice(t testing.TB, name, device string) (string, *harness.Console) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c, err := e2e.SignIn(ctx, api.URL, name, password)
+	c, err := harness.SignIn(ctx, api.URL, name, password)
 	if err != nil {
 		t.Fatal(err)
 	}

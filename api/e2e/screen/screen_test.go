@@ -1,4 +1,6 @@
-package screene2e
+//go:build booted
+
+package screen
 
 import (
 	"bytes"
@@ -16,7 +18,7 @@ import (
 	"connectrpc.com/connect"
 	"github.com/coder/websocket"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/session"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -26,7 +28,7 @@ import (
 // (xwd of the root window, as make demo takes it), as RGBA.
 func screenshot(t testing.TB) (*image.RGBA, error) {
 	t.Helper()
-	out, err := e2e.InBox(bridge, box, nil,
+	out, err := harness.InBox(bridge, box, nil,
 		"env DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthority xwd -root -silent | convert xwd:- ppm:-")
 	if err != nil {
 		return nil, err
@@ -258,7 +260,7 @@ func TestScreenEndsWhenItsDeviceTokenIsRevoked(t *testing.T) {
 func TestScreenRefusesAnAgentsToken(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c, err := e2e.SignIn(ctx, api.URL, "alice", password)
+	c, err := harness.SignIn(ctx, api.URL, "alice", password)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +293,7 @@ func wsURL() string {
 }
 
 // dialWS opens the WebSocket form with the console c's cookie and origin.
-func dialWS(ctx context.Context, c *e2e.Console, origin string) (*websocket.Conn, *http.Response, error) {
+func dialWS(ctx context.Context, c *harness.Console, origin string) (*websocket.Conn, *http.Response, error) {
 	h := http.Header{}
 	if origin != "" {
 		h.Set("Origin", origin)
@@ -305,7 +307,7 @@ func dialWS(ctx context.Context, c *e2e.Console, origin string) (*websocket.Conn
 
 // openWS opens the WebSocket form with the console c and completes the
 // RFB handshake through it.
-func openWS(t testing.TB, ctx context.Context, c *e2e.Console) net.Conn {
+func openWS(t testing.TB, ctx context.Context, c *harness.Console) net.Conn {
 	t.Helper()
 	ws, _, err := dialWS(ctx, c, api.URL)
 	if err != nil {
@@ -352,7 +354,7 @@ func TestScreenWebSocketChecksOriginAndEndsWithTheSession(t *testing.T) {
 func TestScreenOfAHibernatedBoxIsRefusedUntilItWakes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	bx := e2e.Boxes(api.URL, aliceToken)
+	bx := harness.Boxes(api.URL, aliceToken)
 	if _, err := bx.Hibernate(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "screen-hibernate", Box: "desk"})); err != nil {
 		t.Fatal(err)
 	}

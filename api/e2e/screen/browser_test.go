@@ -1,4 +1,6 @@
-package screene2e
+//go:build booted
+
+package screen
 
 import (
 	"bytes"

@@ -1,4 +1,6 @@
-package screene2e
+//go:build booted
+
+package screen
 
 import (
 	"bytes"
@@ -14,7 +16,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"github.com/cocoonbox/cocoonbox/api/e2e"
+	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -84,11 +86,11 @@ func startMousepad(b *testing.B) {
 	mousepad.Do(func() {
 		const env = "env HOME=/home/user DISPLAY=:0 XAUTHORITY=/run/cocoonbox-x/Xauthority " +
 			"XDG_RUNTIME_DIR=/run/user/1000 DBUS_SESSION_BUS_ADDRESS=unix:path=/run/user/1000/bus "
-		if _, err := e2e.InBox(bridge, box, nil, "runuser -u user -- "+env+"setsid mousepad >/dev/null 2>&1 </dev/null &"); err != nil {
+		if _, err := harness.InBox(bridge, box, nil, "runuser -u user -- "+env+"setsid mousepad >/dev/null 2>&1 </dev/null &"); err != nil {
 			b.Fatal(err)
 		}
 		wait.Eventually(b, time.Minute, "Mousepad's window on :0", func() (bool, string) {
-			out, err := e2e.InBox(bridge, box, nil, env+"xwininfo -root -tree")
+			out, err := harness.InBox(bridge, box, nil, env+"xwininfo -root -tree")
 			return err == nil && strings.Contains(strings.ToLower(out), "mousepad"), fmt.Sprint(err)
 		})
 	})
@@ -101,7 +103,8 @@ func BenchmarkScreenKeyToPixel(b *testing.B) {
 		b.Run(name, func(b *testing.B) {
 			c := openRFB(b, ps[name])
 			keys := []uint32{'x', 0xff08} // x, then BackSpace: the text returns to what it was
-			for _, k := range keys { // a warm-up pair, not counted
+			// A warm-up pair, not counted.
+			for _, k := range keys {
 				c.latency(b, func() error { return c.press(k) })
 			}
 			i := 0
