@@ -31,8 +31,12 @@ const (
 
 // csp allows what the page loads, from its own origin only: its module
 // script and noVNC's, its stylesheet, the WebSocket to this host, and the
-// canvas's images (noVNC's cursor is a data: URL).
-const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'"
+// canvas's images (noVNC draws JPEG rectangles and its cursor through
+// data: and blob: URLs). It replaces the console's policy on this page
+// (console.ContentSecurityPolicy, whose default-src 'self' refuses those
+// images: the canvas stayed blank under both), and is stricter otherwise.
+const csp = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data: blob:; connect-src 'self'; " +
+	"base-uri 'none'; object-src 'none'; form-action 'none'; frame-ancestors 'none'"
 
 // Mount puts the page (to a signed-in user of the console; the sign-in
 // first otherwise) and its files on mux.
@@ -45,7 +49,7 @@ func Mount(mux interface{ Handle(string, http.Handler) }, user console.SessionUs
 		// Never framed nor stored, as every signed-in page of the console.
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")
 		w.Header().Set("X-Frame-Options", "DENY")
-		w.Header().Add("Content-Security-Policy", csp+"; frame-ancestors 'none'")
+		w.Header().Set("Content-Security-Policy", csp)
 		w.Header().Set("Cache-Control", "no-store")
 		w.Write(page)
 	}))
