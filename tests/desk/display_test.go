@@ -5,6 +5,7 @@ package desk
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -60,41 +61,76 @@ func TestXCookieHoldsForAnyHostname(t *testing.T) {
 // exactly the security type None (1).
 func TestVNCAnswersWithRFBAndSecurityNone(t *testing.T) {
 	bootDesk(t)
+	if err := vncHandshake(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Issue 43 (the box's VNC blacklist, docs/screen.md): TigerVNC marks a
+// client address at every connection and clears it only at a finished
+// handshake; past BlacklistThreshold marks (its default is 5) it answers
+// every connection from that address "Too many security failures".
+// Every viewer reaches the box through the port relay from the box's own
+// 127.0.0.1, so probes or viewers that close early must not lock out the
+// next one: the image raises the threshold.
+func TestVNCServesAViewerAfterSixEarlyCloses(t *testing.T) {
+	bootDesk(t)
+	for i := range 6 {
+		conn, err := net.DialTimeout("tcp", "127.0.0.1:5900", 5*time.Second)
+		if err != nil {
+			t.Fatalf("early close %d: %v", i+1, err)
+		}
+		conn.Close()
+	}
+	if err := vncHandshake(); err != nil {
+		t.Fatalf("after six connections closed before their handshake, the next viewer: %v", err)
+	}
+}
+
+// vncHandshake connects to 127.0.0.1:5900 and goes through the RFB 3.8
+// handshake, choosing security type None, the only one offered.
+func vncHandshake() error {
 	conn, err := net.DialTimeout("tcp", "127.0.0.1:5900", 5*time.Second)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
 	defer conn.Close()
 	_ = conn.SetDeadline(time.Now().Add(10 * time.Second))
 	banner := make([]byte, 12)
 	if _, err := io.ReadFull(conn, banner); err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("reading the banner: %w", err)
 	}
 	if string(banner) != "RFB 003.008\n" {
-		t.Fatalf("banner %q, want RFB 003.008", banner)
+		rest, _ := io.ReadAll(io.LimitReader(conn, 200))
+		return fmt.Errorf("banner %q (then %q), want RFB 003.008", banner, rest)
 	}
 	if _, err := conn.Write(banner); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	n := make([]byte, 1)
 	if _, err := io.ReadFull(conn, n); err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("reading the security types: %w", err)
+	}
+	if n[0] == 0 { // a refusal: its reason follows (RFC 6143 7.1.2)
+		rest, _ := io.ReadAll(io.LimitReader(conn, 200))
+		return fmt.Errorf("the server refused the connection: %q", rest)
 	}
 	types := make([]byte, n[0])
 	if _, err := io.ReadFull(conn, types); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	if !bytes.Equal(types, []byte{1}) {
-		t.Errorf("security types %v, want [1] (None only)", types)
+		return fmt.Errorf("security types %v, want [1] (None only)", types)
 	}
 	// Choosing None gets SecurityResult OK (0) with no password.
 	if _, err := conn.Write([]byte{1}); err != nil {
-		t.Fatal(err)
+		return err
 	}
 	result := make([]byte, 4)
 	if _, err := io.ReadFull(conn, result); err != nil || !bytes.Equal(result, []byte{0, 0, 0, 0}) {
-		t.Errorf("SecurityResult %v, %v; want OK", result, err)
+		return fmt.Errorf("SecurityResult %v, %v; want OK", result, err)
 	}
+	return nil
 }
 
 // Contract: VNC ("loopback only"). Nothing listens on port 5900 beyond

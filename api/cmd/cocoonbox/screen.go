@@ -35,10 +35,10 @@ const screenChunk = 32 << 10
 // of its own, the RFB bytes passed through, so any VNC client works, as
 // rsh lets any ssh client work. The box's state is checked first
 // (Boxes.Status), so a box that is not the user's or not running fails at
-// once with rsh's exit codes. The check opens no screen: the box's VNC
-// counts each connection that ends before its handshake and refuses every
-// client of its loopback for a while after five (TigerVNC's
-// BlacklistThreshold; docs/screen.md).
+// once with rsh's exit codes. The check opens no screen: before the desk
+// image raised TigerVNC's BlacklistThreshold, the box's VNC refused every
+// client of its loopback for a while after five connections that ended
+// before their handshake (docs/screen.md).
 func screen(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("cocoonbox screen", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
