@@ -73,9 +73,9 @@ func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) 
 	err := c.store.Revoke(r.Context(), userID, id)
 	switch {
 	case errors.Is(err, ErrMalformed):
-		server.WriteJSON(w, http.StatusBadRequest, map[string]string{"error": err.Error()})
+		server.WriteJSON(w, http.StatusBadRequest, console.Refusal{Error: "bad_request", Message: "That is not an agent's id. Reload the page."})
 	case errors.Is(err, ErrNotFound):
-		server.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no agent " + id + " of yours"})
+		server.WriteJSON(w, http.StatusNotFound, console.Refusal{Error: "not_found", Message: "That agent cannot use your account any more: it was revoked already, or it is not yours."})
 	case err != nil:
 		c.fail(w, r, err)
 	default:
@@ -109,5 +109,5 @@ var Page = console.Page{Title: "Agents", Main: template.HTML(agentsHTML), Script
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "agents call failed", "path", r.URL.Path, "err", err)
-	server.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
+	server.WriteJSON(w, http.StatusInternalServerError, console.Refusal{Error: "internal", Message: "The api failed. Try again in a minute."})
 }

@@ -207,7 +207,7 @@ func (c *Console) user(h func(http.ResponseWriter, *http.Request, users.User)) h
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := c.Session(r)
 		if !ok {
-			server.WriteJSON(w, http.StatusUnauthorized, apiError{"signed_out", "sign in to the console first (POST /cb/api/session)"})
+			server.WriteJSON(w, http.StatusUnauthorized, apiError{"signed_out", "You are signed out. Sign in again."})
 			return
 		}
 		h(w, r, u)

@@ -93,7 +93,9 @@ func TestEveryPageInEveryState(t *testing.T) {
 		}},
 		{name: "queue", path: "/cb/queue", ready: "not in the queue", shot: true},
 		{name: "consent-signin", path: cli, ready: "go on with the cocoonbox CLI's sign-in"},
-		{name: "consent-refused", path: "/cb/oauth/authorize?client_id=cocoonbox-cli", ready: "This sign-in cannot go on"},
+		{name: "consent-refused", path: "/cb/oauth/authorize?client_id=cocoonbox-cli", ready: "This sign-in cannot go on", act: func(u *ui) {
+			u.plain("#error")
+		}},
 	}
 	asAlice := []pageState{
 		{name: "home", path: "/cb/", ready: "Hello, alice", shot: true},
@@ -204,6 +206,18 @@ func (u *ui) waitText(texts ...string) {
 		}
 		return true
 	}))
+}
+
+// plain fails unless the text of css is a sentence a person reads: no
+// JSON path, CLI flag, RFC or snake_case name (refusals_test.go's
+// codeLike), issue 41, Deliver 2.
+func (u *ui) plain(css string) {
+	u.t.Helper()
+	var text string
+	u.js(`return document.querySelector(arguments[0]).textContent`, &text, css)
+	if text == "" || codeLike.MatchString(text) {
+		u.t.Errorf("%s reads %q; want a plain sentence", css, text)
+	}
 }
 
 // js runs script in the page and decodes its value into out.

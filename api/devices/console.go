@@ -57,7 +57,7 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
 func (c *Console) revoke(w http.ResponseWriter, r *http.Request, userID string) {
 	err := c.store.Revoke(r.Context(), userID, r.PathValue("id"))
 	if errors.Is(err, ErrNotFound) {
-		server.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no device " + r.PathValue("id") + " of yours"})
+		server.WriteJSON(w, http.StatusNotFound, console.Refusal{Error: "not_found", Message: "That device is not signed in any more: it was revoked already, or it is not yours."})
 		return
 	}
 	if err != nil {
@@ -94,5 +94,5 @@ var Page = console.Page{Title: "Devices", Main: template.HTML(devicesHTML), Scri
 
 func (c *Console) fail(w http.ResponseWriter, r *http.Request, err error) {
 	c.log.ErrorContext(r.Context(), "devices call failed", "path", r.URL.Path, "err", err)
-	server.WriteJSON(w, http.StatusInternalServerError, map[string]string{"error": "the api failed; try again"})
+	server.WriteJSON(w, http.StatusInternalServerError, console.Refusal{Error: "internal", Message: "The api failed. Try again in a minute."})
 }

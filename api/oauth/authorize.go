@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	_ "embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -277,13 +278,13 @@ func (a *Agents) authorizePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := struct {
-		Error, Query  string
-		MaxBoxesLimit int
-		Days          []int
+		Error, Detail, Query string
+		MaxBoxesLimit        int
+		Days                 []int
 	}{Query: r.URL.RawQuery, MaxBoxesLimit: MaxBoxesLimit, Days: Days}
 	status := http.StatusOK
 	if perr != nil {
-		page.Error = perr.Description
+		page.Error, page.Detail = console.AuthorizeMessage(perr.Code), perr.Description
 		status = http.StatusBadRequest
 	}
 	authorizeTmpl.Write(w, status, page)
@@ -307,6 +308,17 @@ type refusal struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description"`
 	Redirect    string `json:"redirect,omitempty"`
+	// Message is the sentence the consent page shows a person
+	// (console.AuthorizeMessage); Description stays for programs.
+	Message string `json:"message"`
+}
+
+// MarshalJSON writes r with its Message, so no refusal goes out without
+// the person's sentence.
+func (r refusal) MarshalJSON() ([]byte, error) {
+	type plain refusal
+	r.Message = console.AuthorizeMessage(r.Error)
+	return json.Marshal(plain(r))
 }
 
 // request reads a console call's body and its request, answering for it

@@ -2,6 +2,7 @@ package signin
 
 import (
 	_ "embed"
+	"encoding/json"
 	"net/http"
 	"net/url"
 
@@ -41,12 +42,12 @@ func (h *Handler) authorizePage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	page := struct {
-		Error string
-		Query string
+		Error, Detail string
+		Query         string
 	}{Query: r.URL.RawQuery}
 	status := http.StatusOK
 	if perr != nil {
-		page.Error = perr.Description
+		page.Error, page.Detail = console.AuthorizeMessage(perr.Code), perr.Description
 		status = http.StatusBadRequest
 	}
 	authorizeTmpl.Write(w, status, page)
@@ -68,6 +69,17 @@ type refusal struct {
 	Error       string `json:"error"`
 	Description string `json:"error_description"`
 	Redirect    string `json:"redirect,omitempty"`
+	// Message is the sentence the consent page shows a person
+	// (console.AuthorizeMessage); Description stays for programs.
+	Message string `json:"message"`
+}
+
+// MarshalJSON writes r with its Message, so no refusal goes out without
+// the person's sentence.
+func (r refusal) MarshalJSON() ([]byte, error) {
+	type plain refusal
+	r.Message = console.AuthorizeMessage(r.Error)
+	return json.Marshal(plain(r))
 }
 
 // request reads a console call's {query}, and answers for it when the

@@ -81,11 +81,11 @@ func (s *Signup) admin(h func(http.ResponseWriter, *http.Request, users.User)) h
 func (s *Signup) adminOf(w http.ResponseWriter, r *http.Request) (users.User, bool) {
 	u, ok := s.session(r)
 	if !ok {
-		server.WriteJSON(w, http.StatusUnauthorized, callError{"signed_out", "sign in to the console first"})
+		server.WriteJSON(w, http.StatusUnauthorized, callError{"signed_out", "You are signed out. Sign in again."})
 		return u, false
 	}
 	if !u.Admin {
-		server.WriteJSON(w, http.StatusForbidden, callError{"not_admin", "only an admin may do this"})
+		server.WriteJSON(w, http.StatusForbidden, callError{"not_admin", "Only an admin may do this."})
 		return u, false
 	}
 	return u, true

@@ -156,7 +156,7 @@ func (g *GitHub) user(h func(http.ResponseWriter, *http.Request, users.User)) ht
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		u, ok := g.session(r)
 		if !ok {
-			server.WriteJSON(w, http.StatusUnauthorized, apiError{"signed_out", "sign in to the console first"})
+			server.WriteJSON(w, http.StatusUnauthorized, apiError{"signed_out", "You are signed out. Sign in again."})
 			return
 		}
 		h(w, r, u)

@@ -205,7 +205,7 @@ func (s *Signup) leaveQueue(w http.ResponseWriter, r *http.Request) {
 func (s *Signup) selfDelete(w http.ResponseWriter, r *http.Request) {
 	u, ok := s.session(r)
 	if !ok {
-		server.WriteJSON(w, http.StatusUnauthorized, callError{"signed_out", "sign in to the console first"})
+		server.WriteJSON(w, http.StatusUnauthorized, callError{"signed_out", "You are signed out. Sign in again."})
 		return
 	}
 	var req struct {
@@ -215,11 +215,11 @@ func (s *Signup) selfDelete(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if u.Admin {
-		server.WriteJSON(w, http.StatusForbidden, callError{"admin", "an admin's account is not deleted from the console: another admin runs cocoonbox-api users delete"})
+		server.WriteJSON(w, http.StatusForbidden, callError{"admin", "An admin's account cannot be deleted here. Ask another admin to delete it."})
 		return
 	}
 	if req.Name != u.Name {
-		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", "name: type your own user name to confirm"})
+		server.WriteJSON(w, http.StatusBadRequest, callError{"bad_request", "To delete your account, type your own user name."})
 		return
 	}
 	// The delete goes on when the browser leaves: half of it is no state.
