@@ -7,7 +7,7 @@ SHELL := /bin/bash
 VERSION ?= $(shell cat image/VERSION)
 TIER ?= base
 REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(REV)
+LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(REV) -X github.com/cocoonbox/cocoonbox/internal/version.Release=$(VERSION)
 IMAGE := out/images/cbdesk-v$(VERSION)-$(TIER)
 # The desk tier's image, which `make test` builds beside $(IMAGE) for tests/desk.
 DESK_IMAGE := out/images/cbdesk-v$(VERSION)-desk
@@ -74,7 +74,7 @@ build:
 	@echo 'module cocoonbox.invalid/out' >out/go.mod
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
-	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '-s -w -X main.Version=$(REV)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
+	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
 
 # The guest set as Debian packages, one per tier. DEB_VERSION reaches
 # image/deb through the environment, as VERSION reaches check-image.

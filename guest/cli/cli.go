@@ -125,7 +125,7 @@ func (c *Command) Parse(fs *flag.FlagSet, args []string) (rest []string, code in
 		return nil, c.UsageError("%v", err), true
 	}
 	if showVersion {
-		fmt.Fprintln(c.stdout(), c.Name, version.Version)
+		fmt.Fprintln(c.stdout(), version.String(c.Name))
 		return nil, OK, true
 	}
 	return fs.Args(), OK, false

@@ -34,7 +34,7 @@ func TestHelpExits0WithTheUsageOnStdout(t *testing.T) {
 
 func TestVersionPrintsNameAndVersion(t *testing.T) {
 	_, code, exit, _, out, _ := parse("--version")
-	if !exit || code != OK || out != "demo "+version.Version+"\n" {
+	if !exit || code != OK || out != version.String("demo")+"\n" {
 		t.Errorf("--version: exit=%v code %d stdout %q", exit, code, out)
 	}
 }

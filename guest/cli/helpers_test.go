@@ -3,6 +3,8 @@
 package cli_test
 
 import (
+	"github.com/cocoonbox/cocoonbox/internal/version"
+
 	"bytes"
 	"errors"
 	"os"
@@ -49,7 +51,7 @@ func runHelper(t *testing.T, bin string, args ...string) result {
 
 // Contract (DESIGN, Conventions): exit codes mean something and are the
 // same everywhere. Each helper: --help prints its usage on stdout and
-// exits 0; --version prints "NAME VERSION" and exits 0; an unknown option
+// exits 0; --version prints "NAME RELEASE (REVISION)" and exits 0; an unknown option
 // exits 2 with the fault and the usage on stderr, nothing on stdout. (On
 // main before, identity and hostname exited 64; vault and session-save
 // printed --help on stderr.)
@@ -73,8 +75,8 @@ func TestEveryHelperFollowsTheCommandLineConvention(t *testing.T) {
 			if r := runHelper(t, exe, "--help"); r.code != cli.OK || !strings.HasPrefix(r.stdout, usage) || r.stderr != "" {
 				t.Errorf("--help: exit %d, stdout %.60q, stderr %.60q; want 0 and %q on stdout only", r.code, r.stdout, r.stderr, usage)
 			}
-			if r := runHelper(t, exe, "--version"); r.code != cli.OK || !strings.HasPrefix(r.stdout, n+" ") {
-				t.Errorf("--version: exit %d, stdout %q; want 0 and %q", r.code, r.stdout, n+" VERSION")
+			if r := runHelper(t, exe, "--version"); r.code != cli.OK || r.stdout != version.String(n)+"\n" {
+				t.Errorf("--version: exit %d, stdout %q; want 0 and %q", r.code, r.stdout, version.String(n))
 			}
 			r := runHelper(t, exe, "--no-such-option")
 			if r.code != cli.Usage || r.stdout != "" || !strings.HasPrefix(r.stderr, n+": ") || !strings.Contains(r.stderr, usage) {

@@ -4,14 +4,13 @@
 package main
 
 import (
+	"github.com/cocoonbox/cocoonbox/internal/version"
+
 	"errors"
 	"flag"
 	"fmt"
 	"os"
 )
-
-// Version is stamped by the Makefile with the source revision.
-var Version = "dev"
 
 const usage = `usage: cocoonbox-api COMMAND [flags]
 
@@ -26,7 +25,7 @@ commands:
   users passwd NAME       set an account's password (stdin or a prompt)
   users limits NAME [--max-boxes N] [--max-running N] [--json]
                           print or set an account's box limits (0 to 64 each)
-  version                 print the build's source revision
+  version, --version      print "cocoonbox-api RELEASE (REVISION)"
 
 Every command but version takes --config FILE (api.yaml) and --state-dir DIR;
 serve also takes --listen ADDR. 'cocoonbox-api COMMAND --help' tells more.
@@ -57,8 +56,8 @@ func run(args []string) error {
 		return fmt.Errorf("%w: no command", errUsage)
 	}
 	switch args[0] {
-	case "version":
-		fmt.Println(Version)
+	case "version", "--version":
+		fmt.Println(version.String("cocoonbox-api"))
 		return nil
 	case "-h", "--help", "help":
 		fmt.Print(usage)

@@ -23,7 +23,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "cocoonbox-api")
-	if out, err := exec.Command("go", "build", "-ldflags", "-X main.Version=test-stamp", "-o", bin, ".").CombinedOutput(); err != nil {
+	if out, err := exec.Command("go", "build", "-ldflags", "-X github.com/cocoonbox/cocoonbox/internal/version.Version=test-stamp -X github.com/cocoonbox/cocoonbox/internal/version.Release=99", "-o", bin, ".").CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -145,9 +145,12 @@ func (s *served) stop(t testing.TB) {
 }
 
 func TestVersionPrintsStamp(t *testing.T) {
-	out, _, code := api(t, "", "version")
-	if strings.TrimSpace(out) != "test-stamp" || code != 0 {
-		t.Fatalf("version = %q (exit %d), want test-stamp", out, code)
+	// Issue 45: `version` printed a bare hash and `--version` exited 2.
+	for _, arg := range []string{"version", "--version"} {
+		out, _, code := api(t, "", arg)
+		if out != "cocoonbox-api 99 (test-stamp)\n" || code != 0 {
+			t.Errorf("%s = %q (exit %d), want cocoonbox-api 99 (test-stamp)", arg, out, code)
+		}
 	}
 	if _, errs, code := api(t, "", "nope"); code != 2 || !strings.Contains(errs, `unknown command "nope"`) {
 		t.Fatalf("unknown command: exit %d, %q", code, errs)

@@ -11,6 +11,8 @@
 package main
 
 import (
+	"github.com/cocoonbox/cocoonbox/internal/version"
+
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -34,9 +36,6 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
 )
-
-// Version is stamped by the Makefile with the source revision.
-var Version = "dev"
 
 const defaultSocket = "/run/cocoonbox-sandboxd/sandboxd.sock"
 
@@ -64,8 +63,8 @@ type options struct {
 }
 
 func run(args []string) error {
-	if len(args) == 1 && args[0] == "version" {
-		fmt.Println(Version)
+	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
+		fmt.Println(version.String("cocoonbox-sandboxd"))
 		return nil
 	}
 	var o options

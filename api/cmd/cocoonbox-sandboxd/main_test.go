@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
@@ -76,5 +78,25 @@ func TestHelpPrintsUsageOnStdout(t *testing.T) {
 	out, _ := io.ReadAll(r)
 	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(string(out), "usage: cocoonbox-sandboxd") {
 		t.Fatalf("--help: %v, stdout %q", err, out)
+	}
+}
+
+// Issue 45: `--version` exited 2 (an unknown flag); both forms print the
+// one convention, NAME RELEASE (REVISION) (internal/version).
+func TestVersionPrintsNameReleaseRevision(t *testing.T) {
+	for _, arg := range []string{"version", "--version"} {
+		r, w, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		stdout := os.Stdout
+		os.Stdout = w
+		err = run([]string{arg})
+		os.Stdout = stdout
+		w.Close()
+		out, _ := io.ReadAll(r)
+		if want := version.String("cocoonbox-sandboxd") + "\n"; err != nil || string(out) != want {
+			t.Errorf("cocoonbox-sandboxd %s: %v, stdout %q, want %q", arg, err, out, want)
+		}
 	}
 }

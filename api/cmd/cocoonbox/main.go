@@ -16,6 +16,8 @@
 package main
 
 import (
+	"github.com/cocoonbox/cocoonbox/internal/version"
+
 	"context"
 	"errors"
 	"flag"
@@ -25,9 +27,6 @@ import (
 	"os/signal"
 	"syscall"
 )
-
-// Version is stamped by the Makefile with the source revision.
-var Version = "dev"
 
 const usage = `usage: cocoonbox COMMAND [flags]
 
@@ -121,7 +120,7 @@ Offload (run in a git repository; cocoonbox offload --help tells more):
                           bring it back and merge it, never touching uncommitted work
   setup claude            install /cocoonbox:offload and /cocoonbox:back for claude
 Other:
-  version, --version      print the build's source revision
+  version, --version      print "cocoonbox RELEASE (REVISION)"
 
 The endpoint is --endpoint, else $COCOONBOX_ENDPOINT, else the one of your
 last login, else http://127.0.0.1:18200. $COCOONBOX_TOKEN, when set, is
@@ -204,7 +203,7 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 	case "setup":
 		return setupCmd(rest, stdout)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "cocoonbox", Version)
+		fmt.Fprintln(stdout, version.String("cocoonbox"))
 		return nil
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/version"
+
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 )
 
@@ -145,8 +147,8 @@ func TestLoginToAnUnreachableAPIFailsAtOnce(t *testing.T) {
 
 func TestVersionNamesItself(t *testing.T) {
 	for _, arg := range []string{"version", "--version"} {
-		if out, err := runCLI(t, "", arg); err != nil || !strings.HasPrefix(out, "cocoonbox ") {
-			t.Errorf("cocoonbox %s: %q, %v", arg, out, err)
+		if out, err := runCLI(t, "", arg); err != nil || out != version.String("cocoonbox")+"\n" {
+			t.Errorf("cocoonbox %s: %q, %v, want %q", arg, out, err, version.String("cocoonbox"))
 		}
 	}
 }

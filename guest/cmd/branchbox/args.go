@@ -2,10 +2,12 @@ package main
 
 import (
 	"flag"
+	"fmt"
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
+	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // Every argument is parsed here, on guest/cli's convention: `branchbox
@@ -53,6 +55,10 @@ func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool
 		return nil, code, true
 	}
 	switch {
+	case len(rest) == 1 && rest[0] == "version":
+		// The word form every cocoonbox binary has (internal/version).
+		fmt.Fprintln(cmd.Stdout, version.String(cmd.Name))
+		return nil, cli.OK, true
 	case len(rest) == 0:
 		return nil, cmd.UsageError("missing command"), true
 	case rest[0] != "feature":
