@@ -39,6 +39,10 @@ Sign in:
                           keep a token pasted on standard input (cb_ and 64 hex)
   logout [--everywhere]   forget the token, revoking it when it came from the browser;
                           --everywhere ends every sign-in of your account first
+  status [--json]         where this CLI points and what answers there: the
+                          endpoint and its source, the token's source and
+                          device, the api's version, its box supervisor and
+                          images, your boxes; exit 1 when the api gives no answer
 Devices (your sign-ins):
   devices [--json]        list them; * marks this CLI's own
   devices revoke ID       revoke one (ID is dev_ and 16 hex)
@@ -178,6 +182,8 @@ func dispatch(ctx context.Context, args []string, stdin io.Reader, stdout io.Wri
 		return loginCmd(ctx, rest, stdin, stdout)
 	case "logout":
 		return logout(ctx, rest, stdout)
+	case "status":
+		return status(ctx, rest, stdout)
 	case "devices":
 		return devices(ctx, rest, stdout)
 	case "rsh":

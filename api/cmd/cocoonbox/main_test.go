@@ -133,13 +133,8 @@ func TestHostNameIsCutToTheDeviceNameBound(t *testing.T) {
 
 // An api that does not answer fails the login at once, before any browser.
 func TestLoginToAnUnreachableAPIFailsAtOnce(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	ln.Close()
-	_, err = runCLI(t, "", "login", "--no-browser", "--endpoint", endpoint)
+	endpoint := closedEndpoint(t)
+	_, err := runCLI(t, "", "login", "--no-browser", "--endpoint", endpoint)
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the api at "+endpoint) {
 		t.Fatalf("login to a closed port: %v", err)
 	}
@@ -151,4 +146,15 @@ func TestVersionNamesItself(t *testing.T) {
 			t.Errorf("cocoonbox %s: %q, %v, want %q", arg, out, err, version.String("cocoonbox"))
 		}
 	}
+}
+
+// closedEndpoint is the URL of a port nothing listens on: a dead api.
+func closedEndpoint(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return "http://" + ln.Addr().String()
 }

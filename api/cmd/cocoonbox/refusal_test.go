@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"net"
+
 	"net/http"
 	"os"
 	"os/exec"
@@ -42,19 +42,14 @@ func TestRefusalIsNotRetriedAndShowsTheAPIsWords(t *testing.T) {
 // Issue 45, Deliver 2: a dead api is retried with backoff, and that is
 // said once on stderr, not before every try.
 func TestDeadAPIIsRetriedAndSaidOnce(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	endpoint := "http://" + ln.Addr().String()
-	ln.Close()
+	endpoint := closedEndpoint(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, os.Args[0], "box", "create", "demo", "--endpoint", endpoint)
 	cmd.Env = append(os.Environ(), asCLI+"=1", "COCOONBOX_TOKEN=cb_"+strings.Repeat("0", 64))
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	err = cmd.Run()
+	err := cmd.Run()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) {
 		t.Fatalf("box create on a closed port: %v, want a failure\nstderr:\n%s", err, stderr.String())

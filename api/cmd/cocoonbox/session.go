@@ -22,6 +22,9 @@ type state struct {
 	path     string
 	file     *login.Config
 	endpoint string
+	// source says where endpoint came from: "--endpoint",
+	// "$COCOONBOX_ENDPOINT", "cli.json (the last login)" or "the default".
+	source string
 }
 
 // loadState reads cli.json and picks the endpoint: the flag, else
@@ -35,17 +38,21 @@ func loadState(flagEndpoint string) (*state, error) {
 	if err != nil {
 		return nil, err
 	}
-	ep := flagEndpoint
-	for _, next := range []string{os.Getenv("COCOONBOX_ENDPOINT"), f.Endpoint, DefaultEndpoint} {
+	ep, source := flagEndpoint, "--endpoint"
+	for _, next := range []struct{ ep, source string }{
+		{os.Getenv("COCOONBOX_ENDPOINT"), "$COCOONBOX_ENDPOINT"},
+		{f.Endpoint, "cli.json (the last login)"},
+		{DefaultEndpoint, "the default"},
+	} {
 		if ep == "" {
-			ep = next
+			ep, source = next.ep, next.source
 		}
 	}
 	ep = strings.TrimSuffix(ep, "/")
 	if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
 		return nil, usageError{fmt.Sprintf("endpoint %q is not an http:// or https:// URL", ep)}
 	}
-	return &state{path: path, file: f, endpoint: ep}, nil
+	return &state{path: path, file: f, endpoint: ep, source: source}, nil
 }
 
 // saved is the stored login of the endpoint, or an error saying to log in.

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"text/tabwriter"
+
+	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/api/client"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+)
+
+// apiStatusJSON is `cocoonbox status --json`: one object, on failure too.
+type apiStatusJSON struct {
+	Endpoint       string `json:"endpoint"`
+	EndpointSource string `json:"endpoint_source"`
+	// TokenSource is "$COCOONBOX_TOKEN", "cli.json" or "none".
+	TokenSource string `json:"token_source"`
+	// Device is the sign-in the token belongs to; nil for a token of no
+	// device (the console's personal token) or when the api did not say.
+	Device *deviceJSON `json:"device"`
+	// Reachable is false when the api gave no answer (Error says why).
+	Reachable bool `json:"reachable"`
+	// APIVersion is "unknown": the api exposes no version to its users.
+	APIVersion string `json:"api_version"`
+	// BoxSupervisor is false when the api answers without one (Boxes
+	// answers UNAVAILABLE; SupervisorMessage is its words).
+	BoxSupervisor     bool        `json:"box_supervisor"`
+	SupervisorMessage string      `json:"supervisor_message,omitempty"`
+	Images            []imageJSON `json:"images"`
+	LatestImage       string      `json:"latest_image"`
+	Boxes             []boxJSON   `json:"boxes"`
+	Error             string      `json:"error,omitempty"`
+}
+
+// status is `cocoonbox status [--json]`: where the CLI points and what
+// answers there, telling a dead api (exit 1) from an api without a box
+// supervisor (exit 0, said so). It makes read-only calls only:
+// Account.ListDevices (who the token is), Boxes.Images and Boxes.List.
+func status(ctx context.Context, args []string, stdout io.Writer) error {
+	fs := flags("status")
+	asJSON := fs.Bool("json", false, "print JSON")
+	_, st, err := begin(fs, args, 0, stdout)
+	if err != nil {
+		return err
+	}
+	out := apiStatusJSON{Endpoint: st.endpoint, EndpointSource: st.source, TokenSource: "none",
+		APIVersion: "unknown", Images: []imageJSON{}, Boxes: []boxJSON{}}
+	if os.Getenv("COCOONBOX_TOKEN") != "" {
+		out.TokenSource = "$COCOONBOX_TOKEN"
+	} else if _, err := st.saved(); err == nil {
+		out.TokenSource = "cli.json"
+	}
+	err = st.probe(ctx, &out)
+	if err != nil {
+		out.Error = err.Error()
+	}
+	if *asJSON {
+		if perr := printJSON(stdout, out); perr != nil {
+			return perr
+		}
+		if err != nil {
+			return jsonPrinted{err}
+		}
+		return nil
+	}
+	printStatus(stdout, out)
+	return err
+}
+
+// probe fills out's answers from the api; an error is a failure of the
+// status itself (no answer, or the token refused).
+func (s *state) probe(ctx context.Context, out *apiStatusJSON) error {
+	if out.TokenSource == "none" {
+		// Without a token, any answer (UNAUTHENTICATED) tells reachable from not.
+		_, err := s.accountWith("").ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+		if client.Unanswered(err) {
+			return s.why(err)
+		}
+		out.Reachable = true
+		return fmt.Errorf("not signed in to %s: run cocoonbox login --endpoint %s", s.endpoint, s.endpoint)
+	}
+	account, err := s.account()
+	if err != nil {
+		return err
+	}
+	devs, err := account.ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
+	if err != nil {
+		if client.Unanswered(err) {
+			return s.why(err)
+		}
+		out.Reachable = true
+		return s.explain("status", err)
+	}
+	out.Reachable = true
+	for _, d := range devs.Msg.Devices {
+		if d.Current {
+			out.Device = &deviceJSON{ID: d.Id, Client: d.Client, Label: d.Label}
+		}
+	}
+	boxes, err := s.boxes()
+	if err != nil {
+		return err
+	}
+	images, err := boxes.Images(ctx, connect.NewRequest(&controlv1.ImagesRequest{}))
+	var ce *connect.Error
+	switch {
+	case err == nil:
+		out.BoxSupervisor = true
+		out.LatestImage = images.Msg.Latest
+		for _, im := range images.Msg.Images {
+			out.Images = append(out.Images, imageJSON{Ref: im.Ref, Version: im.Version, Tier: im.Tier})
+		}
+	case connect.CodeOf(err) == connect.CodeUnavailable && !client.Unanswered(err) && errors.As(err, &ce):
+		out.SupervisorMessage = ce.Message()
+		return nil
+	default:
+		return s.explainBox("list images", err)
+	}
+	list, err := boxes.List(ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
+	if err != nil {
+		return s.explainBox("list boxes", err)
+	}
+	for _, b := range list.Msg.Boxes {
+		out.Boxes = append(out.Boxes, boxToJSON(b))
+	}
+	return nil
+}
+
+func printStatus(w io.Writer, out apiStatusJSON) {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	defer tw.Flush()
+	fmt.Fprintf(tw, "endpoint\t%s (from %s)\n", out.Endpoint, out.EndpointSource)
+	who := "no token: cocoonbox login signs in"
+	switch {
+	case out.TokenSource != "none" && out.Device != nil:
+		who = fmt.Sprintf("from %s, device %s (%s, %s)", out.TokenSource, out.Device.ID, out.Device.Label, out.Device.Client)
+	case out.TokenSource != "none" && out.Reachable && out.Error == "":
+		who = fmt.Sprintf("from %s, a token of no device (the console's personal token)", out.TokenSource)
+	case out.TokenSource != "none":
+		who = "from " + out.TokenSource
+	}
+	fmt.Fprintf(tw, "token\t%s\n", who)
+	if !out.Reachable {
+		fmt.Fprintf(tw, "api\tnot reachable\n")
+		return
+	}
+	fmt.Fprintf(tw, "api\tanswering, version %s\n", out.APIVersion)
+	switch {
+	case out.Error != "":
+		return
+	case !out.BoxSupervisor:
+		fmt.Fprintf(tw, "boxes\tnone: the api answers without a box supervisor (its words: %s)\n", out.SupervisorMessage)
+		return
+	}
+	fmt.Fprintf(tw, "images\t")
+	for i, im := range out.Images {
+		sep := ", "
+		if i == 0 {
+			sep = ""
+		}
+		mark := ""
+		if im.Ref == out.LatestImage {
+			mark = " (latest)"
+		}
+		fmt.Fprintf(tw, "%s%s%s", sep, im.Ref, mark)
+	}
+	fmt.Fprintln(tw)
+	if len(out.Boxes) == 0 {
+		fmt.Fprintf(tw, "boxes\tnone yet: cocoonbox box create NAME makes one\n")
+	}
+	for _, b := range out.Boxes {
+		fmt.Fprintf(tw, "box\t%s %s %s %s\n", b.Name, b.BoxID, b.State, b.Image)
+	}
+}
