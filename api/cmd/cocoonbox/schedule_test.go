@@ -14,10 +14,7 @@ import (
 // flag and changes nothing.
 func TestBoxScheduleSetsListsAndClears(t *testing.T) {
 	a := apitest.New(t)
-	if _, err := a.Server.DB.Pool.Exec(context.Background(), `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed)
-		VALUES ('cb-00000000000000a1', $1, 'main', 'cbdesk:v1-base', 'hibernated', 'local', $2)`, a.User.ID, make([]byte, 32)); err != nil {
-		t.Fatal(err)
-	}
+	addHibernatedBox(t, a, "local")
 	t.Setenv("COCOONBOX_TOKEN", string(a.PersonalToken(a.User.ID)))
 	t.Setenv("COCOONBOX_ENDPOINT", a.URL)
 	out, err := runCLI(t, "", "box", "schedule", "main", "--cron", "30 7 * * 1-5", "--tz", "Europe/Berlin", "--keep-up", "1h", "--json")
@@ -40,5 +37,16 @@ func TestBoxScheduleSetsListsAndClears(t *testing.T) {
 	}
 	if _, err := runCLI(t, "", "box", "schedule", "main"); err == nil || !strings.Contains(err.Error(), "--at or --cron") {
 		t.Fatalf("no mode: %v", err)
+	}
+}
+
+// addHibernatedBox writes the user's box "main" (cb-00000000000000a1,
+// hibernated, on host) into the api's database, as a box the supervisor
+// made and hibernated.
+func addHibernatedBox(t *testing.T, a *apitest.API, host string) {
+	t.Helper()
+	if _, err := a.Server.DB.Pool.Exec(context.Background(), `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed)
+		VALUES ('cb-00000000000000a1', $1, 'main', 'cbdesk:v1-base', 'hibernated', $2, $3)`, a.User.ID, host, make([]byte, 32)); err != nil {
+		t.Fatal(err)
 	}
 }

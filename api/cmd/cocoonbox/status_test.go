@@ -31,12 +31,14 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 		opts       []apitest.Option
 		supervisor bool
 		images     string
+		boxes      string
 	}{
-		{"without", nil, false, ""},
-		{"with", []apitest.Option{apitest.WithSupervisor("host1", imagesOnly{})}, true, "cbdesk:v23-base"},
+		{"without", nil, false, "", ""},
+		{"with", []apitest.Option{apitest.WithSupervisor("host1", imagesOnly{})}, true, "cbdesk:v23-base", "box       main cb-00000000000000a1 hibernated cbdesk:v1-base\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			a := apitest.New(t, c.opts...)
+			addHibernatedBox(t, a, "host1")
 			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
 			t.Setenv("COCOONBOX_ENDPOINT", a.URL)
 			t.Setenv("COCOONBOX_TOKEN", string(a.PersonalToken(a.User.ID)))
@@ -50,7 +52,7 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 				}
 			}
 			t.Logf("status:\n%s", out)
-			if c.supervisor != !strings.Contains(out, "without a box supervisor") || !strings.Contains(out, c.images) {
+			if c.supervisor != !strings.Contains(out, "without a box supervisor") || !strings.Contains(out, c.images) || !strings.Contains(out, c.boxes) {
 				t.Errorf("status, supervisor %v, images %q:\n%s", c.supervisor, c.images, out)
 			}
 			out, err = runCLI(t, "", "status", "--json")
@@ -63,6 +65,9 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 			}
 			if c.supervisor && (len(got.Images) != 1 || got.Images[0].Ref != c.images) {
 				t.Errorf("status --json images: %+v", got.Images)
+			}
+			if c.supervisor && (len(got.Boxes) != 1 || got.Boxes[0].Name != "main" || got.Boxes[0].State != "hibernated") {
+				t.Errorf("status --json boxes: %+v", got.Boxes)
 			}
 		})
 	}
