@@ -164,6 +164,7 @@ prefix=; for a; do [ "$prev" = --prefix ] && prefix=$a; prev=$a; done
 mkdir -p "$prefix/node_modules/.bin"
 for a; do case $a in
 @anthropic-ai/claude-code@*) b=claude ;; @openai/codex@*) b=codex ;; @devcontainers/cli@*) b=devcontainer ;;
+@modelcontextprotocol/server-everything@*) b=mcp-server-everything ;;
 @modelcontextprotocol/sdk@*) mkdir -p "$prefix/node_modules/@modelcontextprotocol/sdk"; echo '{}' >"$prefix/node_modules/@modelcontextprotocol/sdk/package.json"; continue ;;
 *) continue ;;
 esac; printf '#!/bin/sh\necho %s\n' "$a" >"$prefix/node_modules/.bin/$b"; chmod 0755 "$prefix/node_modules/.bin/$b"; done
@@ -207,8 +208,8 @@ echo "added 1 package in 1s"`)
 	}
 	// Again: nothing to do.
 	setup()
-	if c := calls(t, log); len(c) != 3 {
-		t.Errorf("npm ran %d times over a cold and a warm setup, want three times (once per cache):\n%s", len(c), strings.Join(c, "\n"))
+	if c := calls(t, log); len(c) != 4 {
+		t.Errorf("npm ran %d times over a cold and a warm setup, want four times (once per cache):\n%s", len(c), strings.Join(c, "\n"))
 	}
 	if again, _ := os.Stat(compose); !again.ModTime().Equal(built.ModTime()) {
 		t.Error("the second setup-host built compose again")
