@@ -7,7 +7,9 @@ SHELL := /bin/bash
 VERSION ?= $(shell cat image/VERSION)
 TIER ?= base
 REV := $(shell git describe --always --dirty 2>/dev/null || echo unknown)
-LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(REV) -X github.com/cocoonbox/cocoonbox/internal/version.Release=$(VERSION)
+# The release (VERSION) joins the link flags from the environment
+# (CB_RELEASE, in double quotes), never pasted into the shell line.
+LDFLAGS := -s -w -X github.com/cocoonbox/cocoonbox/internal/version.Version=$(REV) -X github.com/cocoonbox/cocoonbox/internal/version.Release=$$CB_RELEASE
 IMAGE := out/images/cbdesk-v$(VERSION)-$(TIER)
 # The desk tier's image, which `make test` builds beside $(IMAGE) for tests/desk.
 DESK_IMAGE := out/images/cbdesk-v$(VERSION)-desk
@@ -68,13 +70,14 @@ check-desk-image: export CB_VERSION := $(VERSION)
 check-desk-image:
 	@image/build --check --version "$$CB_VERSION" --tier desk
 
-build:
+build: export CB_RELEASE := $(VERSION)
+build: check-image
 	@mkdir -p out/bin
 	@# out/ holds image roots with Go sources in them: its own module keeps them out of ./...
 	@echo 'module cocoonbox.invalid/out' >out/go.mod
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
-	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
-	cd api && CGO_ENABLED=0 go build -trimpath -ldflags '$(LDFLAGS)' -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
+	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
+	cd api && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
 
 # The guest set as Debian packages, one per tier. DEB_VERSION reaches
 # image/deb through the environment, as VERSION reaches check-image.
