@@ -20,6 +20,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -361,11 +362,9 @@ func withEchoOnAsk(t *testing.T) (*everything, *apitest.API, controlv1connect.Co
 // and answers its id.
 func waitApproval(t *testing.T, a *apitest.API) string {
 	t.Helper()
-	deadline := time.Now().Add(60 * time.Second)
-	var last string
-	for time.Now().Before(deadline) {
+	var id string
+	wait.Eventually(t, 60*time.Second, "a pending approval of echo", func() (bool, string) {
 		resp, body := a.Session.Send("GET", "/cb/api/connect", "", "")
-		last = body
 		var got struct {
 			Approvals []struct {
 				ID   string `json:"id"`
@@ -373,12 +372,12 @@ func waitApproval(t *testing.T, a *apitest.API) string {
 			} `json:"approvals"`
 		}
 		if resp.StatusCode == http.StatusOK && json.Unmarshal([]byte(body), &got) == nil && len(got.Approvals) == 1 && got.Approvals[0].Tool == "echo" {
-			return got.Approvals[0].ID
+			id = got.Approvals[0].ID
+			return true, ""
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	t.Fatalf("no pending approval of echo within 60 s; GET /cb/api/connect answered %s", last)
-	return ""
+		return false, "GET /cb/api/connect answered " + body
+	})
+	return id
 }
 
 // Issue 44, Deliver 3: a disconnect ends the door calls open on the

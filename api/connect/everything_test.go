@@ -19,6 +19,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // everythingVersion is the pinned @modelcontextprotocol/server-everything
@@ -67,18 +68,14 @@ func startEverything(t *testing.T) *everything {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	backend := "127.0.0.1:" + strconv.Itoa(port)
-	deadline := time.Now().Add(60 * time.Second)
-	for {
+	wait.Eventually(t, 60*time.Second, "server-everything listening on "+backend, func() (bool, string) {
 		c, err := net.Dial("tcp", backend)
-		if err == nil {
-			c.Close()
-			break
+		if err != nil {
+			return false, fmt.Sprintf("%v; it wrote:\n%s", err, out.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("server-everything did not listen on %s within 60 s: %v; it wrote:\n%s", backend, err, out.String())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		c.Close()
+		return true, ""
+	})
 	e := &everything{Header: "X-Everything-Key", Key: "key-" + strconv.FormatInt(time.Now().UnixNano(), 36)}
 	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: "http", Host: backend})
 	proxy.FlushInterval = -1

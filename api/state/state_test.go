@@ -2,6 +2,7 @@ package state_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -40,13 +42,10 @@ func TestADeletedUsersObjectsLeaveTheStore(t *testing.T) {
 	if err := a.Users.Delete(ctx, "bob"); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for len(keys(t, a.State, bob.ID)) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("two minutes after bob's delete, the store still holds %q", keys(t, a.State, bob.ID))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	wait.Eventually(t, 2*time.Minute, "bob's objects gone from the store after his delete", func() (bool, string) {
+		left := keys(t, a.State, bob.ID)
+		return len(left) == 0, fmt.Sprintf("the store still holds %q", left)
+	})
 	if got := keys(t, a.State, a.User.ID); len(got) != 3 {
 		t.Fatalf("alice's objects after bob's delete: %q, want her 3", got)
 	}
