@@ -197,6 +197,9 @@ func dispatch(verb string, args []string) (map[string]any, error) {
 			if err := needKey(*key); err != nil {
 				return nil, err
 			}
+			if err := p.Settled(*key); err != nil {
+				return nil, err
+			}
 		}
 		resp, err := ib(&offload.Request{Op: "status", Repo: *key}, 30*time.Second)
 		if err != nil {

@@ -25,3 +25,17 @@ func (p *Packer) lock(key string) (func(), error) {
 	}
 	return func() { f.Close() }, nil
 }
+
+// Settled waits until no verb of the repo is running (it takes the repo's
+// lock and lets it go), so a status read after it sees what a send still
+// running from a killed packer did: the session it started, or the copy
+// it released (Contract: Offload, "Offload, Mac side": the rerun asks the
+// box, then finishes that offload or starts over).
+func (p *Packer) Settled(key string) error {
+	unlock, err := p.lock(key)
+	if err != nil {
+		return err
+	}
+	unlock()
+	return nil
+}
