@@ -336,6 +336,7 @@ func TestOffloadAndBack(t *testing.T) {
 	t.Run("FetchFailsThenTheCLIStops", func(t *testing.T) { fetchFailsThenTheCLIStops(t, r) })
 	t.Run("Corpus", func(t *testing.T) { corpus(t, r) })
 	t.Run("HistoryBounded", func(t *testing.T) { historyBounded(t, r) })
+	t.Run("RealRepository", func(t *testing.T) { realRepository(t, r) })
 }
 
 func contains(s []string, v string) bool {
