@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"connectrpc.com/connect"
-	"github.com/jackc/pgx/v5"
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
@@ -24,17 +23,6 @@ var _ controlv1connect.SchedulesHandler = (*Service)(nil)
 // NewService serves st's schedules to the caller user answers.
 func NewService(st *Store, user func(context.Context) (string, bool)) *Service {
 	return &Service{st: st, user: user}
-}
-
-// boxID is the id of the caller's box ref (a name or an id; "" is every
-// box, for List only).
-func (s *Service) boxID(ctx context.Context, user, ref string) (string, error) {
-	var id string
-	err := s.st.pool.QueryRow(ctx, "SELECT id FROM boxes WHERE user_id = $1 AND (id = $2 OR name = $2)", user, ref).Scan(&id)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return "", fmt.Errorf("%w: box %q", ErrNotFound, ref)
-	}
-	return id, err
 }
 
 // code is the connect error of an error of this package.
@@ -82,7 +70,7 @@ func (s *Service) SetSchedule(ctx context.Context, req *connect.Request[controlv
 	if m.AtMs != 0 {
 		sp.At = time.UnixMilli(m.AtMs)
 	}
-	id, err := s.boxID(ctx, user, m.Box)
+	id, err := s.st.BoxID(ctx, user, m.Box)
 	if err != nil {
 		return nil, code(err)
 	}
@@ -101,7 +89,7 @@ func (s *Service) ListSchedules(ctx context.Context, req *connect.Request[contro
 	}
 	id := ""
 	if req.Msg.Box != "" {
-		if id, err = s.boxID(ctx, user, req.Msg.Box); err != nil {
+		if id, err = s.st.BoxID(ctx, user, req.Msg.Box); err != nil {
 			return nil, code(err)
 		}
 	}
@@ -122,7 +110,7 @@ func (s *Service) ClearSchedules(ctx context.Context, req *connect.Request[contr
 	if err != nil {
 		return nil, err
 	}
-	id, err := s.boxID(ctx, user, req.Msg.Box)
+	id, err := s.st.BoxID(ctx, user, req.Msg.Box)
 	if err != nil {
 		return nil, code(err)
 	}

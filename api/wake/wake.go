@@ -60,40 +60,97 @@ type Schedule struct {
 	SleepAt *time.Time `json:"sleep_at,omitempty"`
 }
 
-// ErrInvalid wraps a spec that breaks a rule; its text names the field.
+// ErrInvalid is what every refused spec is (errors.Is); the error is a
+// *FieldError naming the field.
 var ErrInvalid = errors.New("invalid schedule")
+
+// FieldError is a spec that breaks a rule: Field is the spec's field as
+// the api's callers name it ("at", "cron", "time_zone", "keep_up"; "box"
+// for a box with MaxPerBox schedules), Rule what is wrong with its value,
+// a sentence's end a person reads ("\"Mars/Olympus\" is not an IANA time
+// zone, such as Europe/Berlin"), and Detail the parser's own words ("" for
+// none), for the CLI and the MCP tools, which print Error. The console
+// says Rule after the field's label (api/wake's Console).
+type FieldError struct {
+	Field, Rule, Detail string
+}
+
+// Error is "invalid schedule: FIELD RULE[: DETAIL]".
+func (e *FieldError) Error() string {
+	s := ErrInvalid.Error() + ": " + e.Field + " " + e.Rule
+	if e.Detail != "" {
+		s += ": " + e.Detail
+	}
+	return s
+}
+
+// Is makes a FieldError ErrInvalid.
+func (e *FieldError) Is(target error) bool { return target == ErrInvalid }
+
+func invalid(field, rule string) error { return &FieldError{Field: field, Rule: rule} }
 
 // ErrNotFound is a box or schedule the user does not have.
 var ErrNotFound = errors.New("no such box or schedule")
 
 var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
 
-// next is spec's first wake after now, or an error naming the field.
+// zone is the IANA time zone name ("" is UTC), or a FieldError of
+// time_zone.
+func zone(name string) (*time.Location, error) {
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "Local" {
+		return nil, invalid("time_zone", fmt.Sprintf("%q is not an IANA time zone, such as Europe/Berlin", name))
+	}
+	return loc, nil
+}
+
+// LocalLayout is the form of a wall-clock time ParseLocal reads: an HTML
+// datetime-local input's value.
+const LocalLayout = "2006-01-02T15:04"
+
+// ParseLocal reads value, a wall-clock time (LocalLayout, seconds
+// optional), in the time zone name ("" is UTC): the console's "wake at".
+// Errors are FieldErrors of time_zone or at.
+func ParseLocal(value, name string) (time.Time, error) {
+	loc, err := zone(name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	for _, layout := range []string{LocalLayout, LocalLayout + ":05"} {
+		if t, err := time.ParseInLocation(layout, value, loc); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, invalid("at", fmt.Sprintf("%q is not a date and time, such as 2026-12-08T07:30", value))
+}
+
+// next is spec's first wake after now, or a FieldError.
 func (sp Spec) next(now time.Time) (time.Time, *time.Location, error) {
-	loc, err := time.LoadLocation(sp.TimeZone)
-	if err != nil || sp.TimeZone == "Local" {
-		return time.Time{}, nil, fmt.Errorf("%w: time_zone %q is not an IANA time zone (e.g. Europe/Berlin)", ErrInvalid, sp.TimeZone)
+	loc, err := zone(sp.TimeZone)
+	if err != nil {
+		return time.Time{}, nil, err
 	}
 	if sp.KeepUp < 0 || sp.KeepUp > MaxKeepUp {
-		return time.Time{}, nil, fmt.Errorf("%w: keep_up %s is not 0 to %s", ErrInvalid, sp.KeepUp, MaxKeepUp)
+		return time.Time{}, nil, invalid("keep_up", fmt.Sprintf("%s is not 0 to %s", sp.KeepUp, MaxKeepUp))
 	}
 	switch {
 	case sp.Cron != "" && !sp.At.IsZero():
-		return time.Time{}, nil, fmt.Errorf("%w: give at or cron, not both", ErrInvalid)
+		return time.Time{}, nil, invalid("at", "and a cron expression were both given: give one")
 	case sp.Cron != "":
 		s, err := parser.Parse(sp.Cron)
 		if err != nil {
-			return time.Time{}, nil, fmt.Errorf("%w: cron %q: %v", ErrInvalid, sp.Cron, err)
+			return time.Time{}, nil, &FieldError{Field: "cron", Detail: err.Error(),
+				Rule: fmt.Sprintf("%q is not five fields (minute hour day-of-month month day-of-week, such as 30 7 * * 1-5) nor a descriptor such as @daily", sp.Cron)}
 		}
 		n := s.Next(now.In(loc))
 		if n.IsZero() {
-			return time.Time{}, nil, fmt.Errorf("%w: cron %q never fires", ErrInvalid, sp.Cron)
+			return time.Time{}, nil, invalid("cron", fmt.Sprintf("%q never comes", sp.Cron))
 		}
 		return n, loc, nil
 	case sp.At.IsZero():
-		return time.Time{}, nil, fmt.Errorf("%w: give at (a time) or cron (an expression)", ErrInvalid)
+		return time.Time{}, nil, invalid("at", "is missing: give a time, or a cron expression")
 	case !sp.At.After(now):
-		return time.Time{}, nil, fmt.Errorf("%w: at %s is not in the future", ErrInvalid, sp.At.UTC().Format(time.RFC3339))
+		return time.Time{}, nil, invalid("at", sp.At.In(loc).Format("Mon 2 Jan 2006 15:04 MST")+" is past: give a time ahead")
 	}
 	return sp.At, loc, nil
 }
@@ -122,6 +179,17 @@ func scan(r pgx.Row) (Schedule, error) {
 	return s, err
 }
 
+// BoxID is the id of user's box ref, its name or its id; ErrNotFound
+// for a box the user does not have.
+func (st *Store) BoxID(ctx context.Context, user, ref string) (string, error) {
+	var id string
+	err := st.pool.QueryRow(ctx, "SELECT id FROM boxes WHERE user_id = $1 AND (id = $2 OR name = $2)", user, ref).Scan(&id)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "", fmt.Errorf("%w: box %q", ErrNotFound, ref)
+	}
+	return id, err
+}
+
 // Set adds a schedule to user's box boxID. Errors: ErrInvalid naming the
 // field, ErrNotFound for a box the user does not have, ErrInvalid past
 // MaxPerBox schedules.
@@ -145,7 +213,7 @@ func (st *Store) Set(ctx context.Context, user, boxID string, sp Spec) (Schedule
 			return err
 		}
 		if n >= MaxPerBox {
-			return fmt.Errorf("%w: the box has %d schedules, the most it may have", ErrInvalid, MaxPerBox)
+			return invalid("box", fmt.Sprintf("has %d schedules, the most a box may have: clear one first", MaxPerBox))
 		}
 		var at *time.Time
 		var cronExpr *string

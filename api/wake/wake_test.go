@@ -177,19 +177,21 @@ func TestBadSchedulesAreRefusedAndSchedulesGoWithTheBox(t *testing.T) {
 	st, c, user, box := env(t)
 	ctx := context.Background()
 	for _, bad := range []struct {
-		sp   Spec
-		want string
+		sp          Spec
+		field, rule string
 	}{
-		{Spec{}, "give at"},
-		{Spec{At: c.Now().Add(-time.Second)}, "not in the future"},
-		{Spec{Cron: "61 * * * *"}, "cron"},
-		{Spec{Cron: "* * * * *", At: c.Now().Add(time.Hour)}, "not both"},
-		{Spec{Cron: "0 7 * * *", TimeZone: "Mars/Olympus"}, "time_zone"},
-		{Spec{Cron: "0 7 * * *", KeepUp: 8 * 24 * time.Hour}, "keep_up"},
+		{Spec{}, "at", "is missing"},
+		{Spec{At: c.Now().Add(-time.Second)}, "at", "is past"},
+		{Spec{Cron: "61 * * * *"}, "cron", "is not five fields"},
+		{Spec{Cron: "* * * * *", At: c.Now().Add(time.Hour)}, "at", "both given"},
+		{Spec{Cron: "0 7 * * *", TimeZone: "Mars/Olympus"}, "time_zone", "not an IANA time zone"},
+		{Spec{Cron: "0 7 * * *", KeepUp: 8 * 24 * time.Hour}, "keep_up", "is not 0 to"},
 	} {
 		_, err := st.Set(ctx, user, box, bad.sp)
-		if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), bad.want) {
-			t.Errorf("%+v: %v, want ErrInvalid naming %q", bad.sp, err, bad.want)
+		var fe *FieldError
+		if !errors.Is(err, ErrInvalid) || !errors.As(err, &fe) || fe.Field != bad.field || !strings.Contains(fe.Rule, bad.rule) ||
+			!strings.HasPrefix(err.Error(), "invalid schedule: "+bad.field+" ") {
+			t.Errorf("%+v: %v, want a FieldError of %s saying %q", bad.sp, err, bad.field, bad.rule)
 		}
 	}
 	if _, err := st.Set(ctx, "00000000-0000-4000-8000-000000000000", box, Spec{At: c.Now().Add(time.Hour)}); !errors.Is(err, ErrNotFound) {
