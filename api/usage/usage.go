@@ -274,8 +274,9 @@ type Figures struct {
 	DefaultCap     bool
 	// RemainingToday is the cap less today's spend, never below 0.
 	RemainingToday int64
-	// Models are this month's figures per model (only when asked).
-	Models map[string]gw.Metered
+	// Models are this month's figures per model, and ModelsToday today's
+	// (only when asked).
+	Models, ModelsToday map[string]gw.Metered
 }
 
 // Figures reads user's usage from gw: today, this month (both UTC) and,
@@ -293,7 +294,7 @@ func (s *Service) Figures(ctx context.Context, user string, perModel bool) (Figu
 	}
 	f := Figures{DailyCapMicros: capMicros, DefaultCap: def}
 	if perModel {
-		f.Models = map[string]gw.Metered{}
+		f.Models, f.ModelsToday = map[string]gw.Metered{}, map[string]gw.Metered{}
 	}
 	today := now.Format(time.DateOnly)
 	for _, d := range days {
@@ -306,6 +307,9 @@ func (s *Service) Figures(ctx context.Context, user string, perModel bool) (Figu
 				mm := f.Models[name]
 				mm.Add(m)
 				f.Models[name] = mm
+				if d.Date == today {
+					f.ModelsToday[name] = m
+				}
 			}
 		}
 	}
