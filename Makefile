@@ -123,7 +123,7 @@ lint:
 # The console's screenshots (docs/console.md): its browser suite, writing them.
 console-shots:
 	rm -f docs/console/*.png
-	tests/with-test-database go test -count=1 -run 'TestEveryPageInEveryState$$' ./api/console/ -console.shots=$(CURDIR)/docs/console
+	tests/with-test-database go test -count=1 -run 'TestEveryPageInEveryState$$|TestTheUsagePageShowsGWsFiguresAgainstTheCap$$|TestTheSchedulesPageSetsListsAndClearsWakes$$' ./api/console/ -console.shots=$(CURDIR)/docs/console
 
 # Each test run keeps its `go test -json` in out/test/RULE.json (the
 # console shows go test's plain output: tests/cmd/testreport); make

@@ -174,12 +174,15 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopOAuth)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
-	schedules := wake.NewService(wake.NewStore(db.Pool, nil), tokens.UserID)
+	scheduleStore := wake.NewStore(db.Pool, nil)
+	schedules := wake.NewService(scheduleStore, tokens.UserID)
 	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, schedules, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
+	mountWakeConsole(srv, scheduleStore, con, log)
+	mountUsageConsole(srv, models, con, log)
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available
 		con.SetBoxes(homeBoxes(bh))
 	}

@@ -95,6 +95,15 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 	return boxes.NewHandler(svc, tokens.UserID, log), func() { stopWake(); <-done; svc.Close(); closeHosts() }, nil
 }
 
+// mountWakeConsole serves the console's Schedules page and its calls
+// (wake.Console) on st, the store the Schedules service answers from;
+// without a supervisor too, as that service is (a schedule wakes its box
+// once the api has one).
+func mountWakeConsole(srv *server.Server, st *wake.Store, con *console.Console, log *slog.Logger) {
+	wake.NewConsole(st, con.UserID, log).Mount(srv)
+	con.AddSection(console.Section{Title: "Schedules", Path: "/cb/schedules", Blurb: "When your boxes wake by themselves, and how long they stay up after.", Page: &wake.Page})
+}
+
 // wakeEvery is how often each api looks for due scheduled wakes (Contract:
 // Scheduled wake; a box wakes within about this of its time).
 const wakeEvery = time.Second

@@ -11,9 +11,11 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/gw"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/usage"
 	"github.com/cocoonbox/cocoonbox/api/vault"
@@ -35,6 +37,17 @@ func startUsage(cfg config.Config, db *database.DB, sealer *vault.Store, log *sl
 		return nil, fmt.Errorf("gw.master_key_file %s is empty: it holds gw's admin key", cfg.GW.MasterKeyFile)
 	}
 	return usage.New(db.Pool, gw.New(cfg.GW.URL, master, nil), sealer, cfg.GW.DefaultDailyCapMicros, nil, log), nil
+}
+
+// mountUsageConsole serves the console's Usage page and its call
+// (usage.Console) from u's figures: not without a gw, where nothing is
+// metered (the navigation leaves a section that is not built out).
+func mountUsageConsole(srv *server.Server, u *usage.Service, con *console.Console, log *slog.Logger) {
+	if u == nil {
+		return
+	}
+	usage.NewConsole(u, con.UserID, log).Mount(srv)
+	con.AddSection(console.Section{Title: "Usage", Path: "/cb/usage", Blurb: "What your model calls cost today and this month, against your daily cap.", Page: &usage.Page})
 }
 
 // usageHooks are what the box service takes of model usage (none without
