@@ -135,8 +135,21 @@ func TestTheSchedulesPageSetsListsAndClearsWakes(t *testing.T) {
 		t.Fatalf("stored after the one-time wake: %+v, want its next at %s", got, at)
 	}
 
+	// Work's wake has fired (the scheduler's write): the page says until
+	// when it keeps the box up, in Berlin.
+	var sleepAt time.Time
+	if err := a.Server.DB.Pool.QueryRow(context.Background(), `UPDATE box_schedules SET sleep_at = now() + interval '80 minutes'
+		WHERE box_id = 'cb-00000000000000a2' RETURNING sleep_at`).Scan(&sleepAt); err != nil {
+		t.Fatal(err)
+	}
+	upUntil := sleepAt.In(berlin).Format("Mon 2 Jan 2006 15:04 MST")
+
 	// The page with both, checked whole: each Clear asks first.
-	u.check(pageState{name: "schedules", path: "/cb/schedules", ready: once, shot: true})
+	u.check(pageState{name: "schedules", path: "/cb/schedules", ready: once, shot: true, act: func(u *ui) {
+		if rows := u.rows("#schedules-work"); len(rows) != 1 || rows[0][3] != upUntil {
+			t.Errorf("work's wake fired: its row %q, want it up until %s", rows, upUntil)
+		}
+	}})
 
 	// Clearing work's wake asks first; Cancel keeps it.
 	clearWork := `#schedules-work button.danger`
