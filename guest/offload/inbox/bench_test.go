@@ -112,3 +112,15 @@ func BenchmarkSendLargeRepository(b *testing.B) {
 	}
 	b.Logf("timings_ms: %s", strings.TrimSpace(line.String()))
 }
+
+// BenchmarkBeginPreflight: begin of a new repository (the box half of
+// the preflight: the tools in a login shell, the CLI's version and
+// sign-in; then the copy taken), the fixed cost every offload waits on
+// (issue 39, Deliver 4).
+func BenchmarkBeginPreflight(b *testing.B) {
+	e := newEnv(b)
+	for i := 0; i < b.N; i++ {
+		key := fmt.Sprintf("bp%d", i)
+		e.mustVerb(nil, "begin", "--repo", key, "--name", key, "--kind", "claude", "--id", "off1")
+	}
+}

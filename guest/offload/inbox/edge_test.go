@@ -85,6 +85,30 @@ func TestAFourthSessionIsRefused(t *testing.T) {
 	}
 }
 
+// Contract: Offload, Preflight, "Box tools missing": the tools are asked
+// in one login shell beside the CLI's checks; the finding names exactly
+// the tools that shell does not find (here mise and tmux), and the CLI's
+// own answer still comes.
+func TestBeginNamesTheBoxToolsALoginShellLacks(t *testing.T) {
+	e := newEnv(t)
+	only := filepath.Join(e.dir, "only")
+	must(t, os.MkdirAll(only, 0o755))
+	for _, tool := range []string{"git", "rsync", "bash", "cat"} {
+		path, err := exec.LookPath(tool)
+		must(t, err)
+		must(t, os.Symlink(path, filepath.Join(only, tool)))
+	}
+	must(t, os.WriteFile(filepath.Join(e.home, ".profile"), []byte("export PATH="+e.bin+":"+only+"\n"), 0o644))
+	resp, code, _ := e.verb(nil, "begin", "--repo", "kt", "--name", "kt", "--kind", "claude", "--id", "off1")
+	findings := fmt.Sprint(resp["findings"])
+	if code != 3 || !strings.Contains(findings, "not on a login shell's PATH: tmux, mise") {
+		t.Fatalf("begin without tmux and mise: %d %v", code, resp)
+	}
+	if v, _ := resp["cli"].(map[string]any)["version"].(string); v == "" {
+		t.Errorf("the CLI's version is missing beside the tools' finding: %v", resp["cli"])
+	}
+}
+
 // restart starts the repo's CLI afresh from its last hand-over.
 func TestRestartFromTheLastHandover(t *testing.T) {
 	e := newEnv(t)

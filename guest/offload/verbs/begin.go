@@ -47,9 +47,10 @@ func New(p offload.Paths, progress func(string, ...any)) *Packer {
 
 // loginShell runs a command line in the user's login shell, so the PATH
 // is the one a session in tmux gets (Contract: Preflight: "on a login
-// shell's PATH"). It returns stdout and the exit code (-1: not run).
-func loginShell(line string, timeout time.Duration) (string, int) {
-	cmd := exec.Command("bash", "-lc", line)
+// shell's PATH"). args are the line's $1, $2, ... It returns stdout and
+// the exit code (-1: not run).
+func loginShell(line string, timeout time.Duration, args ...string) (string, int) {
+	cmd := exec.Command("bash", append([]string{"-lc", line, "bash"}, args...)...)
 	cmd.Stdin = nil
 	done := make(chan struct{})
 	var out []byte
@@ -76,16 +77,16 @@ func loginShell(line string, timeout time.Duration) (string, int) {
 // CLI installed and signed in, the copy's state and the sessions running.
 func (p *Packer) Preflight(key, kind string, sessions int) (CLI, []Finding) {
 	findings := []Finding{}
-	var missing []string
-	for _, tool := range []string{"git", "rsync", "tmux", "mise"} {
-		if _, code := loginShell("command -v "+tool, 20*time.Second); code != 0 {
-			missing = append(missing, tool)
-		}
-	}
+	// The tools and the CLI are asked at once: each answer is a login
+	// shell (and the CLI a node program), and the preflight waits on all
+	// of them before anything is sent (issue 39, Deliver 4's fixed cost).
+	tools := make(chan []string, 1)
+	go func() { tools <- missingTools() }()
+	cli := checkCLI(kind)
+	missing := <-tools
 	if len(missing) > 0 {
 		findings = append(findings, offload.Found("Box tools missing", "block", "not on a login shell's PATH: "+strings.Join(missing, ", ")))
 	}
-	cli := checkCLI(kind)
 	switch {
 	case cli.Version == "":
 		findings = append(findings, offload.Found("Box CLI missing or signed out", "block",
@@ -105,6 +106,19 @@ func (p *Packer) Preflight(key, kind string, sessions int) (CLI, []Finding) {
 	return cli, findings
 }
 
+// boxTools are the tools the preflight wants on a login shell's PATH.
+var boxTools = []string{"git", "rsync", "tmux", "mise"}
+
+// missingTools is the boxTools a login shell does not find, asked in one
+// shell; a shell that does not answer finds none of them.
+func missingTools() []string {
+	out, code := loginShell(`for t in "$@"; do command -v "$t" >/dev/null || echo "$t"; done`, 20*time.Second, boxTools...)
+	if code != 0 {
+		return boxTools
+	}
+	return strings.Fields(out)
+}
+
 // checkCLI runs the kind's version and sign-in commands (Contract:
 // Preflight: claude --version, claude auth status; codex --version, codex
 // login status).
@@ -112,12 +126,14 @@ func checkCLI(kind string) CLI {
 	c := CLI{Kind: kind}
 	switch kind {
 	case "claude":
+		authStatus := make(chan string, 1)
+		go func() { out, _ := loginShell("claude auth status", 30*time.Second); authStatus <- out }()
 		out, code := loginShell("claude --version", 30*time.Second)
+		status := <-authStatus
 		if code != 0 {
 			return c
 		}
 		c.Version = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(out), "(Claude Code)"))
-		status, _ := loginShell("claude auth status", 30*time.Second)
 		var st struct {
 			LoggedIn bool   `json:"loggedIn"`
 			Email    string `json:"email"`
@@ -134,13 +150,20 @@ func checkCLI(kind string) CLI {
 		}
 		c.HooksBlocked = hooksBlocked()
 	case "codex":
+		type answer struct {
+			out  string
+			code int
+		}
+		login := make(chan answer, 1)
+		go func() { out, code := loginShell("codex login status 2>&1", 30*time.Second); login <- answer{out, code} }()
 		out, code := loginShell("codex --version", 30*time.Second)
+		st := <-login
 		if code != 0 {
 			return c
 		}
 		c.Version = strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(out), "codex-cli"))
-		status, code := loginShell("codex login status 2>&1", 30*time.Second)
-		c.SignedIn = code == 0 && !strings.Contains(status, "Not logged in")
+		status := st.out
+		c.SignedIn = st.code == 0 && !strings.Contains(status, "Not logged in")
 		if c.SignedIn {
 			c.Account = strings.TrimSpace(status)
 		}
