@@ -58,8 +58,19 @@ const QueueCookie = "cb_queue"
 // QueueSecretPrefix begins every cb_queue secret.
 const QueueSecretPrefix = "cbq_"
 
-// QueueCookieTTL is the cookie's life.
+// QueueCookieTTL is the cookie's life, and its secret's: an older one is
+// refused and pruned.
 const QueueCookieTTL = 90 * 24 * time.Hour
+
+// QueueSpentTTL is how long a spent secret keeps answering the admitted
+// entry's status ("You're in" on the person's page) before it is pruned;
+// by then the person signs in with GitHub as any member does.
+const QueueSpentTTL = 30 * 24 * time.Hour
+
+// QueueSecretsPerEntry is how many live secrets one queue entry keeps
+// (one a browser that signed in while queued): minting one more drops the
+// oldest, so signing in again and again cannot grow the table.
+const QueueSecretsPerEntry = 8
 
 var (
 	uuidRule        = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
@@ -79,10 +90,19 @@ func (s *Signup) SetQueueCookie(w http.ResponseWriter, secret string) {
 }
 
 // mintQueueSecret makes a new cb_queue secret of the queue entry
-// queueID and keeps its SHA-256.
+// queueID and keeps its SHA-256. On the way it prunes: every secret
+// expired (QueueCookieTTL) or spent QueueSpentTTL ago, and the entry's
+// oldest beyond QueueSecretsPerEntry. Pruning where rows are made bounds
+// the table by the entries, as storeFlow does for the GitHub sign-ins.
 func (s *Signup) mintQueueSecret(ctx context.Context, queueID string) (string, error) {
 	secret, digest := newSecret(QueueSecretPrefix)
-	if _, err := s.pool.Exec(ctx, "INSERT INTO signup_queue_cookies (sha256, queue_id) VALUES ($1, $2)", digest[:], queueID); err != nil {
+	if _, err := s.pool.Exec(ctx, `
+		WITH gone AS (DELETE FROM signup_queue_cookies
+			WHERE created_at < now() - make_interval(secs => $3) OR spent_at < now() - make_interval(secs => $4)),
+		oldest AS (DELETE FROM signup_queue_cookies WHERE sha256 IN (
+			SELECT sha256 FROM signup_queue_cookies WHERE queue_id = $2 ORDER BY created_at DESC, sha256 OFFSET $5))
+		INSERT INTO signup_queue_cookies (sha256, queue_id) VALUES ($1, $2)`,
+		digest[:], queueID, QueueCookieTTL.Seconds(), QueueSpentTTL.Seconds(), QueueSecretsPerEntry-1); err != nil {
 		return "", fmt.Errorf("keep the queue cookie: %w", err)
 	}
 	return secret, nil
@@ -92,14 +112,16 @@ func (s *Signup) clearQueueCookie(w http.ResponseWriter) { http.SetCookie(w, s.q
 
 // queueCookieOf is the queue entry r's cb_queue cookie names, and
 // whether admission spent it; ErrNotFound for no cookie, a malformed or
-// an unknown one.
+// an unknown one, one past QueueCookieTTL or spent QueueSpentTTL ago.
 func (s *Signup) queueCookieOf(r *http.Request) (id string, spent bool, err error) {
 	c, err := r.Cookie(QueueCookie)
 	if err != nil || !queueSecretRule.MatchString(c.Value) {
 		return "", false, ErrNotFound
 	}
-	err = s.pool.QueryRow(r.Context(), "SELECT queue_id::text, spent_at IS NOT NULL FROM signup_queue_cookies WHERE sha256 = $1",
-		sum(c.Value)).Scan(&id, &spent)
+	err = s.pool.QueryRow(r.Context(), `SELECT queue_id::text, spent_at IS NOT NULL FROM signup_queue_cookies
+		WHERE sha256 = $1 AND created_at >= now() - make_interval(secs => $2)
+		AND (spent_at IS NULL OR spent_at >= now() - make_interval(secs => $3))`,
+		sum(c.Value), QueueCookieTTL.Seconds(), QueueSpentTTL.Seconds()).Scan(&id, &spent)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, ErrNotFound
 	}
