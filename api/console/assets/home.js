@@ -5,6 +5,9 @@
   const { $, call, el, when } = cb;
   const states = { running: "Running", hibernated: "Hibernated", starting: "Starting", saving: "Saving",
                    hibernating: "Hibernating", waking: "Waking", deleting: "Deleting", failed: "Failed" };
+  // The operation under way, as a person says it (boxes' operation kinds).
+  const doing = { create: "Being made now", ensure: "Starting now", hibernate: "Hibernating now", save: "Saving now",
+                  upgrade: "Upgrading now", delete: "Being deleted now" };
   async function boxes() {
     const { status, answer } = await call("GET", "/cb/api/boxes");
     if (status !== 200) { $("boxes-state").textContent = "Your boxes could not be read; reload to try again."; return; }
@@ -15,7 +18,7 @@
       li.append(el("span", b.name, { class: "name" }), el("br"),
         el("span", (states[b.state] || b.state) + " · " + b.image), el("br"),
         el("span", b.saved_at ? "Last saved " + when(b.saved_at) : "Never saved", { class: "muted small" }));
-      if (b.operation) li.append(el("br"), el("span", "Now: " + b.operation, { class: "small" }));
+      if (b.operation) li.append(el("br"), el("span", doing[b.operation] || "Now: " + b.operation, { class: "small" }));
       if (b.agent) li.append(el("span", "agent", { class: "badge" }));
       list.append(li);
     }
