@@ -209,11 +209,19 @@ func (s *Signup) leaveQueue(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = s.Leave(r.Context(), id)
 	}
-	if errors.Is(err, ErrNotFound) {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		s.notQueued(w)
 		return
-	}
-	if err != nil {
+	// The person's page shows these as they are (issue 41, Deliver 2):
+	// signup's general ones read "rejected by an admin: the entry stays".
+	case errors.Is(err, ErrRejected):
+		server.WriteJSON(w, http.StatusConflict, callError{"declined", "An admin declined your signup, so you have no place in the queue to leave."})
+		return
+	case errors.Is(err, ErrAdmitted):
+		server.WriteJSON(w, http.StatusConflict, callError{"admitted", "You are in already: your account is ready. Sign in with GitHub."})
+		return
+	case err != nil:
 		s.fail(w, r, "leave the queue", err)
 		return
 	}

@@ -65,10 +65,10 @@ func TestTheQueueAndAdminPagesInARealBrowser(t *testing.T) {
 	step("type the admin", b.Type(ctx, "#user", "boss"))
 	step("type the password", b.Type(ctx, "#password", "correct horse"))
 	step("sign in", b.Click(ctx, "#signin-submit"))
-	step("the admin page", b.WaitFor(ctx, "the admin page with the queue", has("No seats", "0 signup accounts", "Person1", "p1@example.com")))
+	step("the admin page", b.WaitFor(ctx, "the admin page with the queue", has("No seats", "0 accounts hold seats", "Person1", "p1@example.com")))
 	shot("admin")
 	step("admit past the cap", b.Click(ctx, `button[data-action="admit"][data-login="Person1"]`))
-	step("admitted", b.WaitFor(ctx, "the admitted entry", has("No seats", "1 signup account,", "admitted", "person1")))
+	step("admitted", b.WaitFor(ctx, "the admitted entry", has("No seats", "1 account holds a seat", "admitted", "person1")))
 	if n := e.count("SELECT count(*) FROM users WHERE id = $1", q); n != 1 {
 		t.Fatal("the page's admit made no account")
 	}

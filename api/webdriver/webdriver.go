@@ -308,6 +308,24 @@ func (b *Browser) cdp(ctx context.Context, cmd string, params map[string]any) er
 	return b.call(ctx, "POST", "/goog/cdp/execute", map[string]any{"cmd": cmd, "params": params}, nil)
 }
 
+// SetCookie gives the browser the cookie c for the origin of the page
+// shown now (W3C WebDriver's Add Cookie, which may set an HttpOnly one):
+// what a server's Set-Cookie would have left, for a test that has the
+// value by other means. Only name, value, path, HttpOnly, Secure and
+// SameSite are sent.
+func (b *Browser) SetCookie(ctx context.Context, c *http.Cookie) error {
+	cookie := map[string]any{"name": c.Name, "value": c.Value, "path": c.Path, "httpOnly": c.HttpOnly, "secure": c.Secure}
+	switch c.SameSite {
+	case http.SameSiteStrictMode:
+		cookie["sameSite"] = "Strict"
+	case http.SameSiteLaxMode:
+		cookie["sameSite"] = "Lax"
+	case http.SameSiteNoneMode:
+		cookie["sameSite"] = "None"
+	}
+	return b.call(ctx, "POST", "/cookie", map[string]any{"cookie": cookie}, nil)
+}
+
 // Window is the handle of the window (tab) commands go to now.
 func (b *Browser) Window(ctx context.Context) (string, error) {
 	var h string

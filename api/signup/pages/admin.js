@@ -3,7 +3,8 @@
 (() => {
   const { $, call, busy, button, clearErrors, showError, confirm, row, el, plain, when } = cb;
   const lists = (s) => s.split(",").map((x) => x.trim()).filter((x) => x);
-  const dollars = (micros) => "$" + (micros / 1e6).toFixed(micros % 10000 ? 6 : 2).replace(/(\.\d\d\d*?)0+$/, "$1");
+  // dollars says micro-dollars as a person does: $2.50, $0.000001, -$1.00.
+  const dollars = (micros) => (micros < 0 ? "-$" : "$") + (Math.abs(micros) / 1e6).toFixed(micros % 10000 ? 6 : 2).replace(/(\.\d\d\d*?)0+$/, "$1");
   const labels = { seats: ["Seats", "seats"], hourly_accounts: ["Accounts admitted per hour", "hourly_accounts"],
     daily_cap_micros: ["The daily cap", "daily_cap"], max_agent_boxes: ["Agent boxes", "max_agent_boxes"],
     allow_domains: ["Allowed email domains", "allow_domains"], allow_emails: ["Allowed email addresses", "allow_emails"] };
@@ -48,8 +49,9 @@
     });
   });
   function seatsLine(a) {
-    const accounts = a.seats_used === 1 ? "1 signup account" : a.seats_used + " signup accounts";
-    const seats = a.seats === 0 ? "No seats: the queue admits nobody by itself (" + accounts + ", admitted by an admin)" :
+    // A seat is any enabled account but an admin's, made by signup or by an admin.
+    const accounts = a.seats_used === 1 ? "1 account holds a seat" : a.seats_used + " accounts hold seats";
+    const seats = a.seats === 0 ? "No seats: the queue admits nobody by itself (" + accounts + ")" :
       a.seats_used + " of " + a.seats + " seats used";
     return seats + "; " + a.admitted_last_hour + " of at most " + a.hourly_accounts + " admitted in the last hour; signup is " +
       (a.enabled ? "open" : "closed") + ".";
