@@ -61,6 +61,18 @@ func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 		if m := inline.FindString(body); m != "" {
 			t.Errorf("%s holds inline script or style: %q", p.path, m)
 		}
+		// Issue 41, Deliver 1: every signed-in page has Sign out and the
+		// navigation, Admin in it for admins only; a signed-out one neither.
+		// The consent pages are rendered before the session is known (their
+		// script asks) and have neither.
+		signedIn := p.who != signedOut && !strings.HasPrefix(p.path, "/cb/oauth/authorize")
+		nav := strings.Contains(body, `<nav class="sections bar" aria-label="Sections">`) && strings.Contains(body, `href="/cb/keys"`) &&
+			strings.Contains(body, `href="/cb/devices"`) && strings.Contains(body, `href="/cb/agents"`) && strings.Contains(body, `href="/cb/account"`)
+		if resp.StatusCode == http.StatusOK && (strings.Contains(body, `id="signout"`) != signedIn || nav != signedIn ||
+			strings.Contains(body, `<li><a href="/cb/admin"`) != (p.who == boss)) {
+			t.Errorf("%s as %s: Sign out %v, the navigation %v, Admin in it %v", p.path, map[bool]string{true: "a user", false: "nobody"}[signedIn],
+				strings.Contains(body, `id="signout"`), nav, strings.Contains(body, `<li><a href="/cb/admin"`))
+		}
 		for _, m := range ref.FindAllStringSubmatch(body, -1) {
 			assets[m[1]] = true
 		}

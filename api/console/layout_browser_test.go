@@ -1,0 +1,41 @@
+package console_test
+
+import (
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+)
+
+// Issue 41, Deliver 1: keyboard focus shows a ring (a field and a
+// button reached with Tab each draw the 3 px outline), and the page
+// follows prefers-color-scheme (a dark page and a light one, on one
+// stylesheet). axe-core in TestEveryPageInEveryState checks the
+// contrast of both schemes; this checks that the dark one is there.
+func TestTheFocusRingAndDarkModeShow(t *testing.T) {
+	t.Parallel()
+	a := apitest.New(t, apitest.WithoutSession())
+	u := newUI(t, a.URL)
+	u.signIn("alice")
+	u.emulate(desktop, false)
+	u.open("/cb/keys")
+	u.waitText("Add a key")
+	for _, c := range []struct{ from, to string }{{"#key-name", "key-hosts"}, {"#key-value", "add-submit"}} {
+		u.typeIn(c.from, "\uE004") // WebDriver's Tab key
+		var got struct{ ID, Style, Width string }
+		u.js(`const e = document.activeElement, s = getComputedStyle(e); return { id: e.id, style: s.outlineStyle, width: s.outlineWidth };`, &got)
+		if got.ID != c.to || got.Style != "solid" || got.Width != "3px" {
+			t.Errorf("Tab from %s: focus on #%s, its outline %s %s; want #%s with a 3px solid ring", c.from, got.ID, got.Width, got.Style, c.to)
+		}
+	}
+	// The body's background as the sum of its red, green and blue (0 to 765).
+	background := func() int {
+		var sum int
+		u.js(`return getComputedStyle(document.body).backgroundColor.match(/\d+/g).slice(0, 3).reduce((a, c) => a + Number(c), 0);`, &sum)
+		return sum
+	}
+	light := background()
+	u.emulate(desktop, true)
+	if dark := background(); light < 600 || dark > 150 {
+		t.Errorf("the page's background sums %d light and %d dark (of 765); want a light page and a dark one", light, dark)
+	}
+}
