@@ -60,49 +60,13 @@ func (s savesSlowly) Save(ctx context.Context, id, _ string) (sandbox.SaveInfo, 
 // devices, agents and keys, not only links; in real Chromium, with boxes,
 // axe-core finds no violation at 360 px light nor 1440 px dark, the page
 // is no wider than 360 px, and each box's card holds its text (nothing
-// cut or past its edge). TestEveryPageInEveryState's home has no box
-// supervisor, so its list is "Boxes are not available".
+// cut or past its edge). TestEveryPageInEveryState shows the same boxes
+// (its screenshots), without reading them.
 func TestHomeShowsTheBoxesAndTheCounts(t *testing.T) {
 	t.Parallel()
-	sup := savesSlowly{saving: make(chan string, 1), done: make(chan struct{})}
+	sup := newSavesSlowly()
 	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sup))
-	t.Cleanup(func() { close(sup.done) })
-	ctx := context.Background()
-
-	saved := time.Date(2026, 3, 14, 15, 9, 0, 0, time.UTC)
-	for _, b := range []struct {
-		id, name, image string
-		saved           *time.Time
-	}{
-		{"cb-00000000000000a1", "main", "cbdesk:v23-desk", &saved},
-		{"cb-00000000000000a2", "scratch-for-a-long-experiment", "cbdesk:v23-base", nil},
-	} {
-		var saveID *string // a box's save is its id, size and time
-		if b.saved != nil {
-			id := "save-" + b.id
-			saveID = &id
-		}
-		if _, err := a.DB.Pool.Exec(ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed, save_id, save_size, saved_at)
-			VALUES ($1, $2, $3, $4, 'hibernated', 'host1', $5, $6, 1, $7)`, b.id, a.User.ID, b.name, b.image, make([]byte, 32), saveID, b.saved); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// A save of the second box, begun through the Boxes API as the CLI
-	// does, stays under way (the supervisor holds it).
-	boxesAPI := controlv1connect.NewBoxesClient(http.DefaultClient, a.URL,
-		connect.WithInterceptors(client.BearerInterceptor(string(a.PersonalToken(a.User.ID)))))
-	if _, err := boxesAPI.Save(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "home-test-save", Box: "scratch-for-a-long-experiment"})); err != nil {
-		t.Fatalf("begin a save: %v", err)
-	}
-	select {
-	case id := <-sup.saving:
-		if id != "cb-00000000000000a2" {
-			t.Fatalf("the supervisor saves %s", id)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("the save never reached the supervisor")
-	}
-
+	saved := addBoxes(t, a, sup)
 	alice := a.SignIn("alice")
 	for _, key := range []string{"OPENAI_API_KEY", "ANTHROPIC_API_KEY"} {
 		if resp, body := alice.Send("POST", "/cb/api/keys", "application/json",
@@ -142,6 +106,59 @@ func TestHomeShowsTheBoxesAndTheCounts(t *testing.T) {
 	u.axe("home with boxes at 360 px, light")
 	u.emulate(desktop, true)
 	u.axe("home with boxes at 1440 px, dark")
+}
+
+// newSavesSlowly is a savesSlowly; addBoxes ends its saves at the test's end.
+func newSavesSlowly() savesSlowly {
+	return savesSlowly{saving: make(chan string, 1), done: make(chan struct{})}
+}
+
+// addBoxes gives alice two hibernated boxes on host1, sup's: main, saved
+// at the time it answers, and scratch-for-a-long-experiment, never saved,
+// with a save begun through the Boxes API (as the CLI begins one) that
+// stays under way.
+func addBoxes(t *testing.T, a *apitest.API, sup savesSlowly) time.Time {
+	t.Helper()
+	t.Cleanup(func() { close(sup.done) }) // before the api's Close: the save ends first
+	ctx := context.Background()
+	saved := time.Date(2026, 3, 14, 15, 9, 0, 0, time.UTC)
+	for _, b := range []struct {
+		id, name, image string
+		saved           *time.Time
+	}{
+		{"cb-00000000000000a1", "main", "cbdesk:v23-desk", &saved},
+		{"cb-00000000000000a2", "scratch-for-a-long-experiment", "cbdesk:v23-base", nil},
+	} {
+		var saveID *string // a box's save is its id, size and time
+		if b.saved != nil {
+			id := "save-" + b.id
+			saveID = &id
+		}
+		if _, err := a.DB.Pool.Exec(ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed, save_id, save_size, saved_at)
+			VALUES ($1, $2, $3, $4, 'hibernated', 'host1', $5, $6, 1, $7)`, b.id, a.User.ID, b.name, b.image, make([]byte, 32), saveID, b.saved); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A save of the second box, begun through the Boxes API as the CLI
+	// does, stays under way (the supervisor holds it).
+	boxesAPI := controlv1connect.NewBoxesClient(http.DefaultClient, a.URL,
+		connect.WithInterceptors(client.BearerInterceptor(string(a.PersonalToken(a.User.ID)))))
+	if _, err := boxesAPI.Save(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "home-test-save", Box: "scratch-for-a-long-experiment"})); err != nil {
+		t.Fatalf("begin a save: %v", err)
+	}
+	select {
+	case id := <-sup.saving:
+		if id != "cb-00000000000000a2" {
+			t.Fatalf("the supervisor saves %s", id)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the save never reached the supervisor")
+	}
+	// The personal token served the call alone: the token page starts empty.
+	if resp, body := a.SignIn("alice").Send("DELETE", "/cb/api/me/token", "", ""); resp.StatusCode != 204 {
+		t.Fatalf("revoke the personal token: %d %s", resp.StatusCode, body)
+	}
+	return saved
 }
 
 // grantAgent registers an agent called name, approves it as the signed-in

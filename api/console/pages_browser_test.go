@@ -62,7 +62,9 @@ type pageState struct {
 // writes each state's screenshots.
 func TestEveryPageInEveryState(t *testing.T) {
 	t.Parallel()
-	a := apitest.New(t, apitest.WithoutSession())
+	sup := newSavesSlowly()
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sup))
+	addBoxes(t, a, sup) // Home's list (TestHomeShowsTheBoxesAndTheCounts reads it)
 	a.AddUser("boss", true)
 	alice := a.SignIn("alice")
 	if resp, body := alice.Send("POST", "/cb/api/keys", "application/json",
@@ -98,7 +100,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 		}},
 	}
 	asAlice := []pageState{
-		{name: "home", path: "/cb/", ready: "Hello, alice", shot: true},
+		{name: "home", path: "/cb/", ready: "Saving now", shot: true},
 		{name: "token", path: "/cb/token", ready: "You have no personal token", act: func(u *ui) {
 			u.click("#token-generate")
 			u.waitText("Copy it now")
