@@ -39,3 +39,46 @@ func TestTheFocusRingAndDarkModeShow(t *testing.T) {
 		t.Errorf("the page's background sums %d light and %d dark (of 765); want a light page and a dark one", light, dark)
 	}
 }
+
+// Issue 41, Deliver 2: every secret shown once has a Copy button that
+// copies it: the personal token, an invite's link and an invite-scoped
+// token. The page's clipboard call is watched (the text it is given);
+// where the browser gives no clipboard, the button selects the secret
+// for Ctrl+C instead, and says so.
+func TestEveryCopyButtonCopiesItsSecret(t *testing.T) {
+	t.Parallel()
+	a := apitest.New(t, apitest.WithoutSession())
+	a.AddUser("boss", true)
+	u := newUI(t, a.URL)
+	copies := func(secret string) {
+		t.Helper()
+		u.js(`window.__copied = "";
+if (navigator.clipboard) { const w = navigator.clipboard.writeText.bind(navigator.clipboard);
+  navigator.clipboard.writeText = (text) => { window.__copied = text; return w(text); }; }`, nil)
+		u.click(`button[data-copy="` + secret + `"]`)
+		u.waitFor("the Copy of #"+secret+" answered", `return /^(Copied|Selected)/.test(document.querySelector('button[data-copy="`+secret+`"]').textContent);`)
+		var got struct{ Said, Shown, Copied, Selected string }
+		u.js(`return { said: document.querySelector('button[data-copy="' + arguments[0] + '"]').textContent, shown: document.getElementById(arguments[0]).textContent,
+  copied: window.__copied, selected: String(getSelection()) };`, &got, secret)
+		ok := got.Shown != "" && (got.Said == "Copied" && got.Copied == got.Shown || got.Said == "Selected: press Ctrl+C" && got.Selected == got.Shown)
+		if !ok {
+			t.Errorf("Copy of #%s (%q) says %q; copied %q, selected %q", secret, got.Shown, got.Said, got.Copied, got.Selected)
+		}
+	}
+	u.signIn("alice")
+	u.open("/cb/token")
+	u.click("#token-generate")
+	u.waitText("Copy it now")
+	copies("token-value")
+	u.signOut()
+	u.signIn("boss")
+	u.open("/cb/admin")
+	u.waitText("Invite-scoped tokens")
+	u.click("#invite-create")
+	u.waitText("The link, shown once")
+	copies("invite-link")
+	u.typeIn("#token-label", "the docs bot")
+	u.click("#token-create")
+	u.waitText("The token, shown once")
+	copies("token-secret")
+}

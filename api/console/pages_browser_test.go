@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
 
@@ -78,6 +79,17 @@ func TestEveryPageInEveryState(t *testing.T) {
 		}
 	}
 	agent := registerAgent(t, a.URL, "Totally Official Anthropic Claude")
+	// Full lists, so the stacked tables and their Revoke and Reject buttons
+	// are checked: a device, an agent's grant, a person in the queue.
+	addDevice(t, a, "laptop")
+	grantAgent(t, a.URL, alice, "codex")
+	if _, err := a.DB.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 0"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := a.Signup.Arrive(context.Background(), signup.Arrival{IdP: "github", Subject: "1001", Login: "Person1",
+		Email: "p1@example.com", EmailVerified: true}); err != nil || out.QueueID == "" {
+		t.Fatalf("queue a person: %+v, %v", out, err)
+	}
 
 	u := newUI(t, a.URL)
 	cli := "/cb/oauth/authorize?" + cliQuery().Encode()
@@ -113,8 +125,8 @@ func TestEveryPageInEveryState(t *testing.T) {
 			u.click("#add-submit")
 			u.waitText("give the host name only")
 		}},
-		{name: "devices", path: "/cb/devices", ready: "No devices are signed in", shot: true},
-		{name: "agents", path: "/cb/agents", ready: "No agent can use your account", shot: true},
+		{name: "devices", path: "/cb/devices", ready: "laptop", shot: true},
+		{name: "agents", path: "/cb/agents", ready: "1 box, 1 running", shot: true},
 		{name: "identities", path: "/cb/identities", ready: "GitHub sign-in is not configured", shot: true},
 		{name: "account", path: "/cb/account", ready: "You are alice", act: func(u *ui) { u.typeIn("#name", "alice") }, shot: true},
 		{name: "admins-only", path: "/cb/admin", ready: "Admins only"},
@@ -123,7 +135,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 		{name: "consent-agent", path: "/cb/oauth/authorize?" + agent.Encode(), ready: "Unverified agent: its name is its own claim", shot: true},
 	}
 	asBoss := []pageState{
-		{name: "admin", path: "/cb/admin", ready: "the docs bot", act: func(u *ui) {
+		{name: "admin", path: "/cb/admin", ready: "p1@example.com", act: func(u *ui) {
 			u.click("#invite-create")
 			u.waitText("The link, shown once")
 		}, shot: true},

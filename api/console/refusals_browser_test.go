@@ -75,7 +75,7 @@ func TestThePagesShowEachRefusalAndKeepItWhileTheyReload(t *testing.T) {
 	u.keeps("Devices after the list's reload", "The api failed. Try again in a minute.", "")
 
 	u.open("/cb/agents")
-	u.waitText("codex")
+	u.waitText("1 box, 1 running") // the row's caps: the intro names codex too
 	u.mark("#agents tbody tr")
 	u.refusedInFlight("#agents tbody tr button.revoke", "#agents tbody tr button.revoke", "The api failed. Try again in a minute.", "")
 	u.reloaded("#agents tbody tr")
