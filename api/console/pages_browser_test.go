@@ -132,7 +132,18 @@ func TestEveryPageInEveryState(t *testing.T) {
 		{name: "admins-only", path: "/cb/admin", ready: "Admins only"},
 		{name: "queue-member", path: "/cb/queue", ready: "you need no place in the queue"},
 		{name: "consent-cli", path: cli, ready: "Sign in the cocoonbox CLI on laptop?", shot: true},
-		{name: "consent-agent", path: "/cb/oauth/authorize?" + agent.Encode(), ready: "Unverified agent: its name is its own claim", shot: true},
+		{name: "consent-agent", path: "/cb/oauth/authorize?" + agent.Encode(), ready: "Unverified agent: its name is its own claim", act: func(u *ui) {
+			// Deliver 4: the warning box shows, naming the redirect's host.
+			var got struct {
+				Shown    bool
+				Redirect string
+			}
+			u.js(`const w = document.getElementById("unverified"); return { shown: !w.hidden && w.offsetParent !== null && w.classList.contains("warning"),
+  redirect: document.getElementById("unverified-redirect").textContent };`, &got)
+			if !got.Shown || got.Redirect != "127.0.0.1:1" {
+				u.t.Errorf("the unverified agent's warning: shown %v, redirect host %q; want shown, 127.0.0.1:1", got.Shown, got.Redirect)
+			}
+		}, shot: true},
 	}
 	asBoss := []pageState{
 		{name: "admin", path: "/cb/admin", ready: "p1@example.com", act: func(u *ui) {
@@ -268,6 +279,7 @@ func (u *ui) check(s pageState) {
 		s.act(u)
 	}
 	u.fits(s.name)
+	u.stacked(s.name)
 	u.axe(s.name + " at 360 px, light")
 	u.emulate(desktop, true)
 	u.axe(s.name + " at 1440 px, dark")
@@ -295,6 +307,18 @@ const over = [...document.querySelectorAll("body *")].filter((e) => { const r = 
 return { scroll: document.documentElement.scrollWidth, width: w, over };`, &got)
 	if got.Scroll > got.Width || len(got.Over) > 0 {
 		u.t.Errorf("%s: %d px wide in a %d px viewport; past it: %v", name, got.Scroll, got.Width, got.Over)
+	}
+}
+
+// stacked fails unless each row of each table shown is a card (display
+// block) under 600 px (Deliver 5: tables stack on phones).
+func (u *ui) stacked(name string) {
+	u.t.Helper()
+	var flat []string
+	u.js(`return [...document.querySelectorAll("main table tbody tr")].filter((tr) => tr.offsetParent !== null && getComputedStyle(tr).display !== "block")
+  .map((tr) => tr.closest("table").id + ": " + getComputedStyle(tr).display);`, &flat)
+	if len(flat) > 0 {
+		u.t.Errorf("%s at 360 px: table rows not stacked: %v", name, flat)
 	}
 }
 
