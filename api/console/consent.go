@@ -48,7 +48,7 @@ func (p *ConsentPage) Write(w http.ResponseWriter, status int, data any) error {
 			return err
 		}
 	}
-	page := Page{Title: title.String(), Narrow: true, Main: template.HTML(main.String()), Script: Asset{Name: "consent.js"},
+	page := Page{Title: title.String(), Narrow: true, SessionByScript: true, Main: template.HTML(main.String()), Script: Asset{Name: "consent.js"},
 		NoScript: refused.Len() > 0}
 	return writeLayout(w, status, layoutData{Page: page, Main: page.Main, Data: "null"})
 }

@@ -40,8 +40,14 @@ type Page struct {
 	// Script is the page's own script (zero for none), loaded after the
 	// console's shared one (assets/console.js).
 	Script Asset
-	// Narrow makes main a form's width.
+	// Narrow keeps a form's lines short (its fields at most 30rem) in the
+	// page's one width.
 	Narrow bool
+	// SessionByScript is a page drawn before the api knows its session
+	// (the consent pages): the header's name and Sign out are there
+	// hidden, and the page's script shows them once it knows the user,
+	// as GitHub's consent page names the account with its way out.
+	SessionByScript bool
 	// SignedOut serves the page without a session too (the signup queue's);
 	// otherwise a request without one goes to the sign-in and back.
 	SignedOut bool

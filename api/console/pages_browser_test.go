@@ -131,7 +131,17 @@ func TestEveryPageInEveryState(t *testing.T) {
 		{name: "account", path: "/cb/account", ready: "You are alice", act: func(u *ui) { u.typeIn("#name", "alice") }, shot: true},
 		{name: "admins-only", path: "/cb/admin", ready: "Admins only"},
 		{name: "queue-member", path: "/cb/queue", ready: "you need no place in the queue"},
-		{name: "consent-cli", path: cli, ready: "Sign in the cocoonbox CLI on laptop?", shot: true},
+		{name: "consent-cli", path: cli, ready: "Sign in the cocoonbox CLI on laptop?", act: func(u *ui) {
+			// Deliver 1's Sign out on every page: the consent page is drawn
+			// before the session is known, and names the account with its
+			// way out once it is.
+			var who string
+			u.js(`const w = document.getElementById("who"), s = document.getElementById("signout");
+  return !w.hidden && s && !s.hidden && s.offsetParent !== null ? w.textContent : "";`, &who)
+			if who != "alice" {
+				u.t.Errorf("the consent page's header names %q with a Sign out, want alice", who)
+			}
+		}, shot: true},
 		{name: "consent-agent", path: "/cb/oauth/authorize?" + agent.Encode(), ready: "Unverified agent: its name is its own claim", act: func(u *ui) {
 			// Deliver 4: the warning box shows, naming the redirect's host.
 			var got struct {
@@ -145,6 +155,12 @@ func TestEveryPageInEveryState(t *testing.T) {
 			}
 		}, shot: true},
 	}
+	asAlice = append(asAlice, pageState{name: "consent-signed-out", path: cli, ready: "Sign in the cocoonbox CLI on laptop?", act: func(u *ui) {
+		// Sign out on a consent page asks again, for another account.
+		u.click("#signout")
+		u.waitText("go on with the cocoonbox CLI's sign-in")
+		u.signIn("alice")
+	}})
 	asBoss := []pageState{
 		{name: "admin", path: "/cb/admin", ready: "p1@example.com", act: func(u *ui) {
 			u.click("#invite-create")

@@ -70,6 +70,8 @@
       return;
     }
     if (status !== 200) { fail(answer); return; }
+    $("who").textContent = answer.user;
+    $("who").hidden = $("signout").hidden = false;
     (flavor === "agent" ? askAgent : askSignIn)(answer);
     show("consent");
   }

@@ -175,9 +175,11 @@ const cb = (() => {
   }
 
   const signout = $("signout");
+  // A consent page (data-stay) asks again after a sign-out, so another
+  // account can sign in and go on with the same request.
   if (signout) signout.addEventListener("click", () => busy(signout, async () => {
     await call("DELETE", "/cb/api/session");
-    location.assign("/cb/");
+    if (signout.dataset.stay) location.reload(); else location.assign("/cb/");
   }));
 
   return { $, call, plain, when, clearErrors, showError, fail, busy, confirm, row, el, button, passwordSignIn };
