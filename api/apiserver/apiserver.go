@@ -168,6 +168,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 		SignIn: console.SignInLimits{PerUser: cfg.Console.SignIn.PerUser, PerAddress: cfg.Console.SignIn.PerAddress,
 			Window: cfg.Console.SignIn.Window, TrustedProxies: cfg.TrustedPrefixes()}})
 	con.Mount(srv)
+	mountVersion(srv)
 	agents, stopOAuth, err := mountOAuth(ctx, srv, cfg, db, con, opts.Now, log)
 	if err != nil {
 		return nil, err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"text/tabwriter"
 
@@ -12,6 +13,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 )
 
 // apiStatusJSON is `cocoonbox status --json`: one object, on failure too.
@@ -25,7 +27,9 @@ type apiStatusJSON struct {
 	Device *deviceJSON `json:"device"`
 	// Reachable is false when the api gave no answer (Error says why).
 	Reachable bool `json:"reachable"`
-	// APIVersion is "unknown": the api exposes no version to its users.
+	// APIVersion is the api's Version.GetVersion, "NAME RELEASE
+	// (REVISION)"; "unknown" when it did not answer one (an api older
+	// than the call).
 	APIVersion string `json:"api_version"`
 	// BoxSupervisor is false when the api answers without one (Boxes
 	// answers UNAVAILABLE; SupervisorMessage is its words).
@@ -40,6 +44,7 @@ type apiStatusJSON struct {
 // status is `cocoonbox status [--json]`: where the CLI points and what
 // answers there, telling a dead api (exit 1) from an api without a box
 // supervisor (exit 0, said so). It makes read-only calls only:
+// Version.GetVersion (without the token: which api answers),
 // Account.ListDevices (who the token is), Boxes.Images and Boxes.List.
 func status(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flags("status")
@@ -75,13 +80,18 @@ func status(ctx context.Context, args []string, stdout io.Writer) error {
 // probe fills out's answers from the api; an error is a failure of the
 // status itself (no answer, or the token refused).
 func (s *state) probe(ctx context.Context, out *apiStatusJSON) error {
+	// Any answer, a refusal too, tells reachable from not; an api older
+	// than Version answers HTTP 404, which connect reads as UNIMPLEMENTED
+	// (not a wire error, yet an answer).
+	v, err := controlv1connect.NewVersionClient(http.DefaultClient, s.endpoint).GetVersion(ctx, connect.NewRequest(&controlv1.GetVersionRequest{}))
+	if client.Unanswered(err) && connect.CodeOf(err) != connect.CodeUnimplemented {
+		return s.why(err)
+	}
+	out.Reachable = true
+	if err == nil && v.Msg.Version != "" {
+		out.APIVersion = v.Msg.Version
+	}
 	if out.TokenSource == "none" {
-		// Without a token, any answer (UNAUTHENTICATED) tells reachable from not.
-		_, err := s.accountWith("").ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
-		if client.Unanswered(err) {
-			return s.why(err)
-		}
-		out.Reachable = true
 		return fmt.Errorf("not signed in to %s: run cocoonbox login --endpoint %s", s.endpoint, s.endpoint)
 	}
 	account, err := s.account()
@@ -91,12 +101,11 @@ func (s *state) probe(ctx context.Context, out *apiStatusJSON) error {
 	devs, err := account.ListDevices(ctx, connect.NewRequest(&controlv1.ListDevicesRequest{}))
 	if err != nil {
 		if client.Unanswered(err) {
+			out.Reachable = false
 			return s.why(err)
 		}
-		out.Reachable = true
 		return s.explain("status", err)
 	}
-	out.Reachable = true
 	for _, d := range devs.Msg.Devices {
 		if d.Current {
 			out.Device = &deviceJSON{ID: d.Id, Client: d.Client, Label: d.Label}

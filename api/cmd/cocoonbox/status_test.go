@@ -9,6 +9,7 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 // imagesOnly is a box supervisor that answers Images and List: what
@@ -37,6 +38,7 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 		{"with", []apitest.Option{apitest.WithSupervisor("host1", imagesOnly{})}, true, "cbdesk:v23-base", "box       main cb-00000000000000a1 hibernated cbdesk:v1-base\n"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			stampVersion(t)
 			a := apitest.New(t, c.opts...)
 			addHibernatedBox(t, a, "host1")
 			t.Setenv("XDG_CONFIG_HOME", t.TempDir())
@@ -46,7 +48,7 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 			if err != nil {
 				t.Fatalf("status: %v\n%s", err, out)
 			}
-			for _, want := range []string{a.URL + " (from $COCOONBOX_ENDPOINT)", "$COCOONBOX_TOKEN", "version unknown"} {
+			for _, want := range []string{a.URL + " (from $COCOONBOX_ENDPOINT)", "$COCOONBOX_TOKEN", "version cocoonbox-api 99 (test-stamp)"} {
 				if !strings.Contains(out, want) {
 					t.Errorf("status lacks %q:\n%s", want, out)
 				}
@@ -60,7 +62,7 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 			if err != nil || json.Unmarshal([]byte(out), &got) != nil {
 				t.Fatalf("status --json: %v\n%s", err, out)
 			}
-			if !got.Reachable || got.BoxSupervisor != c.supervisor || got.EndpointSource != "$COCOONBOX_ENDPOINT" || got.TokenSource != "$COCOONBOX_TOKEN" || got.APIVersion != "unknown" {
+			if !got.Reachable || got.BoxSupervisor != c.supervisor || got.EndpointSource != "$COCOONBOX_ENDPOINT" || got.TokenSource != "$COCOONBOX_TOKEN" || got.APIVersion != "cocoonbox-api 99 (test-stamp)" {
 				t.Errorf("status --json: %+v", got)
 			}
 			if c.supervisor && (len(got.Images) != 1 || got.Images[0].Ref != c.images) {
@@ -70,6 +72,37 @@ func TestStatusTellsAnAPIWithoutASupervisorFromOneWith(t *testing.T) {
 				t.Errorf("status --json boxes: %+v", got.Boxes)
 			}
 		})
+	}
+}
+
+// stampVersion stamps internal/version as the Makefile's -X does, for the
+// test's in-process api (its Version service reads the stamp at each
+// call), and puts the previous stamp back at the test's end.
+func stampVersion(t *testing.T) {
+	release, revision := version.Release, version.Version
+	version.Release, version.Version = "99", "test-stamp"
+	t.Cleanup(func() { version.Release, version.Version = release, revision })
+}
+
+// Issue 45, Deliver 4: status names the api's version before any sign-in
+// (Version answers without a token), so a user who is not signed in sees
+// which api answers; --json carries it.
+func TestStatusNamesTheAPIsVersionWithoutAToken(t *testing.T) {
+	stampVersion(t)
+	a := apitest.New(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	t.Setenv("COCOONBOX_TOKEN", "")
+	out, err := runCLI(t, "", "status", "--endpoint", a.URL, "--json")
+	var got apiStatusJSON
+	if err == nil || json.Unmarshal([]byte(out), &got) != nil {
+		t.Fatalf("status without a token: %v (want the not-signed-in failure)\n%s", err, out)
+	}
+	if !got.Reachable || got.TokenSource != "none" || got.APIVersion != "cocoonbox-api 99 (test-stamp)" || !strings.Contains(got.Error, "not signed in") {
+		t.Errorf("status --json without a token: %+v", got)
+	}
+	out, _ = runCLI(t, "", "status", "--endpoint", a.URL)
+	if !strings.Contains(out, "answering, version cocoonbox-api 99 (test-stamp)") {
+		t.Errorf("status without a token:\n%s", out)
 	}
 }
 
