@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -111,12 +110,10 @@ const wakeEvery = time.Second
 // supervisors are sandbox.hosts' daemons, or the local supervisor.
 func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 	if len(c.Hosts) == 0 {
-		images, err := filepath.Abs(c.Local.Images)
-		if err != nil {
-			return nil, nil, err
-		}
+		// Absolute (config.Local.Images): never the working directory's.
+		images := c.Local.Images
 		if _, err := os.Stat(images); err != nil {
-			return nil, nil, fmt.Errorf("sandbox.local.images: %w (make image builds out/images)", err)
+			return nil, nil, fmt.Errorf("sandbox.local.images (%s): %w (make image builds out/images)", c.Local.ImagesFrom, err)
 		}
 		n := local.DefaultNetwork()
 		n.Bridge, n.Gateway = c.Local.Bridge, netip.MustParsePrefix(c.Local.Gateway)
@@ -127,7 +124,7 @@ func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}
-		log.Info("boxes: the local supervisor", "images", images, "state_dir", c.Local.StateDir, "bridge", n.Bridge, "proxy", sup.ProxyURL(), "spares", c.Local.Spares)
+		log.Info("boxes: the local supervisor", "images", images, "images_from", c.Local.ImagesFrom, "state_dir", c.Local.StateDir, "bridge", n.Bridge, "proxy", sup.ProxyURL(), "spares", c.Local.Spares)
 		return map[string]sandbox.Supervisor{localHost: sup}, func() { sup.Close() }, nil
 	}
 	token := ""

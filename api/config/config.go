@@ -268,9 +268,15 @@ type Sandbox struct {
 // sandbox/local).
 type Local struct {
 	// Images is the directory of image roots cbdesk-vN-TIER (`make image`'s
-	// out/images; a relative path is from the api's working directory).
-	Images   string `yaml:"images"`
-	StateDir string `yaml:"state_dir"`
+	// out/images), an absolute path: a relative one in a config file is
+	// read from the file's directory (Load), never from the api's working
+	// directory, so the api finds the same folder wherever it starts.
+	// Default: DefaultImages.
+	Images string `yaml:"images"`
+	// ImagesFrom says where Images came from, for the start-up log: "the
+	// default", or "sandbox.local.images of FILE" (FILE absolute).
+	ImagesFrom string `yaml:"-"`
+	StateDir   string `yaml:"state_dir"`
 	// Bridge and Gateway are the box network: the bridge's name and its
 	// address with the boxes' prefix.
 	Bridge  string `yaml:"bridge"`
@@ -281,6 +287,11 @@ type Local struct {
 	Spares int         `yaml:"spares"`
 	Egress LocalEgress `yaml:"egress"`
 }
+
+// DefaultImages is sandbox.local.images without a config file's: where
+// cocoonbox-sandboxd's --images defaults to, beside the local supervisor's
+// default state_dir (the two supervisors are one code).
+const DefaultImages = "/var/lib/cocoonbox-sandboxd/images"
 
 // MaxSpares bounds sandbox.local.spares (local.MaxSpares, which this
 // package does not import).
@@ -377,7 +388,7 @@ func Default() Config {
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
 		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
 			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
-		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: "out/images", StateDir: "/var/lib/cocoonbox-sandboxd",
+		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: DefaultImages, ImagesFrom: "the default", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Spares: 1, Egress: LocalEgress{Admit: []string{}}}},
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
@@ -390,12 +401,17 @@ func Default() Config {
 // Load reads the file at path over Default and validates the result. Its
 // errors name the file and the key ("database.max_conns"), and the line
 // of a value that does not parse (a value out of its range is checked after).
+// A relative sandbox.local.images is read from the file's directory.
 func Load(path string) (Config, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return Config{}, fmt.Errorf("read config: %w", err)
 	}
-	c, err := Parse(data)
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("read config: %w", err)
+	}
+	c, err := parse(data, abs)
 	if err != nil {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -403,7 +419,11 @@ func Load(path string) (Config, error) {
 }
 
 // Parse decodes api.yaml's text over Default and validates the result.
-func Parse(data []byte) (Config, error) {
+// Its paths must be absolute: the text has no file to be relative to.
+func Parse(data []byte) (Config, error) { return parse(data, "") }
+
+// parse is Parse of the text of file (absolute; "" for none).
+func parse(data []byte, file string) (Config, error) {
 	c := Default()
 	var doc yaml.Node
 	dec := yaml.NewDecoder(bytes.NewReader(data))
@@ -418,11 +438,37 @@ func Parse(data []byte) (Config, error) {
 		if err := dec.Decode(&more); err == nil {
 			return Config{}, fmt.Errorf("line %d: a second YAML document; api.yaml is one mapping", more.Line)
 		}
+		if has(doc.Content[0], "sandbox", "local", "images") {
+			c.Sandbox.Local.ImagesFrom = "sandbox.local.images"
+			if file != "" {
+				c.Sandbox.Local.ImagesFrom += " of " + file
+				if im := c.Sandbox.Local.Images; im != "" && !filepath.IsAbs(im) {
+					c.Sandbox.Local.Images = filepath.Join(filepath.Dir(file), im)
+				}
+			}
+		}
 	}
 	if err := c.Validate(); err != nil {
 		return Config{}, err
 	}
 	return c, nil
+}
+
+// has says whether the mapping node holds the key path (decodeStrict
+// checked its shape).
+func has(node *yaml.Node, path ...string) bool {
+	if len(path) == 0 {
+		return true
+	}
+	if node.Kind != yaml.MappingNode {
+		return false
+	}
+	for i := 0; i+1 < len(node.Content); i += 2 {
+		if node.Content[i].Value == path[0] {
+			return has(node.Content[i+1], path[1:]...)
+		}
+	}
+	return false
 }
 
 // decodeStrict decodes node into v, refusing keys v has no field for and
@@ -474,6 +520,9 @@ func decodeStrict(node *yaml.Node, v reflect.Value, path string) error {
 	var known []string
 	for i := range v.NumField() {
 		tag := v.Type().Field(i).Tag.Get("yaml")
+		if tag == "-" {
+			continue // set by Load, never by the file
+		}
 		fields[tag] = i
 		known = append(known, tag)
 	}
@@ -703,6 +752,9 @@ func (s *Sandbox) validate() error {
 	}
 	if s.Local.Images == "" {
 		return errors.New("sandbox.local.images: empty (the directory of image roots, e.g. out/images)")
+	}
+	if !filepath.IsAbs(s.Local.Images) {
+		return fmt.Errorf("sandbox.local.images: %q is not an absolute path (a relative one is read from the config file's directory; this text has no file)", s.Local.Images)
 	}
 	if !filepath.IsAbs(s.Local.StateDir) {
 		return fmt.Errorf("sandbox.local.state_dir: %q is not an absolute path", s.Local.StateDir)

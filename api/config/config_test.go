@@ -266,6 +266,7 @@ func TestShippedFileIsTheDefaultsWithEveryKey(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	c.Sandbox.Local.ImagesFrom = Default().Sandbox.Local.ImagesFrom // the file's name, not a value
 	if !reflect.DeepEqual(c, Default()) {
 		t.Fatalf("api.yaml is %+v\nthe defaults are %+v", c, Default())
 	}
@@ -275,6 +276,9 @@ func TestShippedFileIsTheDefaultsWithEveryKey(t *testing.T) {
 	walk = func(typ reflect.Type, indent string) {
 		for i := range typ.NumField() {
 			f := typ.Field(i)
+			if f.Tag.Get("yaml") == "-" {
+				continue
+			}
 			key := "\n" + indent + f.Tag.Get("yaml") + ":"
 			if !strings.Contains(string(text), key) {
 				t.Errorf("api.yaml does not document %q", strings.TrimSpace(key))
@@ -313,5 +317,37 @@ func TestEgressAdmitIsReadAsNetworks(t *testing.T) {
 	}
 	if got := fmt.Sprint(c.Sandbox.Local.AdmitPrefixes()); got != "[10.20.0.0/16 203.0.113.80/32 fd00:1::/64]" {
 		t.Fatalf("AdmitPrefixes: %s", got)
+	}
+}
+
+// Issue 45, Deliver 5: the image folder comes from the binary's
+// configuration, never from the working directory it starts in: a
+// relative sandbox.local.images is read from the config file's directory,
+// the same folder from any working directory and however the file is
+// named; the default is absolute; ImagesFrom says which.
+func TestImagesAreReadFromTheConfigFilesDirectory(t *testing.T) {
+	etc := t.TempDir()
+	path := filepath.Join(etc, "api.yaml")
+	if err := os.WriteFile(path, []byte("sandbox:\n  local:\n    images: images\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	want := filepath.Join(etc, "images")
+	for _, c := range []struct{ cwd, path string }{{t.TempDir(), path}, {etc, "api.yaml"}, {"/", path}} {
+		t.Chdir(c.cwd)
+		got, err := Load(c.path)
+		if err != nil {
+			t.Fatalf("from %s, Load(%s): %v", c.cwd, c.path, err)
+		}
+		if got.Sandbox.Local.Images != want || got.Sandbox.Local.ImagesFrom != "sandbox.local.images of "+path {
+			t.Errorf("from %s, Load(%s): images %q from %q, want %q from the file", c.cwd, c.path, got.Sandbox.Local.Images, got.Sandbox.Local.ImagesFrom, want)
+		}
+	}
+	d := Default().Sandbox.Local
+	if !filepath.IsAbs(d.Images) || d.ImagesFrom != "the default" {
+		t.Errorf("the default images %q from %q: want an absolute path from the default", d.Images, d.ImagesFrom)
+	}
+	_, err := Parse([]byte("sandbox:\n  local:\n    images: images\n"))
+	if err == nil || !strings.Contains(err.Error(), `sandbox.local.images: "images" is not an absolute path`) {
+		t.Errorf("Parse of a relative images, without a file: %v", err)
 	}
 }
