@@ -28,8 +28,9 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
-	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/cocoonbox/cocoonbox/internal/hostname"
 )
 
 // Config is the api's whole configuration. The yaml tags are the keys of api.yaml.
@@ -769,7 +770,7 @@ func (s *Sandbox) validate() error {
 		return fmt.Errorf("sandbox.local.spares: %d is not 0 to %d", s.Local.Spares, MaxSpares)
 	}
 	for h, a := range s.Local.Egress.Resolve {
-		if !vault.ValidHost(h) || h != strings.ToLower(h) {
+		if !hostname.Valid(h) || h != strings.ToLower(h) {
 			return fmt.Errorf("sandbox.local.egress.resolve: %q is not a lower-case DNS host name (a key's host)", h)
 		}
 		if _, err := netip.ParseAddr(a); err != nil {

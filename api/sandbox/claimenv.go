@@ -6,6 +6,8 @@ import (
 
 	"github.com/cocoonbox/cocoonbox/guest/vault"
 	"github.com/cocoonbox/cocoonbox/guest/vault/envfile"
+
+	"github.com/cocoonbox/cocoonbox/internal/hostname"
 )
 
 // ClaimEnvPath is where the guest-visible claim env entries land in a box
@@ -72,7 +74,7 @@ func checkHostEntry(field string, e ClaimEntry) error {
 		return nil
 	}
 	for _, h := range e.Hosts {
-		if !vault.ValidHost(h) {
+		if !hostname.Valid(h) {
 			return Invalid(field+".hosts", "%s: %q is not a DNS host name", e.Name, h)
 		}
 	}

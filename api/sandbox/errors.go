@@ -7,6 +7,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/cocoonbox/cocoonbox/api/client"
 )
 
 // The kinds of failure every Supervisor wraps.
@@ -47,7 +49,6 @@ func Invalid(field, format string, args ...any) error {
 var (
 	idRule     = regexp.MustCompile(`^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$`)
 	tenantRule = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-	imageRule  = regexp.MustCompile(`^cbdesk:v([1-9][0-9]{0,5})-([a-z][a-z0-9]{0,15})$`)
 	saveRule   = regexp.MustCompile(`^save-[0-9a-f]{16}$`)
 )
 
@@ -89,9 +90,9 @@ func (s Spec) Check() error {
 // ParseImageRef reads "cbdesk:vN-TIER" (N 1 to 999999, TIER a lowercase
 // word of at most 16); anything else is an *InvalidError of field image.
 func ParseImageRef(ref string) (Image, error) {
-	m := imageRule.FindStringSubmatch(ref)
+	m := client.ImageRef.FindStringSubmatch(ref) // the CLI's rule too
 	if m == nil {
-		return Image{}, Invalid("image", "%q must be cbdesk:vN-TIER (N 1 to 999999, TIER a lowercase word), e.g. cbdesk:v1-desk", ref)
+		return Image{}, Invalid("image", "%q %s", ref, client.ImageRefRule)
 	}
 	n, _ := strconv.Atoi(m[1])
 	return Image{Ref: ref, Version: n, Tier: m[2]}, nil

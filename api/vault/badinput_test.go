@@ -93,7 +93,7 @@ func TestHowAndRecord(t *testing.T) {
 		{Spec{Hosts: []string{"a.com"}, Template: "Basic {}"}, "Authorization: Basic {}", "Basic V"},
 		{Spec{Hosts: []string{"a.com"}, Query: "key"}, "?key={}", "V"},
 	} {
-		_, how, err := tc.spec.how()
+		_, how, err := tc.spec.How()
 		if err != nil || how != tc.how || render(how, "V") != tc.value {
 			t.Errorf("%+v: how %q (%v), rendered %q; want %q, %q", tc.spec, how, err, render(how, "V"), tc.how, tc.value)
 		}

@@ -1,182 +1,28 @@
 package vault
 
 import (
-	"errors"
-	"fmt"
-	"net/textproto"
-	"regexp"
 	"strings"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	gvault "github.com/cocoonbox/cocoonbox/guest/vault"
 )
 
+// The grammar of a key is api/client's, which the CLI checks with before
+// any call: the names below are its, so that the vault's callers and the
+// console's answers read as before.
+
 // ErrInvalid marks bad input; an *InputError says which field and rule.
-var ErrInvalid = errors.New("invalid")
+var ErrInvalid = client.ErrInvalid
 
 // InputError is a field of a request that breaks a rule.
-type InputError struct {
-	Field string
-	Rule  string
-}
-
-func (e *InputError) Error() string { return e.Field + ": " + e.Rule }
-
-// Unwrap makes errors.Is(err, ErrInvalid) hold.
-func (e *InputError) Unwrap() error { return ErrInvalid }
-
-func invalid(field, format string, args ...any) error {
-	return &InputError{Field: field, Rule: fmt.Sprintf(format, args...)}
-}
+type InputError = client.InputError
 
 // MaxValueLen is the longest value, in bytes (8 KiB).
-const MaxValueLen = 8 << 10
-
-// DefaultHeader and DefaultTemplate are how a key is sent when the request
-// names neither a header nor a query parameter.
-const (
-	DefaultHeader   = "Authorization"
-	DefaultTemplate = "Bearer {}"
-)
-
-var (
-	nameRule  = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	tokenRule = regexp.MustCompile("^[A-Za-z0-9!#$%&'*+.^_`|~-]+$") // RFC 9110 token
-	paramRule = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
-)
-
-// forbiddenHeaders frame or route the request: a key in one would let the
-// box's placeholder rewrite where or how much is sent.
-var forbiddenHeaders = map[string]bool{
-	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
-	"Upgrade": true, "Te": true, "Trailer": true, "Keep-Alive": true, "Proxy-Connection": true,
-	"Proxy-Authorization": true,
-}
-
-// CheckName checks a key's NAME: 1 to 64 of A-Za-z0-9_-.
-func CheckName(name string) error {
-	if !nameRule.MatchString(name) {
-		return invalid("name", "%q must be 1 to 64 of A-Za-z0-9_-", name)
-	}
-	return nil
-}
-
-// CheckValue checks a value: 1 byte to MaxValueLen, printable (no newline,
-// no control byte: it goes into a header or a query).
-func CheckValue(v string) error {
-	if v == "" {
-		return invalid("value", "empty: give the key's value (on stdin or at the prompt)")
-	}
-	if len(v) > MaxValueLen {
-		return invalid("value", "%d bytes, longer than %d (8 KiB)", len(v), MaxValueLen)
-	}
-	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case c == '\n' || c == '\r':
-			return invalid("value", "holds a newline at byte %d: a key is one line", i)
-		case c < 0x20 || c == 0x7f:
-			return invalid("value", "holds control byte 0x%02x at byte %d", c, i)
-		}
-	}
-	return nil
-}
-
-// checkHost checks one host: a DNS name, no scheme, port, path or
-// wildcard (the contract's records carry host names only). It answers the
-// host lower-cased.
-func checkHost(i int, h string) (string, error) {
-	field := fmt.Sprintf("hosts[%d]", i)
-	switch {
-	case h == "":
-		return "", invalid(field, "empty")
-	case strings.Contains(h, "://"):
-		return "", invalid(field, "%q has a scheme: give the host name only (api.openai.com)", h)
-	case strings.Contains(h, "/"):
-		return "", invalid(field, "%q has a path: give the host name only", h)
-	case strings.Contains(h, ":"):
-		return "", invalid(field, "%q has a port: give the host name only (keys are sent over HTTPS, port 443)", h)
-	case strings.Contains(h, "*"):
-		return "", invalid(field, "%q is a wildcard: the contract allows none; name each host", h)
-	}
-	h = strings.ToLower(strings.TrimSuffix(h, "."))
-	if !gvault.ValidHost(h) {
-		return "", invalid(field, "%q is not a DNS host name (labels of A-Za-z0-9-, 1 to 63 bytes, 253 bytes at most)", h)
-	}
-	return h, nil
-}
+const MaxValueLen = client.MaxKeyValue
 
 // Spec is how a key is sent: its hosts and a header with a template, or a
-// query parameter.
-type Spec struct {
-	Hosts    []string
-	Header   string
-	Template string
-	Query    string
-}
-
-// how checks s and answers its hosts (lower-cased) and how, decoded as a
-// guest/vault record's ("Authorization: Bearer {}" or "?key={}").
-func (s Spec) how() ([]string, string, error) {
-	if len(s.Hosts) == 0 {
-		return nil, "", invalid("hosts", "none: name at least one host the key is sent to (--host)")
-	}
-	hosts := make([]string, 0, len(s.Hosts))
-	seen := map[string]bool{}
-	for i, h := range s.Hosts {
-		h, err := checkHost(i, h)
-		if err != nil {
-			return nil, "", err
-		}
-		if seen[h] {
-			return nil, "", invalid(fmt.Sprintf("hosts[%d]", i), "%q is given twice", h)
-		}
-		seen[h] = true
-		hosts = append(hosts, h)
-	}
-	if s.Query != "" {
-		if s.Header != "" || s.Template != "" {
-			return nil, "", invalid("query", "a key is sent in a query parameter or in a header, not both (--query, or --header/--template)")
-		}
-		if strings.Contains(s.Query, ";") {
-			return nil, "", invalid("query", "%q holds ';'", s.Query)
-		}
-		if !paramRule.MatchString(s.Query) {
-			return nil, "", invalid("query", "%q must be of A-Za-z0-9._~-", s.Query)
-		}
-		return hosts, "?" + s.Query + "={}", nil
-	}
-	header, tmpl := s.Header, s.Template
-	if header == "" {
-		header = DefaultHeader
-	}
-	if !tokenRule.MatchString(header) {
-		return nil, "", invalid("header", "%q is not an HTTP header name (a token: letters, digits, !#$%%&'*+-.^_`|~)", header)
-	}
-	header = textproto.CanonicalMIMEHeaderKey(header)
-	if forbiddenHeaders[header] {
-		return nil, "", invalid("header", "%s frames or routes the request: a key cannot go there", header)
-	}
-	if tmpl == "" {
-		tmpl = "{}"
-		if header == DefaultHeader {
-			tmpl = DefaultTemplate
-		}
-	}
-	if n := strings.Count(tmpl, "{}"); n != 1 {
-		return nil, "", invalid("template", "%q holds {} %d times: it must hold it once, where the value goes", tmpl, n)
-	}
-	for i := 0; i < len(tmpl); i++ {
-		if c := tmpl[i]; c < 0x20 || c >= 0x7f {
-			return nil, "", invalid("template", "holds byte 0x%02x at %d: printable ASCII only", c, i)
-		}
-	}
-	// The supervisor checks a host entry's how as a raw record field
-	// (sandbox.CheckClaimEnv), where ';' ends the field and '%' starts an
-	// escape: such a template would make every push and boot fail.
-	if i := strings.IndexAny(tmpl, ";%"); i >= 0 {
-		return nil, "", invalid("template", "%q holds %q: a template may not hold ';' or '%%'", tmpl, tmpl[i])
-	}
-	return hosts, header + ": " + tmpl, nil
-}
+// query parameter (client.KeySpec, checked by its How).
+type Spec = client.KeySpec
 
 // render is the value as sent: the template with the value in place of {}
 // for a header (the header's whole value), the value itself for a query.
@@ -205,7 +51,7 @@ func Record(name, placeholder string, hosts []string, how string) string {
 // be skipped in the box, so it is refused here.
 func checkRecord(name, placeholder string, hosts []string, how string) error {
 	if _, err := gvault.ParseRecord(Record(name, placeholder, hosts, how)); err != nil {
-		return invalid("key", "the box would refuse this key: %v", err)
+		return &InputError{Field: "key", Rule: "the box would refuse this key: " + err.Error()}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/seal"
 )
 
@@ -127,14 +128,14 @@ func audit(ctx context.Context, tx pgx.Tx, owner, id, name, action string, actor
 // input is an *InputError; a name taken is ErrExists. Nothing is stored
 // on an error.
 func (s *Store) Add(ctx context.Context, owner string, actor Actor, name string, spec Spec, value Secret) (Key, error) {
-	if err := CheckName(name); err != nil {
+	if err := client.CheckKeyName(name); err != nil {
 		return Key{}, err
 	}
-	hosts, how, err := spec.how()
+	hosts, how, err := spec.How()
 	if err != nil {
 		return Key{}, err
 	}
-	if err := CheckValue(value.v); err != nil {
+	if err := client.CheckKeyValue(value.v); err != nil {
 		return Key{}, err
 	}
 	var raw [16]byte
@@ -200,10 +201,10 @@ func (s *Store) List(ctx context.Context, owner string) ([]Key, error) {
 
 // Rotate replaces the value of owner's key name; its placeholder stays.
 func (s *Store) Rotate(ctx context.Context, owner string, actor Actor, name string, value Secret) (Key, error) {
-	if err := CheckName(name); err != nil {
+	if err := client.CheckKeyName(name); err != nil {
 		return Key{}, err
 	}
-	if err := CheckValue(value.v); err != nil {
+	if err := client.CheckKeyValue(value.v); err != nil {
 		return Key{}, err
 	}
 	var k Key
@@ -238,7 +239,7 @@ func (s *Store) Rotate(ctx context.Context, owner string, actor Actor, name stri
 
 // Delete removes owner's key name.
 func (s *Store) Delete(ctx context.Context, owner string, actor Actor, name string) error {
-	if err := CheckName(name); err != nil {
+	if err := client.CheckKeyName(name); err != nil {
 		return err
 	}
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/robfig/cron/v3"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database"
 )
 
@@ -30,15 +30,18 @@ var migrations embed.FS
 // and users (boxes.Schema first).
 var Schema = database.NewSchema("wake_schema_migrations", migrations, "migrations")
 
-// MaxKeepUp bounds a schedule's keep-up time.
-const MaxKeepUp = 7 * 24 * time.Hour
+// MaxKeepUp bounds a schedule's keep-up time (client.MaxKeepUp, the rule
+// the CLI checks with too).
+const MaxKeepUp = client.MaxKeepUp
 
 // MaxPerBox bounds a box's schedules.
 const MaxPerBox = 16
 
 // Spec is a schedule as set: At or Cron (five fields, robfig/cron's
 // standard parser: minute hour day-of-month month day-of-week, and the
-// @daily-style descriptors), TimeZone (IANA; "" is UTC) and KeepUp.
+// @daily-style descriptors), TimeZone (IANA; "" is UTC) and KeepUp. Their
+// grammars are api/client's (ParseCron, TimeZone, CheckKeepUp), which
+// the CLI checks with before any call.
 type Spec struct {
 	At       time.Time
 	Cron     string
@@ -92,14 +95,12 @@ func invalid(field, rule string) error { return &FieldError{Field: field, Rule: 
 // ErrNotFound is a box or schedule the user does not have.
 var ErrNotFound = errors.New("no such box or schedule")
 
-var parser = cron.NewParser(cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
-
 // zone is the IANA time zone name ("" is UTC), or a FieldError of
 // time_zone.
 func zone(name string) (*time.Location, error) {
-	loc, err := time.LoadLocation(name)
-	if err != nil || name == "Local" {
-		return nil, invalid("time_zone", fmt.Sprintf("%q is not an IANA time zone, such as Europe/Berlin", name))
+	loc, err := client.TimeZone(name)
+	if err != nil {
+		return nil, invalid("time_zone", err.Error())
 	}
 	return loc, nil
 }
@@ -130,17 +131,16 @@ func (sp Spec) next(now time.Time) (time.Time, *time.Location, error) {
 	if err != nil {
 		return time.Time{}, nil, err
 	}
-	if sp.KeepUp < 0 || sp.KeepUp > MaxKeepUp {
-		return time.Time{}, nil, invalid("keep_up", fmt.Sprintf("%s is not 0 to %s", sp.KeepUp, MaxKeepUp))
+	if err := client.CheckKeepUp(sp.KeepUp); err != nil {
+		return time.Time{}, nil, invalid("keep_up", err.Error())
 	}
 	switch {
 	case sp.Cron != "" && !sp.At.IsZero():
 		return time.Time{}, nil, invalid("at", "and a cron expression were both given: give one")
 	case sp.Cron != "":
-		s, err := parser.Parse(sp.Cron)
+		s, err := client.ParseCron(sp.Cron)
 		if err != nil {
-			return time.Time{}, nil, &FieldError{Field: "cron", Detail: err.Error(),
-				Rule: fmt.Sprintf("%q is not five fields (minute hour day-of-month month day-of-week, such as 30 7 * * 1-5) nor a descriptor such as @daily", sp.Cron)}
+			return time.Time{}, nil, &FieldError{Field: "cron", Rule: client.CronRule(sp.Cron), Detail: err.Error()}
 		}
 		n := s.Next(now.In(loc))
 		if n.IsZero() {

@@ -52,6 +52,8 @@ package vault
 import (
 	"fmt"
 	"strings"
+
+	"github.com/cocoonbox/cocoonbox/internal/hostname"
 )
 
 // MaxRecordLen is the longest record, in bytes, that Records.Add accepts.
@@ -202,7 +204,7 @@ func ParseRecord(raw string) (Record, error) {
 	r.Placeholder = fields[0]
 	if fields[1] != "" {
 		for i, h := range strings.Split(fields[1], ",") {
-			if !ValidHost(h) {
+			if !hostname.Valid(h) {
 				return r, refuse("host %d %q is not a host name", i+1, h)
 			}
 			r.Hosts = append(r.Hosts, h)
@@ -322,7 +324,6 @@ var (
 	shellSet  = setOf(letters + digits + "_")
 	querySet  = setOf(queryChars)
 	headerSet = setOf(headerChars)
-	labelSet  = setOf(letters + digits + "-")
 )
 
 func isToken(s string) bool { return s != "" && tokenSet.all(s) }
@@ -393,18 +394,4 @@ func Reserved(name string) bool {
 		}
 	}
 	return false
-}
-
-// ValidHost says whether h is a DNS host name as the vault accepts it.
-func ValidHost(h string) bool {
-	if h == "" || len(h) > 253 {
-		return false
-	}
-	for _, label := range strings.Split(h, ".") {
-		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' ||
-			!labelSet.all(label) {
-			return false
-		}
-	}
-	return true
 }

@@ -14,12 +14,14 @@ import (
 // and the generated contract (api/proto); the host-side offload packer and
 // the box's side of an offload it drives (packer, guest/offload); the
 // command-line convention every binary here shares (guest/cli); internal.
-// Of the world: connect, protobuf and x/sys, x/term for rsh's terminal.
+// Of the world: connect, protobuf and x/sys, x/term for rsh's terminal,
+// robfig/cron (no dependencies of its own) for box schedule's --cron,
+// read with the api's parser before any call (issue 45, Deliver 2).
 // Issue 25: it once linked 350 packages, pgx, goose and the MCP server
 // among them, for eight names.
 var cli = Rule{
 	Ours:   []string{"api/cmd/cocoonbox", "api/client", "api/proto", "packer", "guest/offload", "guest/cli", "internal"},
-	Others: []string{"connectrpc.com/connect", "google.golang.org/protobuf", "golang.org/x/sys", "golang.org/x/term"},
+	Others: []string{"connectrpc.com/connect", "google.golang.org/protobuf", "golang.org/x/sys", "golang.org/x/term", "github.com/robfig/cron/v3"},
 }
 
 // guest is what a helper of the box (guest/cmd/*) may link: the guest's

@@ -90,6 +90,9 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	if err := checkBoxArgs(sub, m.name, m.requestID); err != nil {
 		return err
 	}
+	if err := checkImage(sub, m.name, m.image); err != nil {
+		return err
+	}
 	if m.requestID == "" {
 		m.requestID = newRequestID()
 	}
@@ -158,6 +161,15 @@ func checkBoxArgs(sub, name, requestID string) error {
 	}
 	if requestID != "" && !client.RequestID.MatchString(requestID) {
 		return usageError{fmt.Sprintf("box %s %q: --request-id %q %s", sub, name, shorten(requestID), client.RequestIDRule)}
+	}
+	return nil
+}
+
+// checkImage refuses an --image that is no image ref (api/client's
+// grammar, which the api reads refs with) before any call; "" is none.
+func checkImage(sub, name, image string) error {
+	if image != "" && !client.ImageRef.MatchString(image) {
+		return usageError{fmt.Sprintf("box %s %q: --image %q %s (cocoonbox images lists them)", sub, name, shorten(image), client.ImageRefRule)}
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
 
@@ -35,6 +36,9 @@ func devices(ctx context.Context, args []string, stdout io.Writer) error {
 	revoke := len(pos) == 2 && pos[0] == "revoke"
 	if len(pos) != 0 && !revoke {
 		return usageError{"devices takes --json, or revoke ID"}
+	}
+	if revoke && !client.DeviceID.MatchString(pos[1]) {
+		return usageError{fmt.Sprintf("devices revoke: ID %q %s", shorten(pos[1]), client.DeviceIDRule)}
 	}
 	acct, err := st.account()
 	if err != nil {

@@ -97,6 +97,13 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if len(pos) != want {
 		return usageError{fmt.Sprintf("keys %s needs a NAME", verb)}
 	}
+	spec := client.KeySpec{Hosts: hosts}
+	if verb == "add" {
+		spec.Header, spec.Template, spec.Query = *header, *template, *query
+	}
+	if err := checkKey(verb, pos, spec); err != nil {
+		return err
+	}
 	token, err := st.token()
 	if err != nil {
 		return err
@@ -115,6 +122,11 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 	if err != nil {
 		return err
 	}
+	if err := client.CheckKeyValue(value); err != nil {
+		var ie *client.InputError
+		errors.As(err, &ie)
+		return fmt.Errorf("keys %s %s: the value %s", verb, pos[0], ie.Rule)
+	}
 	var k *controlv1.Key
 	if verb == "add" {
 		resp, err := keys.AddKey(ctx, connect.NewRequest(&controlv1.AddKeyRequest{Name: pos[0], Hosts: hosts,
@@ -131,6 +143,32 @@ func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writ
 		k = resp.Msg.Key
 	}
 	return printDone(stdout, *asJSON, keyOf(k), fmt.Sprintf("%s: your boxes hold %s, sent to %s as %s.", k.Name, k.Placeholder, strings.Join(k.Hosts, ", "), k.How))
+}
+
+// keyFlags are the flags of keys add by the request's field they fill.
+var keyFlags = map[string]string{"name": "NAME", "hosts": "--host", "header": "--header", "template": "--template", "query": "--query"}
+
+// checkKey refuses a NAME (pos, when given) and, for add, a --host,
+// --header, --template or --query that break the vault's grammar
+// (api/client's, which the api checks with), naming the flag and the
+// rule, before any call and before the value is asked for.
+func checkKey(verb string, pos []string, spec client.KeySpec) error {
+	if len(pos) == 0 {
+		return nil
+	}
+	err := client.CheckKeyName(pos[0])
+	if err == nil && verb == "add" {
+		_, _, err = spec.How()
+	}
+	var ie *client.InputError
+	if !errors.As(err, &ie) {
+		return nil
+	}
+	if ie.Field == "name" {
+		return usageError{fmt.Sprintf("keys %s: NAME %q %s", verb, shorten(pos[0]), client.KeyNameRule)}
+	}
+	field, _, _ := strings.Cut(ie.Field, "[")
+	return usageError{fmt.Sprintf("keys %s %s: %s %s", verb, pos[0], keyFlags[field], ie.Rule)}
 }
 
 func printDone(stdout io.Writer, asJSON bool, v any, line string) error {

@@ -46,6 +46,9 @@ func boxSchedule(ctx context.Context, args []string, stdout io.Writer) error {
 	if modes != 1 {
 		return usageError{"box schedule: give one of --at or --cron (set), --list, or --clear"}
 	}
+	if err := checkSchedule(name, *cronExpr, *tz, *keepUp, *id); err != nil {
+		return err
+	}
 	token, err := st.token()
 	if err != nil {
 		return err
@@ -91,6 +94,33 @@ func boxSchedule(ctx context.Context, args []string, stdout io.Writer) error {
 		return explainSchedule(st, what, err)
 	}
 	return printDone(stdout, *asJSON, resp.Msg, fmt.Sprintf("Schedule %d set: %s wakes next at %s.", resp.Msg.Id, name, msTime(resp.Msg.NextAtMs)))
+}
+
+// checkSchedule refuses, before any call, a NAME, --cron, --tz,
+// --keep-up or --id that breaks the grammar the api checks them with
+// (api/client's), naming the flag and the rule. Empty is not given.
+func checkSchedule(name, cronExpr, tz string, keepUp time.Duration, id int64) error {
+	bad := func(flag, rule string) error {
+		return usageError{fmt.Sprintf("box schedule %q: %s %s", shorten(name), flag, rule)}
+	}
+	if !client.BoxName.MatchString(name) {
+		return usageError{fmt.Sprintf("box schedule: NAME %q %s", shorten(name), client.BoxNameRule)}
+	}
+	if cronExpr != "" {
+		if _, err := client.ParseCron(cronExpr); err != nil {
+			return bad("--cron", client.CronRule(cronExpr)+": "+err.Error())
+		}
+	}
+	if _, err := client.TimeZone(tz); err != nil {
+		return bad("--tz", err.Error())
+	}
+	if err := client.CheckKeepUp(keepUp); err != nil {
+		return bad("--keep-up", err.Error())
+	}
+	if id < 0 {
+		return bad("--id", fmt.Sprintf("%d is not a schedule's id (1 or more; --list shows them)", id))
+	}
+	return nil
 }
 
 // explainSchedule says what a refused call means.

@@ -77,7 +77,7 @@ func TestKeysThroughTheCLIAndTheConsole(t *testing.T) {
 		{"", []string{"keys", "rotate", "GITHUB_TOKEN", keyValue}, "never given on the command line"},
 		{"v\n", []string{"keys", "add", "K", "--host", "https://a.com"}, "has a scheme"},
 		{"v\n", []string{"keys", "add", "GITHUB_TOKEN", "--host", "a.com"}, "exists"},
-		{"v\n", []string{"keys", "add", "K"}, "hosts: none"},
+		{"v\n", []string{"keys", "add", "K"}, "--host none"},
 		{"a\nb\n", []string{"keys", "add", "K", "--host", "a.com"}, "holds a newline"},
 		{"v\n", []string{"keys", "rm", "NOPE"}, "no such key"},
 	} {
