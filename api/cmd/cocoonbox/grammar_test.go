@@ -63,8 +63,17 @@ func TestEveryArgumentWithAGrammarIsCheckedBeforeAnyRequest(t *testing.T) {
 		{[]string{"keys", "add", "K", "--host", "a.com", "--template", "Token"}, `--template "Token" holds {} 0 times`},
 		{[]string{"keys", "add", "K", "--host", "a.com", "--query", "a;b"}, `--query "a;b" holds ';'`},
 		{[]string{"keys", "add", "K", "--host", "a.com", "--query", "key", "--header", "X-Key"}, `--query a key is sent in a query parameter or in a header, not both`},
+		{[]string{"rsh", "--box", "Bad_Name", "--", "true"}, `rsh: the box "Bad_Name" must be 1 to 63 of [a-z0-9-]`},
+		{[]string{"rsh", "bad.host", "true"}, `rsh: the box "bad.host" must be`},
+		{[]string{"screen", "Bad_Name"}, `screen: NAME "Bad_Name" must be`},
+		{[]string{"offload", "--box", "Bad_Name"}, `offload: --box "Bad_Name" must be`},
 	} {
-		_, err := runCLI(t, "the-value", append(c.args, "--endpoint", endpoint)...)
+		args := append(c.args, "--endpoint", endpoint)
+		if c.args[0] == "rsh" || c.args[0] == "screen" {
+			// Their flags come before the box and the command.
+			args = append([]string{c.args[0], "--endpoint", endpoint}, c.args[1:]...)
+		}
+		_, err := runCLI(t, "the-value", args...)
 		var ue usageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("cocoonbox %.80q: %v, want a usage error with %q", c.args, err, c.want)

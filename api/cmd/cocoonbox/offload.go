@@ -101,6 +101,9 @@ func offloadCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.W
 	if _, err := parseOffload(fs, args, 0, stdout); err != nil {
 		return err
 	}
+	if *box != "" && !client.BoxName.MatchString(*box) {
+		return usageError{fmt.Sprintf("offload: --box %q %s", shorten(*box), client.BoxNameRule)}
+	}
 	dirs, err := packer.DefaultDirs()
 	if err != nil {
 		return err

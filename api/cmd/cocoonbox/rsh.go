@@ -75,6 +75,9 @@ func parseRsh(args []string, stdout io.Writer) (rshArgs, error) {
 	if a.box == "" {
 		a.box = host
 	}
+	if a.box != "" && !client.BoxName.MatchString(a.box) {
+		return a, usageError{fmt.Sprintf("rsh: the box %q %s", shorten(a.box), client.BoxNameRule)}
+	}
 	if len(command) == 0 || strings.TrimSpace(strings.Join(command, " ")) == "" {
 		return a, usageError{"rsh: no command given (cocoonbox rsh [--box B] [HOST] -- COMMAND...)"}
 	}

@@ -59,6 +59,9 @@ func screen(ctx context.Context, args []string, stdout io.Writer) error {
 		return usageError{fmt.Sprintf("screen: --port %d: a TCP port is 1 to 65535 (0 or none: any free one)", *port)}
 	}
 	box := fs.Arg(0)
+	if box != "" && !client.BoxName.MatchString(box) {
+		return usageError{fmt.Sprintf("screen: NAME %q %s", shorten(box), client.BoxNameRule)}
+	}
 	st, err := loadState(*endpoint)
 	if err != nil {
 		return err
