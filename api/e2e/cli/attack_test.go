@@ -181,3 +181,31 @@ func TestAGzipBombWithATokenIsCutAtTheMessageBound(t *testing.T) {
 		t.Fatalf("the api's peak RSS grew from %d to %d KiB; bound +%d KiB", before, after, bombBound)
 	}
 }
+
+// Version answers without a token (version.proto), so its body is an
+// anonymous caller's: it is bounded as a signed-in caller's message is, a
+// few KiB of gzip inflating to megabytes and a 10 MB bomb both
+// RESOURCE_EXHAUSTED at 16 KiB, the peak RSS within bombBound; an empty
+// request answers the version (issue 45, Deliver 4).
+func TestVersionCutsAnAnonymousGzipBombAtTheMessageBound(t *testing.T) {
+	e := newEnv(t)
+	const path = "/cocoonbox.control.v1.Version/GetVersion"
+	before := memoryKiB(t, e.api.PID(), "VmHWM")
+	for _, bomb := range [][]byte{gzipBomb(t, 8<<10), gzipBomb(t, 10<<20)} {
+		for _, protocol := range []string{"grpc", "connect"} {
+			if code, err := rawCall(e.ctx, e.api.URL, path, protocol, "", bomb); err != nil || code != "resource_exhausted" {
+				t.Errorf("%s %s, anonymous, a %d-byte gzip bomb: %s %v; want resource_exhausted", protocol, path, len(bomb), code, err)
+			}
+		}
+	}
+	after := memoryKiB(t, e.api.PID(), "VmHWM")
+	t.Logf("api peak RSS %d KiB before, %d KiB after anonymous gzip bombs to Version (bound: +%d KiB)", before, after, bombBound)
+	if after-before > bombBound {
+		t.Fatalf("the api's peak RSS grew from %d to %d KiB; bound +%d KiB", before, after, bombBound)
+	}
+	var empty bytes.Buffer
+	gzip.NewWriter(&empty).Close()
+	if code, err := rawCall(e.ctx, e.api.URL, path, "grpc", "", empty.Bytes()); err != nil || code != "ok" {
+		t.Errorf("grpc %s, anonymous, empty: %s %v; want ok", path, code, err)
+	}
+}
