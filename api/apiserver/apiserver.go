@@ -38,8 +38,9 @@ type Options struct {
 	Log *slog.Logger
 	// Getenv reads the login OAuth App's variables (nil: os.Getenv).
 	Getenv func(string) string
-	// Now is the clock of the console's sign-in limits and of OAuth for
-	// agents' codes and tokens (nil: time.Now).
+	// Now is the clock of the console's sign-in limits, of OAuth for
+	// agents' codes and tokens and of scheduled wake (when a schedule is
+	// due, whether its SleepAt is ahead) (nil: time.Now).
 	Now func() time.Time
 	// KDF, when set, is the users store's password hashing cost in place
 	// of users.DefaultKDF (a test's cheap one).
@@ -175,9 +176,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopOAuth)
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
-	scheduleStore := wake.NewStore(db.Pool, nil)
+	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
-	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, schedules, log)
+	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)

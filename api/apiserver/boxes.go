@@ -45,13 +45,13 @@ const bridgeWait = 5 * time.Second
 // the rest of the api calls in process (its Service for Locate and
 // WaitOperation); the returned func stops the service and the local
 // supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, func()) {
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
 		}
 	}
-	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, log)
+	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, wakes, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
@@ -70,13 +70,14 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 // that closes them.
 type supervisorsFunc = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
 
-func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, log *slog.Logger) (*boxes.Handler, func(), error) {
+// startBoxes starts the boxes service on sups' hosts and the scheduled
+// wake on schedules (the idle check asks them whether SleepAt is ahead).
+func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, schedules *wake.Store, log *slog.Logger) (*boxes.Handler, func(), error) {
 	hosts, closeHosts, err := sups(ctx, log)
 	if err != nil {
 		return nil, nil, err
 	}
 	gwKey, _ := usageHooks(models)
-	schedules := wake.NewStore(db.Pool, nil)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
 		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, KeepUp: schedules.KeepUp, Log: log,
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})

@@ -66,7 +66,10 @@ func New(t testing.TB, opts ...Option) *API {
 	for _, opt := range opts {
 		opt(&o)
 	}
-	db := dbtest.New(t, apiserver.Schemas...)
+	dbURL := o.databaseURL
+	if dbURL == "" {
+		dbURL = dbtest.New(t, apiserver.Schemas...).URL
+	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -77,7 +80,7 @@ func New(t testing.TB, opts ...Option) *API {
 	}
 	cfg := config.Default()
 	cfg.Listen, cfg.StateDir = ln.Addr().String(), t.TempDir()
-	cfg.Database.URL = db.URL
+	cfg.Database.URL = dbURL
 	cfg.Console.SignIn = config.SignIn{PerUser: 100, PerAddress: 100, Window: time.Minute}
 	cfg.OAuth.PublicURL = a.URL // https with WithTLS: the one issuer
 	var up connect.UpstreamConfig

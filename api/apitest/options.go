@@ -30,6 +30,7 @@ type settings struct {
 	supervisors func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
 	middleware  func(http.Handler) http.Handler
 	connect     *connect.UpstreamConfig
+	databaseURL string
 }
 
 // ErrNoSupervisor is why an api of New without WithSupervisor has no boxes.
@@ -66,8 +67,9 @@ func WithoutUser() Option { return func(s *settings) { s.noUser, s.noSession = t
 // WithLog logs the api's lines to log (default: nowhere).
 func WithLog(log *slog.Logger) Option { return func(s *settings) { s.log = log } }
 
-// WithClock is the api's clock of the console's sign-in limits and of
-// OAuth for agents' codes and tokens (apiserver.Options.Now).
+// WithClock is the api's clock of the console's sign-in limits, of OAuth
+// for agents' codes and tokens and of scheduled wake
+// (apiserver.Options.Now).
 func WithClock(now func() time.Time) Option { return func(s *settings) { s.now = now } }
 
 // WithSupervisor gives the api the supervisor sup under the host name
@@ -87,6 +89,17 @@ func WithSupervisor(host string, sup sandbox.Supervisor) Option {
 			hosts[host] = sup
 			return hosts, func() {}, nil
 		}
+	}
+}
+
+// WithDatabaseOf serves other's database, as a replica of the api does
+// (several apis on one PostgreSQL): no database of its own and no user
+// made (API.User zero, API.Session nil; other's users are its). Nothing else is shared:
+// give the replica the same supervisor (WithSupervisor) and clock
+// (WithClock) as other when it must drive the same boxes on one time.
+func WithDatabaseOf(other *API) Option {
+	return func(s *settings) {
+		s.databaseURL, s.noUser, s.noSession = other.Config.Database.URL, true, true
 	}
 }
 
