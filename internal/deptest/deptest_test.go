@@ -16,12 +16,17 @@ import (
 // command-line convention every binary here shares (guest/cli); internal.
 // Of the world: connect, protobuf and x/sys, x/term for rsh's terminal,
 // robfig/cron (no dependencies of its own) for box schedule's --cron,
-// read with the api's parser before any call (issue 45, Deliver 2).
+// read with the api's parser before any call (issue 45, Deliver 2),
+// spf13/cobra and its pflag for the command line (internal/command, issue
+// 45); the man pages' generator (cobra/doc, md2man, blackfriday, yaml) is
+// linked only by `go build -tags manpages`, never into the shipped CLI.
 // Issue 25: it once linked 350 packages, pgx, goose and the MCP server
 // among them, for eight names.
 var cli = Rule{
-	Ours:   []string{"api/cmd/cocoonbox", "api/client", "api/proto", "packer", "guest/offload", "guest/cli", "internal"},
-	Others: []string{"connectrpc.com/connect", "google.golang.org/protobuf", "golang.org/x/sys", "golang.org/x/term", "github.com/robfig/cron/v3"},
+	Ours: []string{"api/cmd/cocoonbox", "api/client", "api/proto", "packer", "guest/offload", "guest/cli", "internal"},
+	Others: []string{"connectrpc.com/connect", "google.golang.org/protobuf", "golang.org/x/sys", "golang.org/x/term",
+		"github.com/robfig/cron/v3",
+		"github.com/spf13/cobra", "github.com/spf13/pflag", "github.com/inconshreveable/mousetrap"},
 }
 
 // guest is what a helper of the box (guest/cmd/*) may link: the guest's

@@ -14,6 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // The mutating box commands. Each picks a request id (or takes
@@ -21,26 +22,6 @@ import (
 // caller's script, returns the first call's operation instead of acting
 // twice; then it follows the operation through Boxes.Events until done or
 // failed. Contract: Boxes (api) ↔ sandboxd; Control MCP (states, phases).
-
-// boxCommand is `cocoonbox box SUBCOMMAND ...`.
-func boxCommand(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"box needs a subcommand: create, ensure, hibernate, save, upgrade, delete, status or schedule"}
-	}
-	sub, rest := args[0], args[1:]
-	switch sub {
-	case "status":
-		return boxStatus(ctx, rest, stdout)
-	case "schedule":
-		return boxSchedule(ctx, rest, stdout)
-	case "create", "ensure", "hibernate", "save", "upgrade", "delete":
-		return mutate(ctx, sub, rest, stdout)
-	case "-h", "--help", "help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	}
-	return usageError{fmt.Sprintf("unknown box subcommand %q (want create, ensure, hibernate, save, upgrade, delete, status or schedule)", sub)}
-}
 
 // mutation is what one mutating subcommand needs from its arguments.
 type mutation struct {
@@ -50,8 +31,7 @@ type mutation struct {
 
 // mutate parses a mutating subcommand, makes its call and follows the
 // operation it began.
-func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) error {
-	fs := flags("box " + sub)
+func mutate(sub string, fs *command.Flags) runner {
 	asJSON := fs.Bool("json", false, "print each event as a JSON line")
 	requestID := fs.String("request-id", "", "the call's request id (default: a new one); the same id again returns the first call's operation")
 	var image *string
@@ -68,67 +48,65 @@ func mutate(ctx context.Context, sub string, args []string, stdout io.Writer) er
 	if sub == "hibernate" || sub == "upgrade" {
 		yes = fs.Bool("yes", false, "go on without looking for a working offload session in the box")
 	}
-	pos, st, err := begin(fs, args, 1, stdout)
-	if err != nil {
-		return err
-	}
-	m := mutation{sub: sub, name: optional(pos), requestID: *requestID}
-	if image != nil {
-		m.image, m.restore = *image, *restore
-	}
-	if confirm != nil {
-		m.confirm = *confirm
-	}
-	switch {
-	case (sub == "create" || sub == "delete") && m.name == "":
-		return usageError{fmt.Sprintf("box %s needs the box's NAME", sub)}
-	case sub == "upgrade" && !m.confirm:
-		return usageError{"box upgrade needs --confirm: it moves the box onto the latest image, keeping /home/user and /workspace and dropping every other change"}
-	case sub == "delete" && !m.confirm:
-		return usageError{fmt.Sprintf("box delete %q needs --confirm: it removes the box for good, keeping only its newest save (box create %s --restore brings that back)", m.name, m.name)}
-	}
-	if err := checkBoxArgs(sub, m.name, m.requestID); err != nil {
-		return err
-	}
-	if err := checkImage(sub, m.name, m.image); err != nil {
-		return err
-	}
-	if m.requestID == "" {
-		m.requestID = newRequestID()
-	}
-	client, err := st.boxes()
-	if err != nil {
-		return err
-	}
-	if _, watched := watchEffect[sub]; watched && !*yes {
-		if err := m.watch(ctx, st, client, stdout, *asJSON); err != nil {
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		m := mutation{sub: sub, name: optional(pos), requestID: *requestID}
+		if image != nil {
+			m.image, m.restore = *image, *restore
+		}
+		if confirm != nil {
+			m.confirm = *confirm
+		}
+		switch {
+		case (sub == "create" || sub == "delete") && m.name == "":
+			return command.UsageError{Msg: fmt.Sprintf("box %s needs the box's NAME", sub)}
+		case sub == "upgrade" && !m.confirm:
+			return command.UsageError{Msg: "box upgrade needs --confirm: it moves the box onto the latest image, keeping /home/user and /workspace and dropping every other change"}
+		case sub == "delete" && !m.confirm:
+			return command.UsageError{Msg: fmt.Sprintf("box delete %q needs --confirm: it removes the box for good, keeping only its newest save (box create %s --restore brings that back)", m.name, m.name)}
+		}
+		if err := checkBoxArgs(sub, m.name, m.requestID); err != nil {
 			return err
 		}
-	}
-	what := describe("box "+sub, m.name)
-	call := func() (*connect.Response[controlv1.OperationResponse], error) { return m.call(ctx, client) }
-	resp, err := retrying(ctx, call, func(err error) {
-		fmt.Fprintf(os.Stderr, "cocoonbox: %s: %s: trying again with request id %s (Ctrl-C stops)\n", what, st.why(err), m.requestID)
-	})
-	if err != nil {
-		return st.explainBox(what, err)
-	}
-	w, tty := progressTo(stdout, os.Stderr, *asJSON)
-	p := newProgress(w, *asJSON, tty, resp.Msg.Box)
-	op := resp.Msg.Operation
-	if op == nil {
-		// Ensure of a box that is running already: nothing to follow.
-		p.nothingToDo()
+		if err := checkImage(sub, m.name, m.image); err != nil {
+			return err
+		}
+		if m.requestID == "" {
+			m.requestID = newRequestID()
+		}
+		client, err := st.boxes()
+		if err != nil {
+			return err
+		}
+		if _, watched := watchEffect[sub]; watched && !*yes {
+			if err := m.watch(ctx, st, client, stdout, *asJSON); err != nil {
+				return err
+			}
+		}
+		what := describe("box "+sub, m.name)
+		call := func() (*connect.Response[controlv1.OperationResponse], error) { return m.call(ctx, client) }
+		resp, err := retrying(ctx, call, func(err error) {
+			fmt.Fprintf(os.Stderr, "cocoonbox: %s: %s: trying again with request id %s (Ctrl-C stops)\n", what, st.why(err), m.requestID)
+		})
+		if err != nil {
+			return st.explainBox(what, err)
+		}
+		w, tty := progressTo(stdout, os.Stderr, *asJSON)
+		p := newProgress(w, *asJSON, tty, resp.Msg.Box)
+		op := resp.Msg.Operation
+		if op == nil {
+			// Ensure of a box that is running already: nothing to follow.
+			p.nothingToDo()
+			return nil
+		}
+		end, err := follow(ctx, client, resp.Msg.Box.BoxId, op, resp.Msg.EventsAfter, p)
+		if err != nil {
+			return st.explainBox(what, err)
+		}
+		if end.Phase != controlv1.Phase_PHASE_DONE {
+			return fmt.Errorf("%s: operation %s failed in phase %s: %s (cocoonbox box status shows the box)", what, end.OperationId, p.lastPhase, end.Error)
+		}
 		return nil
 	}
-	end, err := follow(ctx, client, resp.Msg.Box.BoxId, op, resp.Msg.EventsAfter, p)
-	if err != nil {
-		return st.explainBox(what, err)
-	}
-	if end.Phase != controlv1.Phase_PHASE_DONE {
-		return fmt.Errorf("%s: operation %s failed in phase %s: %s (cocoonbox box status shows the box)", what, end.OperationId, p.lastPhase, end.Error)
-	}
-	return nil
 }
 
 // call makes the subcommand's Boxes call.
@@ -157,10 +135,10 @@ func (m mutation) call(ctx context.Context, c controlv1connect.BoxesClient) (*co
 // retries a lost answer gets. Empty is no argument.
 func checkBoxArgs(sub, name, requestID string) error {
 	if name != "" && !client.BoxName.MatchString(name) {
-		return usageError{fmt.Sprintf("box %s: NAME %q %s", sub, shorten(name), client.BoxNameRule)}
+		return command.UsageError{Msg: fmt.Sprintf("box %s: NAME %q %s", sub, shorten(name), client.BoxNameRule)}
 	}
 	if requestID != "" && !client.RequestID.MatchString(requestID) {
-		return usageError{fmt.Sprintf("box %s %q: --request-id %q %s", sub, name, shorten(requestID), client.RequestIDRule)}
+		return command.UsageError{Msg: fmt.Sprintf("box %s %q: --request-id %q %s", sub, name, shorten(requestID), client.RequestIDRule)}
 	}
 	return nil
 }
@@ -169,7 +147,7 @@ func checkBoxArgs(sub, name, requestID string) error {
 // grammar, which the api reads refs with) before any call; "" is none.
 func checkImage(sub, name, image string) error {
 	if image != "" && !client.ImageRef.MatchString(image) {
-		return usageError{fmt.Sprintf("box %s %q: --image %q %s (cocoonbox images lists them)", sub, name, shorten(image), client.ImageRefRule)}
+		return command.UsageError{Msg: fmt.Sprintf("box %s %q: --image %q %s (cocoonbox images lists them)", sub, name, shorten(image), client.ImageRefRule)}
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // The read-only box commands: boxes, images, box status. Contract: Boxes
@@ -47,32 +48,30 @@ func phaseName(p controlv1.Phase) string {
 }
 
 // listBoxes is `cocoonbox boxes [--json]`: the caller's boxes, oldest first.
-func listBoxes(ctx context.Context, args []string, stdout io.Writer) error {
-	_, asJSON, st, client, err := readCommand("boxes", args, 0, stdout)
-	if err != nil {
-		return err
-	}
-	resp, err := client.List(ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
-	if err != nil {
-		return st.explainBox("list boxes", err)
-	}
-	if asJSON {
-		out := []boxJSON{}
-		for _, b := range resp.Msg.Boxes {
-			out = append(out, boxToJSON(b))
+func listBoxes(fs *command.Flags) runner {
+	return reading(fs, func(ctx context.Context, pos []string, asJSON bool, st *state, client controlv1connect.BoxesClient, stdout io.Writer) error {
+		resp, err := client.List(ctx, connect.NewRequest(&controlv1.ListBoxesRequest{}))
+		if err != nil {
+			return st.explainBox("list boxes", err)
 		}
-		return printJSON(stdout, out)
-	}
-	if len(resp.Msg.Boxes) == 0 {
-		fmt.Fprintln(stdout, "No boxes yet: cocoonbox box create NAME makes one.")
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tID\tSTATE\tIMAGE\tLAST SAVED")
-	for _, b := range resp.Msg.Boxes {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", b.Name, b.BoxId, stateName(b.State), b.Image, savedAt(b.LastSavedAtMs))
-	}
-	return tw.Flush()
+		if asJSON {
+			out := []boxJSON{}
+			for _, b := range resp.Msg.Boxes {
+				out = append(out, boxToJSON(b))
+			}
+			return printJSON(stdout, out)
+		}
+		if len(resp.Msg.Boxes) == 0 {
+			fmt.Fprintln(stdout, "No boxes yet: cocoonbox box create NAME makes one.")
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tID\tSTATE\tIMAGE\tLAST SAVED")
+		for _, b := range resp.Msg.Boxes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", b.Name, b.BoxId, stateName(b.State), b.Image, savedAt(b.LastSavedAtMs))
+		}
+		return tw.Flush()
+	})
 }
 
 func savedAt(ms int64) string {
@@ -92,50 +91,48 @@ type statusJSON struct {
 }
 
 // boxStatus is `cocoonbox box status [NAME] [--json]`.
-func boxStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	pos, asJSON, st, client, err := readCommand("box status", args, 1, stdout)
-	if err != nil {
-		return err
-	}
-	name := optional(pos)
-	if err := checkBoxArgs("status", name, ""); err != nil {
-		return err
-	}
-	resp, err := client.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
-	if err != nil {
-		return st.explainBox(describe("box status", name), err)
-	}
-	m := resp.Msg
-	out := statusJSON{boxJSON: boxJSON{State: stateName(controlv1.BoxState_BOX_STATE_ABSENT)},
-		LatestImage: m.LatestImage, UpgradeAvailable: m.UpgradeAvailable}
-	if m.Box != nil {
-		out.boxJSON = boxToJSON(m.Box)
-	}
-	if m.Operation != nil {
-		ev := operationJSON(m.Operation)
-		out.Operation = &ev
-	}
-	if asJSON {
-		return printJSON(stdout, out)
-	}
-	if m.Box == nil {
-		fmt.Fprintf(stdout, "No box yet (state absent): cocoonbox box create NAME makes one; the latest image is %s.\n", m.LatestImage)
-		return nil
-	}
-	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "box\t%s (%s)\n", out.Name, out.BoxID)
-	fmt.Fprintf(tw, "state\t%s\n", out.State)
-	upgrade := "up to date"
-	if out.UpgradeAvailable {
-		upgrade = "upgrade available: cocoonbox box upgrade " + out.Name + " --confirm"
-	}
-	fmt.Fprintf(tw, "image\t%s (latest %s: %s)\n", out.Image, out.LatestImage, upgrade)
-	fmt.Fprintf(tw, "last saved\t%s\n", savedAt(out.LastSavedAtMs))
-	fmt.Fprintf(tw, "incarnation\t%d, on host %s\n", out.Incarnation, out.Host)
-	if m.Operation != nil {
-		fmt.Fprintf(tw, "operation\t%s %s, phase %s\n", m.Operation.OperationId, m.Operation.Kind, phaseName(m.Operation.Phase))
-	}
-	return tw.Flush()
+func boxStatus(fs *command.Flags) runner {
+	return reading(fs, func(ctx context.Context, pos []string, asJSON bool, st *state, client controlv1connect.BoxesClient, stdout io.Writer) error {
+		name := optional(pos)
+		if err := checkBoxArgs("status", name, ""); err != nil {
+			return err
+		}
+		resp, err := client.Status(ctx, connect.NewRequest(&controlv1.BoxStatusRequest{Box: name}))
+		if err != nil {
+			return st.explainBox(describe("box status", name), err)
+		}
+		m := resp.Msg
+		out := statusJSON{boxJSON: boxJSON{State: stateName(controlv1.BoxState_BOX_STATE_ABSENT)},
+			LatestImage: m.LatestImage, UpgradeAvailable: m.UpgradeAvailable}
+		if m.Box != nil {
+			out.boxJSON = boxToJSON(m.Box)
+		}
+		if m.Operation != nil {
+			ev := operationJSON(m.Operation)
+			out.Operation = &ev
+		}
+		if asJSON {
+			return printJSON(stdout, out)
+		}
+		if m.Box == nil {
+			fmt.Fprintf(stdout, "No box yet (state absent): cocoonbox box create NAME makes one; the latest image is %s.\n", m.LatestImage)
+			return nil
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "box\t%s (%s)\n", out.Name, out.BoxID)
+		fmt.Fprintf(tw, "state\t%s\n", out.State)
+		upgrade := "up to date"
+		if out.UpgradeAvailable {
+			upgrade = "upgrade available: cocoonbox box upgrade " + out.Name + " --confirm"
+		}
+		fmt.Fprintf(tw, "image\t%s (latest %s: %s)\n", out.Image, out.LatestImage, upgrade)
+		fmt.Fprintf(tw, "last saved\t%s\n", savedAt(out.LastSavedAtMs))
+		fmt.Fprintf(tw, "incarnation\t%d, on host %s\n", out.Incarnation, out.Host)
+		if m.Operation != nil {
+			fmt.Fprintf(tw, "operation\t%s %s, phase %s\n", m.Operation.OperationId, m.Operation.Kind, phaseName(m.Operation.Phase))
+		}
+		return tw.Flush()
+	})
 }
 
 // imagesJSON is images --json.
@@ -152,44 +149,42 @@ type imageJSON struct {
 
 // listImages is `cocoonbox images [--json]`: what the api can boot, oldest
 // first, the latest marked.
-func listImages(ctx context.Context, args []string, stdout io.Writer) error {
-	_, asJSON, st, client, err := readCommand("images", args, 0, stdout)
-	if err != nil {
-		return err
-	}
-	resp, err := client.Images(ctx, connect.NewRequest(&controlv1.ImagesRequest{}))
-	if err != nil {
-		return st.explainBox("list images", err)
-	}
-	if asJSON {
-		out := imagesJSON{Images: []imageJSON{}, Latest: resp.Msg.Latest}
+func listImages(fs *command.Flags) runner {
+	return reading(fs, func(ctx context.Context, pos []string, asJSON bool, st *state, client controlv1connect.BoxesClient, stdout io.Writer) error {
+		resp, err := client.Images(ctx, connect.NewRequest(&controlv1.ImagesRequest{}))
+		if err != nil {
+			return st.explainBox("list images", err)
+		}
+		if asJSON {
+			out := imagesJSON{Images: []imageJSON{}, Latest: resp.Msg.Latest}
+			for _, im := range resp.Msg.Images {
+				out.Images = append(out.Images, imageJSON{Ref: im.Ref, Version: im.Version, Tier: im.Tier})
+			}
+			return printJSON(stdout, out)
+		}
 		for _, im := range resp.Msg.Images {
-			out.Images = append(out.Images, imageJSON{Ref: im.Ref, Version: im.Version, Tier: im.Tier})
+			mark := " "
+			if im.Ref == resp.Msg.Latest {
+				mark = "*"
+			}
+			fmt.Fprintf(stdout, "%s %s\n", mark, im.Ref)
 		}
-		return printJSON(stdout, out)
-	}
-	for _, im := range resp.Msg.Images {
-		mark := " "
-		if im.Ref == resp.Msg.Latest {
-			mark = "*"
-		}
-		fmt.Fprintf(stdout, "%s %s\n", mark, im.Ref)
-	}
-	fmt.Fprintln(stdout, "(* the latest: box create boots it, box upgrade moves a box onto it)")
-	return nil
+		fmt.Fprintln(stdout, "(* the latest: box create boots it, box upgrade moves a box onto it)")
+		return nil
+	})
 }
 
-// readCommand parses a read-only Boxes command (its --json and at most
-// maxArgs arguments) and makes its client.
-func readCommand(name string, args []string, maxArgs int, stdout io.Writer) ([]string, bool, *state, controlv1connect.BoxesClient, error) {
-	fs := flags(name)
+// reading is a read-only Boxes command's runner: its --json, then body
+// with the endpoint's Boxes client.
+func reading(fs *command.Flags, body func(ctx context.Context, pos []string, asJSON bool, st *state, client controlv1connect.BoxesClient, stdout io.Writer) error) runner {
 	asJSON := fs.Bool("json", false, "print JSON")
-	pos, st, err := begin(fs, args, maxArgs, stdout)
-	if err != nil {
-		return nil, false, nil, nil, err
+	return func(ctx context.Context, pos []string, st *state, _ io.Reader, stdout io.Writer) error {
+		client, err := st.boxes()
+		if err != nil {
+			return err
+		}
+		return body(ctx, pos, *asJSON, st, client, stdout)
 	}
-	client, err := st.boxes()
-	return pos, *asJSON, st, client, err
 }
 
 func printJSON(w io.Writer, v any) error {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // countingAPI is an endpoint that counts the requests it gets and
@@ -74,7 +76,7 @@ func TestEveryArgumentWithAGrammarIsCheckedBeforeAnyRequest(t *testing.T) {
 			args = append([]string{c.args[0], "--endpoint", endpoint}, c.args[1:]...)
 		}
 		_, err := runCLI(t, "the-value", args...)
-		var ue usageError
+		var ue command.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("cocoonbox %.80q: %v, want a usage error with %q", c.args, err, c.want)
 		}

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // inviteTokenPrefix starts an invite-scoped token: cbit_ and 64 hex.
@@ -24,17 +26,11 @@ const inviteTokenPrefix = "cbit_"
 // $COCOONBOX_INVITE_TOKEN, else the file of --token-file or
 // $COCOONBOX_INVITE_TOKEN_FILE; never from the command line, where any
 // user of the machine could read it (ps, /proc/PID/cmdline).
-func inviteCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"invite needs a subcommand: create or list"}
-	}
-	verb, rest := args[0], args[1:]
-	fs := flags("invite " + verb)
+func inviteCmd(verb string, fs *command.Flags) runner {
 	tokenFile := fs.String("token-file", "", "read the invite-scoped token from `PATH`")
 	asJSON := fs.Bool("json", false, "print the api's JSON answer")
 	var days int
-	switch verb {
-	case "create":
+	if verb == "create" {
 		fs.Func("days", "the invite lasts `N` days, 1 to 7 (default 2)", func(s string) error {
 			n, err := strconv.Atoi(s)
 			if err != nil || n < 1 || n > 7 {
@@ -43,40 +39,51 @@ func inviteCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			days = n
 			return nil
 		})
-	case "list":
-	case "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
-	default:
-		return usageError{fmt.Sprintf("unknown invite subcommand %q (create, list)", verb)}
 	}
-	pos, st, err := begin(fs, rest, 1, stdout)
-	if err != nil {
-		return err
-	}
-	if len(pos) > 0 {
-		if strings.HasPrefix(pos[0], inviteTokenPrefix) {
-			// Never echoed: it is a secret, now in this shell's history.
-			return usageError{"the invite-scoped token is never taken from the command line: set COCOONBOX_INVITE_TOKEN, or name a file with --token-file or COCOONBOX_INVITE_TOKEN_FILE (and revoke the token you typed)"}
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		if len(pos) > 0 {
+			if strings.HasPrefix(pos[0], inviteTokenPrefix) {
+				// Never echoed: it is a secret, now in this shell's history.
+				return command.UsageError{Msg: "the invite-scoped token is never taken from the command line: set COCOONBOX_INVITE_TOKEN, or name a file with --token-file or COCOONBOX_INVITE_TOKEN_FILE (and revoke the token you typed)"}
+			}
+			return command.UsageError{Msg: fmt.Sprintf("invite %s: unexpected argument %q", verb, pos[0])}
 		}
-		return usageError{fmt.Sprintf("invite %s: unexpected argument %q", verb, pos[0])}
-	}
-	token, err := inviteToken(*tokenFile)
-	if err != nil {
-		return err
-	}
-	if verb == "create" {
-		body := map[string]int{}
-		if days > 0 {
-			body["days"] = days
+		token, err := inviteToken(*tokenFile)
+		if err != nil {
+			return err
 		}
-		var inv struct {
-			ID        string    `json:"id"`
-			Code      string    `json:"code"`
-			Link      string    `json:"link"`
-			ExpiresAt time.Time `json:"expires_at"`
+		if verb == "create" {
+			body := map[string]int{}
+			if days > 0 {
+				body["days"] = days
+			}
+			var inv struct {
+				ID        string    `json:"id"`
+				Code      string    `json:"code"`
+				Link      string    `json:"link"`
+				ExpiresAt time.Time `json:"expires_at"`
+			}
+			raw, err := inviteCall(ctx, st.endpoint, token, http.MethodPost, body, http.StatusCreated, &inv)
+			if err != nil {
+				return err
+			}
+			if *asJSON {
+				_, err := stdout.Write(raw)
+				return err
+			}
+			fmt.Fprintf(stdout, "%s%s\none use, until %s (invite %s)\n", st.endpoint, inv.Link, inv.ExpiresAt.Local().Format("2006-01-02 15:04 MST"), inv.ID)
+			return nil
 		}
-		raw, err := inviteCall(ctx, st.endpoint, token, http.MethodPost, body, http.StatusCreated, &inv)
+		var list struct {
+			Invites []struct {
+				ID        string    `json:"id"`
+				Uses      int       `json:"uses"`
+				Used      int       `json:"used"`
+				ExpiresAt time.Time `json:"expires_at"`
+				Status    string    `json:"status"`
+			} `json:"invites"`
+		}
+		raw, err := inviteCall(ctx, st.endpoint, token, http.MethodGet, nil, http.StatusOK, &list)
 		if err != nil {
 			return err
 		}
@@ -84,32 +91,13 @@ func inviteCmd(ctx context.Context, args []string, stdout io.Writer) error {
 			_, err := stdout.Write(raw)
 			return err
 		}
-		fmt.Fprintf(stdout, "%s%s\none use, until %s (invite %s)\n", st.endpoint, inv.Link, inv.ExpiresAt.Local().Format("2006-01-02 15:04 MST"), inv.ID)
-		return nil
+		w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(w, "ID\tUSED\tEXPIRES\tSTATUS")
+		for _, i := range list.Invites {
+			fmt.Fprintf(w, "%s\t%d of %d\t%s\t%s\n", i.ID, i.Used, i.Uses, i.ExpiresAt.Local().Format("2006-01-02 15:04"), i.Status)
+		}
+		return w.Flush()
 	}
-	var list struct {
-		Invites []struct {
-			ID        string    `json:"id"`
-			Uses      int       `json:"uses"`
-			Used      int       `json:"used"`
-			ExpiresAt time.Time `json:"expires_at"`
-			Status    string    `json:"status"`
-		} `json:"invites"`
-	}
-	raw, err := inviteCall(ctx, st.endpoint, token, http.MethodGet, nil, http.StatusOK, &list)
-	if err != nil {
-		return err
-	}
-	if *asJSON {
-		_, err := stdout.Write(raw)
-		return err
-	}
-	w := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(w, "ID\tUSED\tEXPIRES\tSTATUS")
-	for _, i := range list.Invites {
-		fmt.Fprintf(w, "%s\t%d of %d\t%s\t%s\n", i.ID, i.Used, i.Uses, i.ExpiresAt.Local().Format("2006-01-02 15:04"), i.Status)
-	}
-	return w.Flush()
 }
 
 // inviteToken is the invite-scoped token: $COCOONBOX_INVITE_TOKEN, else
@@ -123,7 +111,7 @@ func inviteToken(flagFile string) (string, error) {
 			path, what = os.Getenv("COCOONBOX_INVITE_TOKEN_FILE"), "COCOONBOX_INVITE_TOKEN_FILE"
 		}
 		if path == "" {
-			return "", usageError{"no invite-scoped token: set COCOONBOX_INVITE_TOKEN, or name its file with --token-file or COCOONBOX_INVITE_TOKEN_FILE"}
+			return "", command.UsageError{Msg: "no invite-scoped token: set COCOONBOX_INVITE_TOKEN, or name its file with --token-file or COCOONBOX_INVITE_TOKEN_FILE"}
 		}
 		b, err := os.ReadFile(path)
 		if err != nil {

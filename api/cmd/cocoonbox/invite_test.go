@@ -66,8 +66,8 @@ func TestInviteRefusesBadInputWithoutSayingTheToken(t *testing.T) {
 		args []string
 		want string
 	}{
-		{token, []string{"invite"}, "unknown invite subcommand \"--endpoint\""},
-		{token, []string{"invite", "revoke"}, `unknown invite subcommand "revoke"`},
+		{token, []string{"invite"}, "unknown flag: --endpoint"},
+		{token, []string{"invite", "revoke"}, `unknown flag: --endpoint`},
 		{token, []string{"invite", "create", token}, "never taken from the command line"},
 		{token, []string{"invite", "create", "--token", token}, "token"},
 		{token, []string{"invite", "create", "--days", "8"}, "days is 1 to 7"},

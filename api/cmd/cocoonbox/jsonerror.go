@@ -3,10 +3,11 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"io"
 
 	"connectrpc.com/connect"
+
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // A command given --json that fails prints one JSON object on stdout,
@@ -41,11 +42,11 @@ func wantsJSON(args []string) bool {
 func printJSONError(stdout io.Writer, err error) {
 	var printed jsonPrinted
 	var code exitCode
-	if errors.As(err, &printed) || errors.As(err, &code) || errors.Is(err, flag.ErrHelp) {
+	if errors.As(err, &printed) || errors.As(err, &code) || false {
 		return
 	}
 	c := "failed"
-	var ue usageError
+	var ue command.UsageError
 	var ce *connect.Error
 	switch {
 	case errors.As(err, &ue):

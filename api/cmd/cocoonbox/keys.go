@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,9 +16,12 @@ import (
 	"connectrpc.com/connect"
 	"golang.org/x/term"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // maxValueRead bounds what keys add and rotate read as a value; the api
@@ -50,99 +52,95 @@ type hostsFlag []string
 
 func (h *hostsFlag) String() string     { return strings.Join(*h, ",") }
 func (h *hostsFlag) Set(v string) error { *h = append(*h, v); return nil }
+func (h *hostsFlag) Type() string       { return "strings" }
 
-// keysCmd is cocoonbox keys add|ls|rotate|rm (Contract: Key vault).
-func keysCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) == 0 {
-		return usageError{"keys needs add, ls, rotate or rm"}
-	}
-	for _, a := range args {
-		if name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "="); strings.HasPrefix(a, "-") && name == "value" {
-			return usageError{"keys: a key's value is never given on the command line (it would stay in the shell's history and in ps): pipe it on standard input or type it at the prompt"}
+// noValue refuses a key's value on the command line (--value, or a
+// second argument): it would stay in the shell's history and in ps.
+const noValue = "a key's value is never given on the command line (it would stay in the shell's history and in ps): pipe it on standard input or type it at the prompt"
+
+// keyArgs is the arguments of keys VERB: one NAME (none for ls); a
+// second is taken for a value and refused as one.
+func keyArgs(verb string) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		switch {
+		case verb == "ls":
+			return command.NoArgs(cmd, args)
+		case len(args) == 0:
+			return command.Usagef("keys %s needs a NAME", verb)
+		case len(args) > 1:
+			return command.Usagef("keys %s takes one NAME; %s", verb, noValue)
 		}
-	}
-	verb, rest := args[0], args[1:]
-	if verb == "-h" || verb == "--help" || verb == "help" {
-		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	fs := flags("keys " + verb)
+}
+
+// keyFlagError is a flag error of keys VERB; --value gets the rule.
+func keyFlagError(cmd *cobra.Command, err error) error {
+	if strings.Contains(err.Error(), "--value") {
+		return command.Usagef("keys: %s", noValue)
+	}
+	return command.FlagError(cmd, err)
+}
+
+// keysCmd is cocoonbox keys add|ls|rotate|rm VERB (Contract: Key vault).
+func keysCmd(verb string, fs *command.Flags) runner {
 	asJSON := fs.Bool("json", false, "print JSON")
 	var hosts hostsFlag
 	var header, template, query *string
-	want := 1
-	switch verb {
-	case "add":
-		fs.Var(&hosts, "host", "a host the key is sent to (again for each)")
-		header = fs.String("header", "", "the header the key is sent in (default Authorization)")
+	if verb == "add" {
+		fs.Var(&hosts, "host", "a `HOST` the key is sent to (again for each)")
+		header = fs.String("header", "", "the `HEADER` the key is sent in (default Authorization)")
 		template = fs.String("template", "", "the header's value, {} where the key goes (default Bearer {})")
-		query = fs.String("query", "", "send the key in this query parameter instead")
-	case "ls":
-		want = 0
-	case "rotate", "rm":
-	default:
-		return usageError{fmt.Sprintf("unknown keys subcommand %q (add, ls, rotate, rm)", verb)}
+		query = fs.String("query", "", "send the key in this query `PARAMETER` instead")
 	}
-	pos, st, err := begin(fs, rest, want, stdout)
-	if err != nil {
-		if errors.Is(err, flag.ErrHelp) {
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		spec := client.KeySpec{Hosts: hosts}
+		if verb == "add" {
+			spec.Header, spec.Template, spec.Query = *header, *template, *query
+		}
+		if err := checkKey(verb, pos, spec); err != nil {
 			return err
 		}
-		var ue usageError
-		if want == 1 && errors.As(err, &ue) && strings.Contains(ue.msg, "unexpected argument") {
-			return usageError{fmt.Sprintf("keys %s takes one NAME; a value is never given on the command line: pipe it on standard input or type it at the prompt", verb)}
-		}
-		return err
-	}
-	if len(pos) != want {
-		return usageError{fmt.Sprintf("keys %s needs a NAME", verb)}
-	}
-	spec := client.KeySpec{Hosts: hosts}
-	if verb == "add" {
-		spec.Header, spec.Template, spec.Query = *header, *template, *query
-	}
-	if err := checkKey(verb, pos, spec); err != nil {
-		return err
-	}
-	token, err := st.token()
-	if err != nil {
-		return err
-	}
-	keys := controlv1connect.NewKeysClient(http.DefaultClient, st.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
-	switch verb {
-	case "ls":
-		return listKeys(ctx, st, keys, *asJSON, stdout)
-	case "rm":
-		if _, err := keys.DeleteKey(ctx, connect.NewRequest(&controlv1.DeleteKeyRequest{Name: pos[0]})); err != nil {
-			return st.explainKeys("keys rm "+pos[0], err)
-		}
-		return printDone(stdout, *asJSON, map[string]string{"deleted": pos[0]}, "Deleted "+pos[0]+" from the vault and your boxes.")
-	}
-	value, err := readValue(verb, pos[0], stdin)
-	if err != nil {
-		return err
-	}
-	if err := client.CheckKeyValue(value); err != nil {
-		var ie *client.InputError
-		errors.As(err, &ie)
-		return fmt.Errorf("keys %s %s: the value %s", verb, pos[0], ie.Rule)
-	}
-	var k *controlv1.Key
-	if verb == "add" {
-		resp, err := keys.AddKey(ctx, connect.NewRequest(&controlv1.AddKeyRequest{Name: pos[0], Hosts: hosts,
-			Header: *header, Template: *template, Query: *query, Value: value}))
+		token, err := st.token()
 		if err != nil {
-			return st.explainKeys("keys add "+pos[0], err)
+			return err
 		}
-		k = resp.Msg.Key
-	} else {
-		resp, err := keys.RotateKey(ctx, connect.NewRequest(&controlv1.RotateKeyRequest{Name: pos[0], Value: value}))
+		keys := controlv1connect.NewKeysClient(http.DefaultClient, st.endpoint, connect.WithInterceptors(client.BearerInterceptor(token)))
+		switch verb {
+		case "ls":
+			return listKeys(ctx, st, keys, *asJSON, stdout)
+		case "rm":
+			if _, err := keys.DeleteKey(ctx, connect.NewRequest(&controlv1.DeleteKeyRequest{Name: pos[0]})); err != nil {
+				return st.explainKeys("keys rm "+pos[0], err)
+			}
+			return printDone(stdout, *asJSON, map[string]string{"deleted": pos[0]}, "Deleted "+pos[0]+" from the vault and your boxes.")
+		}
+		value, err := readValue(verb, pos[0], stdin)
 		if err != nil {
-			return st.explainKeys("keys rotate "+pos[0], err)
+			return err
 		}
-		k = resp.Msg.Key
+		if err := client.CheckKeyValue(value); err != nil {
+			var ie *client.InputError
+			errors.As(err, &ie)
+			return fmt.Errorf("keys %s %s: the value %s", verb, pos[0], ie.Rule)
+		}
+		var k *controlv1.Key
+		if verb == "add" {
+			resp, err := keys.AddKey(ctx, connect.NewRequest(&controlv1.AddKeyRequest{Name: pos[0], Hosts: hosts,
+				Header: *header, Template: *template, Query: *query, Value: value}))
+			if err != nil {
+				return st.explainKeys("keys add "+pos[0], err)
+			}
+			k = resp.Msg.Key
+		} else {
+			resp, err := keys.RotateKey(ctx, connect.NewRequest(&controlv1.RotateKeyRequest{Name: pos[0], Value: value}))
+			if err != nil {
+				return st.explainKeys("keys rotate "+pos[0], err)
+			}
+			k = resp.Msg.Key
+		}
+		return printDone(stdout, *asJSON, keyOf(k), fmt.Sprintf("%s: your boxes hold %s, sent to %s as %s.", k.Name, k.Placeholder, strings.Join(k.Hosts, ", "), k.How))
 	}
-	return printDone(stdout, *asJSON, keyOf(k), fmt.Sprintf("%s: your boxes hold %s, sent to %s as %s.", k.Name, k.Placeholder, strings.Join(k.Hosts, ", "), k.How))
 }
 
 // keyFlags are the flags of keys add by the request's field they fill.
@@ -165,10 +163,10 @@ func checkKey(verb string, pos []string, spec client.KeySpec) error {
 		return nil
 	}
 	if ie.Field == "name" {
-		return usageError{fmt.Sprintf("keys %s: NAME %q %s", verb, shorten(pos[0]), client.KeyNameRule)}
+		return command.UsageError{Msg: fmt.Sprintf("keys %s: NAME %q %s", verb, shorten(pos[0]), client.KeyNameRule)}
 	}
 	field, _, _ := strings.Cut(ie.Field, "[")
-	return usageError{fmt.Sprintf("keys %s %s: %s %s", verb, pos[0], keyFlags[field], ie.Rule)}
+	return command.UsageError{Msg: fmt.Sprintf("keys %s %s: %s %s", verb, pos[0], keyFlags[field], ie.Rule)}
 }
 
 func printDone(stdout io.Writer, asJSON bool, v any, line string) error {

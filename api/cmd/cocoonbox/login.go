@@ -18,74 +18,72 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/client/login"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // loginWait bounds how long login waits for the browser.
 const loginWait = 10 * time.Minute
 
-func loginCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	fs := flags("login")
+func loginCmd(fs *command.Flags) runner {
 	invite := fs.String("invite", "", "an invite code (cbi_ and 64 hex) for a new account's signup")
 	deviceName := fs.String("device-name", "", "the device's name in the device list (default: the host name)")
 	noBrowser := fs.Bool("no-browser", false, "print the URL only; do not start xdg-open")
 	tokenStdin := fs.Bool("token-stdin", false, "read a token from standard input instead of the browser")
-	_, st, err := begin(fs, args, 0, stdout)
-	if err != nil {
-		return err
-	}
-	if *tokenStdin {
-		return loginPaste(ctx, st, stdin, stdout)
-	}
-	if *invite != "" && !client.IsInviteCode(*invite) {
-		return usageError{fmt.Sprintf("--invite %q is not an invite code (cbi_ and 64 hex digits)", *invite)}
-	}
-	name := *deviceName
-	if name == "" {
-		name = hostName()
-	}
-	if len(name) > client.MaxDeviceName || !utf8.ValidString(name) || name == "" {
-		return usageError{fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, client.MaxDeviceName)}
-	}
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		if *tokenStdin {
+			return loginPaste(ctx, st, stdin, stdout)
+		}
+		if *invite != "" && !client.IsInviteCode(*invite) {
+			return command.UsageError{Msg: fmt.Sprintf("--invite %q is not an invite code (cbi_ and 64 hex digits)", *invite)}
+		}
+		name := *deviceName
+		if name == "" {
+			name = hostName()
+		}
+		if len(name) > client.MaxDeviceName || !utf8.ValidString(name) || name == "" {
+			return command.UsageError{Msg: fmt.Sprintf("--device-name %q must be 1 to %d bytes of UTF-8", name, client.MaxDeviceName)}
+		}
 
-	if err := reachable(ctx, st.endpoint); err != nil {
-		return err
-	}
-	flow, err := login.Start(login.Request{Endpoint: st.endpoint, Client: client.CLI, DeviceName: name, Invite: *invite})
-	if err != nil {
-		return err
-	}
-	u := flow.AuthorizeURL()
-	fmt.Fprintf(stdout, "To sign in, open this page in your browser:\n\n  %s\n\nWaiting for the browser (Ctrl-C to stop)...\n", u)
-	if !*noBrowser {
-		openBrowser(u)
-	}
-	wctx, cancel := context.WithTimeout(ctx, loginWait)
-	defer cancel()
-	res, err := flow.Wait(wctx)
-	if err != nil {
-		var oe *login.OAuthError
-		if errors.As(err, &oe) && oe.Code == client.ErrAccessDenied {
-			return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
+		if err := reachable(ctx, st.endpoint); err != nil {
+			return err
 		}
-		return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
-	}
-	tok, err := login.Exchange(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, res)
-	if err != nil {
-		return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
-	}
-	// Contract: a new CLI login revokes the browser token it replaces.
-	if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == login.SourceBrowser && old.Token != tok.AccessToken {
-		if err := login.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, old.Token); err != nil {
-			fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
+		flow, err := login.Start(login.Request{Endpoint: st.endpoint, Client: client.CLI, DeviceName: name, Invite: *invite})
+		if err != nil {
+			return err
 		}
+		u := flow.AuthorizeURL()
+		fmt.Fprintf(stdout, "To sign in, open this page in your browser:\n\n  %s\n\nWaiting for the browser (Ctrl-C to stop)...\n", u)
+		if !*noBrowser {
+			openBrowser(u)
+		}
+		wctx, cancel := context.WithTimeout(ctx, loginWait)
+		defer cancel()
+		res, err := flow.Wait(wctx)
+		if err != nil {
+			var oe *login.OAuthError
+			if errors.As(err, &oe) && oe.Code == client.ErrAccessDenied {
+				return fmt.Errorf("the sign-in was denied in the browser: run cocoonbox login again to retry")
+			}
+			return fmt.Errorf("sign-in at %s: %w", st.endpoint, err)
+		}
+		tok, err := login.Exchange(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, res)
+		if err != nil {
+			return fmt.Errorf("sign-in at %s: %w: run cocoonbox login again", st.endpoint, err)
+		}
+		// Contract: a new CLI login revokes the browser token it replaces.
+		if old, ok := st.file.Endpoints[st.endpoint]; ok && old.Source == login.SourceBrowser && old.Token != tok.AccessToken {
+			if err := login.Revoke(ctx, http.DefaultClient, st.endpoint, client.CLI.ID, old.Token); err != nil {
+				fmt.Fprintf(os.Stderr, "cocoonbox: warning: the token this login replaces was not revoked (%v): see cocoonbox devices\n", err)
+			}
+		}
+		st.file.Endpoint = st.endpoint
+		st.file.Endpoints[st.endpoint] = login.Saved{Token: tok.AccessToken, Source: login.SourceBrowser}
+		if err := st.save(); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Signed in to %s as device %q.\n", st.endpoint, name)
+		return nil
 	}
-	st.file.Endpoint = st.endpoint
-	st.file.Endpoints[st.endpoint] = login.Saved{Token: tok.AccessToken, Source: login.SourceBrowser}
-	if err := st.save(); err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Signed in to %s as device %q.\n", st.endpoint, name)
-	return nil
 }
 
 // loginPaste keeps a token read from stdin after the api accepted it.
@@ -150,7 +148,7 @@ func reachable(ctx context.Context, endpoint string) error {
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, "GET", endpoint+"/healthz", nil)
 	if err != nil {
-		return usageError{fmt.Sprintf("endpoint %q: %v", endpoint, err)}
+		return command.UsageError{Msg: fmt.Sprintf("endpoint %q: %v", endpoint, err)}
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/client"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // mcpClients are the coding CLIs `cocoonbox mcp` writes a snippet for.
@@ -27,46 +29,43 @@ var mcpClients = []string{"claude", "codex"}
 //
 // Contract: Control MCP (box lifecycle for native agents, M4.7); OAuth
 // for agents (MCP authorization 2025-11-25).
-func mcpSnippet(args []string, stdout io.Writer) error {
-	fs := flags("mcp")
+func mcpSnippet(fs *command.Flags) runner {
 	withToken := fs.Bool("with-token", false, "add the form with this CLI's token (your whole account) for your own configuration")
-	pos, st, err := begin(fs, args, 1, stdout)
-	if err != nil {
-		return err
-	}
-	which := mcpClients
-	if len(pos) == 1 {
-		if pos[0] != "claude" && pos[0] != "codex" {
-			return usageError{fmt.Sprintf("mcp: %q is not claude or codex", pos[0])}
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		which := mcpClients
+		if len(pos) == 1 {
+			if pos[0] != "claude" && pos[0] != "codex" {
+				return command.UsageError{Msg: fmt.Sprintf("mcp: %q is not claude or codex", pos[0])}
+			}
+			which = pos
 		}
-		which = pos
-	}
-	token, tokenErr := st.token()
-	url := st.endpoint + client.MCPPath
-	if *withToken && tokenErr == nil {
-		fmt.Fprintln(os.Stderr, "cocoonbox mcp: warning: the token printed is your whole account (every box, key and device): keep it in your own configuration, never in a project's file; cocoonbox devices revoke cuts it off")
-	}
-	for i, c := range which {
-		if i > 0 {
-			fmt.Fprintln(stdout)
+		token, tokenErr := st.token()
+		url := st.endpoint + client.MCPPath
+		if *withToken && tokenErr == nil {
+			fmt.Fprintln(os.Stderr, "cocoonbox mcp: warning: the token printed is your whole account (every box, key and device): keep it in your own configuration, never in a project's file; cocoonbox devices revoke cuts it off")
 		}
-		oauth, tokenForm := claudeOAuth(url), ""
-		if c == "codex" {
-			oauth = codexOAuth(url)
+		for i, c := range which {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			oauth, tokenForm := claudeOAuth(url), ""
+			if c == "codex" {
+				oauth = codexOAuth(url)
+			}
+			switch {
+			case !*withToken:
+				tokenForm = "# With this CLI's token instead (your whole account): cocoonbox mcp --with-token\n"
+			case tokenErr != nil:
+				tokenForm = fmt.Sprintf("# With this CLI's token instead: %v\n", tokenErr)
+			case c == "claude":
+				tokenForm = claudeSnippet(url, token)
+			default:
+				tokenForm = codexSnippet(url, token)
+			}
+			fmt.Fprint(stdout, oauth, tokenForm)
 		}
-		switch {
-		case !*withToken:
-			tokenForm = "# With this CLI's token instead (your whole account): cocoonbox mcp --with-token\n"
-		case tokenErr != nil:
-			tokenForm = fmt.Sprintf("# With this CLI's token instead: %v\n", tokenErr)
-		case c == "claude":
-			tokenForm = claudeSnippet(url, token)
-		default:
-			tokenForm = codexSnippet(url, token)
-		}
-		fmt.Fprint(stdout, oauth, tokenForm)
+		return nil
 	}
-	return nil
 }
 
 // claudeOAuth is the OAuth form for claude: `claude mcp add --transport

@@ -3,9 +3,10 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"strings"
 	"testing"
+
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // cocoonbox mcp --with-token prints claude's and codex's snippets for the
@@ -99,14 +100,14 @@ func mcpJSONs(t *testing.T, out string) []mcpServer {
 
 func TestMCPBadInput(t *testing.T) {
 	t.Setenv("COCOONBOX_TOKEN", "")
-	var ue usageError
+	var ue command.UsageError
 	if _, err := runCLI(t, "", "mcp", "cursor"); !errors.As(err, &ue) || !strings.Contains(err.Error(), `"cursor" is not claude or codex`) {
 		t.Errorf("mcp cursor: %v", err)
 	}
 	if _, err := runCLI(t, "", "mcp", "claude", "codex"); !errors.As(err, &ue) {
 		t.Errorf("mcp claude codex: %v, want a usage error", err)
 	}
-	if out, err := runCLI(t, "", "mcp", "--help"); !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(out, "usage: ") {
+	if out, err := runCLI(t, "", "mcp", "--help"); err != nil || !strings.Contains(out, "Usage:\n  cocoonbox mcp [claude|codex]") {
 		t.Errorf("mcp --help: %v %q", err, out)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,163 +18,103 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 	"github.com/cocoonbox/cocoonbox/packer"
 )
 
-const offloadUsage = `usage: cocoonbox offload [--box B] [--kind claude|codex] [--name N] [--yes] [--json]
-       cocoonbox offload handover-path
-       cocoonbox offload --handover-prompt
-       cocoonbox offload secrets add ENTRY | secrets remove ENTRY | secrets list [--json]
-       cocoonbox offload status [--json]
-       cocoonbox back [--interrupt] [--json]
-       cocoonbox setup claude
-
-Run in the repository. offload checks the hand-over (handover-path prints where
-it goes), runs the preflight (a block stops; warnings need --yes or an answer),
-and moves the work tree, its history and the opted-in secrets into the box
-(--box, else your first box) for a fresh box CLI (--kind, default claude) in
-/workspace/NAME (--name, default the repository's directory name). back asks
-the box CLI to hand back (--interrupt: Esc first), waits up to 600 s, fetches
-and merges against the state the box started from, never touching your
-uncommitted work. ENTRY is file:<repo path>, aws, kube, gcloud or ssh:<key>.
-Progress goes to stderr; --json prints one JSON line on stdout.
-Exit codes: 0 done, 1 failed (rolled back as said), 2 usage, 3 refused (nothing changed).
-`
-
 // exitCode ends the CLI with a code after its answer is printed.
-type exitCode int
-
-func (e exitCode) Error() string { return fmt.Sprintf("exit %d", int(e)) }
-
-// offloadFlags is a flag set whose -h prints the offload usage.
-func offloadFlags(name string) *flag.FlagSet {
-	fs := flags(name)
-	fs.Usage = func() {}
-	return fs
-}
-
-// parseOffload parses flags before, between and after at most maxArgs
-// arguments (`secrets list --json`); -h prints the offload usage on
-// stdout.
-func parseOffload(fs *flag.FlagSet, args []string, maxArgs int, stdout io.Writer) ([]string, error) {
-	var positional []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				fmt.Fprint(stdout, offloadUsage)
-				return nil, err
-			}
-			return nil, usageError{err.Error()}
-		}
-		if fs.NArg() == 0 {
-			if len(positional) > maxArgs {
-				return nil, usageError{fmt.Sprintf("%s: unexpected argument %q", fs.Name(), positional[maxArgs])}
-			}
-			return positional, nil
-		}
-		positional = append(positional, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
-}
+type exitCode = command.Exit
 
 // offloadCmd is `cocoonbox offload ...` (Contract: Offload, Offload, Mac
 // side; Entry points).
-func offloadCmd(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	if len(args) > 0 {
-		switch args[0] {
-		case "handover-path":
-			return handoverPath(args[1:], stdout)
-		case "secrets":
-			return secretsCmd(args[1:], stdout)
-		case "status":
-			return offloadStatus(ctx, args[1:], stdout)
-		}
-	}
-	fs := offloadFlags("offload")
+func offloadCmd(fs *command.Flags) runner {
 	box := fs.String("box", "", "the box's name or id")
 	kind := fs.String("kind", "claude", "the box CLI")
 	name := fs.String("name", "", "the copy's name")
 	yes := fs.Bool("yes", false, "go ahead past warnings")
 	asJSON := fs.Bool("json", false, "one JSON line")
 	prompt := fs.Bool("handover-prompt", false, "print the request for a CLI")
-	if _, err := parseOffload(fs, args, 0, stdout); err != nil {
-		return err
-	}
-	if *box != "" && !client.BoxName.MatchString(*box) {
-		return usageError{fmt.Sprintf("offload: --box %q %s", shorten(*box), client.BoxNameRule)}
-	}
-	dirs, err := packer.DefaultDirs()
-	if err != nil {
-		return err
-	}
-	if *prompt {
+	return func(ctx context.Context, pos []string, _ *state, stdin io.Reader, stdout io.Writer) error {
+		if *box != "" && !client.BoxName.MatchString(*box) {
+			return command.UsageError{Msg: fmt.Sprintf("offload: --box %q %s", shorten(*box), client.BoxNameRule)}
+		}
+		dirs, err := packer.DefaultDirs()
+		if err != nil {
+			return err
+		}
+		if *prompt {
+			repo, err := packer.FindRepo(".")
+			if err != nil {
+				return answer(stdout, *asJSON, nil, err)
+			}
+			fmt.Fprint(stdout, packer.HandoverPrompt(dirs.Handover(repo.Key)))
+			return nil
+		}
+		// The hand-over is checked before anything else, the api included.
 		repo, err := packer.FindRepo(".")
+		if err == nil {
+			_, err = dirs.ReadHandover(repo.Key)
+		}
 		if err != nil {
 			return answer(stdout, *asJSON, nil, err)
 		}
-		fmt.Fprint(stdout, packer.HandoverPrompt(dirs.Handover(repo.Key)))
-		return nil
+		st, err := loadState(fs.Lookup("endpoint").Value.String())
+		if err != nil {
+			return err
+		}
+		info, err := st.findBox(ctx, *box)
+		if err != nil {
+			return answer(stdout, *asJSON, nil, err)
+		}
+		p, err := st.packer(dirs, info, *asJSON)
+		if err != nil {
+			return err
+		}
+		p.Yes = *yes
+		if !*asJSON && isTerminal(stdin) {
+			p.Ask = askOn(stdin)
+		}
+		res, err := p.Offload(ctx, packer.OffloadOptions{Dir: ".", Kind: *kind, Name: *name})
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "Offloaded %s to box %s as %s: %s in tmux %s.\n", repo.Top, info.Name, res.ID, *kind, res.Tmux)
+		}
+		return answer(stdout, *asJSON, res, err)
 	}
-	// The hand-over is checked before anything else, the api included.
-	repo, err := packer.FindRepo(".")
-	if err == nil {
-		_, err = dirs.ReadHandover(repo.Key)
-	}
-	if err != nil {
-		return answer(stdout, *asJSON, nil, err)
-	}
-	st, err := loadState(fs.Lookup("endpoint").Value.String())
-	if err != nil {
-		return err
-	}
-	info, err := st.findBox(ctx, *box)
-	if err != nil {
-		return answer(stdout, *asJSON, nil, err)
-	}
-	p, err := st.packer(dirs, info, *asJSON)
-	if err != nil {
-		return err
-	}
-	p.Yes = *yes
-	if !*asJSON && isTerminal(stdin) {
-		p.Ask = askOn(stdin)
-	}
-	res, err := p.Offload(ctx, packer.OffloadOptions{Dir: ".", Kind: *kind, Name: *name})
-	if err == nil && !*asJSON {
-		fmt.Fprintf(stdout, "Offloaded %s to box %s as %s: %s in tmux %s.\n", repo.Top, info.Name, res.ID, *kind, res.Tmux)
-	}
-	return answer(stdout, *asJSON, res, err)
 }
 
 // backCmd is `cocoonbox back` (Contract: Offload, Back, Mac side).
-func backCmd(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := offloadFlags("back")
+func backCmd(fs *command.Flags) runner {
 	interrupt := fs.Bool("interrupt", false, "Esc first")
 	asJSON := fs.Bool("json", false, "one JSON line")
-	if _, err := parseOffload(fs, args, 0, stdout); err != nil {
-		return err
+	return func(ctx context.Context, pos []string, _ *state, stdin io.Reader, stdout io.Writer) error {
+		dirs, err := packer.DefaultDirs()
+		if err != nil {
+			return err
+		}
+		_, rec, err := dirs.InFlight(".")
+		if err != nil {
+			return answer(stdout, *asJSON, nil, err)
+		}
+		p, err := recordPacker(fs, dirs, rec, *asJSON)
+		if err != nil {
+			return err
+		}
+		res, err := p.Back(ctx, ".", *interrupt)
+		if err == nil && !*asJSON {
+			fmt.Fprintf(stdout, "Back from box %s: %s. The box's hand-over: %s\n", rec.BoxName, res.Merge.Case, res.BackMD)
+		}
+		return answer(stdout, *asJSON, res, err)
 	}
-	dirs, err := packer.DefaultDirs()
-	if err != nil {
-		return err
-	}
-	_, rec, err := dirs.InFlight(".")
-	if err != nil {
-		return answer(stdout, *asJSON, nil, err)
-	}
+}
+
+// recordPacker is the packer of the offload rec records, on the
+// endpoint of fs's --endpoint.
+func recordPacker(fs *command.Flags, dirs packer.Dirs, rec *packer.Record, asJSON bool) (*packer.Packer, error) {
 	st, err := loadState(fs.Lookup("endpoint").Value.String())
 	if err != nil {
-		return err
+		return nil, err
 	}
-	p, err := st.packer(dirs, packer.BoxInfo{ID: rec.Box, Name: rec.BoxName}, *asJSON)
-	if err != nil {
-		return err
-	}
-	res, err := p.Back(ctx, ".", *interrupt)
-	if err == nil && !*asJSON {
-		fmt.Fprintf(stdout, "Back from box %s: %s. The box's hand-over: %s\n", rec.BoxName, res.Merge.Case, res.BackMD)
-	}
-	return answer(stdout, *asJSON, res, err)
+	return st.packer(dirs, packer.BoxInfo{ID: rec.Box, Name: rec.BoxName}, asJSON)
 }
 
 // answer prints the outcome: --json one line, {"ok":true,...} or
@@ -299,19 +238,18 @@ func askOn(in io.Reader) func(string) bool {
 	}
 }
 
-func handoverPath(args []string, stdout io.Writer) error {
-	if _, err := parseOffload(offloadFlags("offload handover-path"), args, 0, stdout); err != nil {
-		return err
+func handoverPath(fs *command.Flags) runner {
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		repo, dirs, err := here()
+		if err != nil {
+			return err
+		}
+		if err := dirs.Ensure(repo.Key); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, dirs.Handover(repo.Key))
+		return nil
 	}
-	repo, dirs, err := here()
-	if err != nil {
-		return err
-	}
-	if err := dirs.Ensure(repo.Key); err != nil {
-		return err
-	}
-	fmt.Fprintln(stdout, dirs.Handover(repo.Key))
-	return nil
 }
 
 func here() (packer.Repo, packer.Dirs, error) {
@@ -325,117 +263,96 @@ func here() (packer.Repo, packer.Dirs, error) {
 
 // secretsCmd is `offload secrets add|remove ENTRY` and `secrets list`:
 // names and paths in repos.json, never a value.
-func secretsCmd(args []string, stdout io.Writer) error {
-	fs := offloadFlags("offload secrets")
+func secretsCmd(verb string, fs *command.Flags) runner {
 	asJSON := fs.Bool("json", false, "one JSON line")
-	rest, err := parseOffload(fs, args, 2, stdout)
-	if err != nil {
-		return err
-	}
-	verb := ""
-	if len(rest) > 0 {
-		verb = rest[0]
-	}
-	if !(verb == "list" && len(rest) == 1 || (verb == "add" || verb == "remove") && len(rest) == 2) {
-		return usageError{"offload secrets: add ENTRY, remove ENTRY or list"}
-	}
-	repo, dirs, err := here()
-	if err != nil {
-		return answer(stdout, *asJSON, nil, err)
-	}
-	repos, err := dirs.LoadRepos()
-	if err != nil {
-		return err
-	}
-	prefs := repos.Prefs(repo.Key)
-	prefs.Top = repo.Top
-	if verb != "list" {
-		entry := rest[1]
-		if err := packer.CheckSecretEntry(entry); err != nil {
-			return usageError{err.Error()}
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		repo, dirs, err := here()
+		if err != nil {
+			return answer(stdout, *asJSON, nil, err)
 		}
-		kept := []string{}
-		for _, e := range prefs.Secrets {
-			if e != entry {
-				kept = append(kept, e)
-			}
-		}
-		if verb == "add" {
-			kept = append(kept, entry)
-		}
-		prefs.Secrets = kept
-		if err := dirs.SaveRepos(repos); err != nil {
+		repos, err := dirs.LoadRepos()
+		if err != nil {
 			return err
 		}
+		prefs := repos.Prefs(repo.Key)
+		prefs.Top = repo.Top
+		if verb != "list" {
+			entry := pos[0]
+			if err := packer.CheckSecretEntry(entry); err != nil {
+				return command.UsageError{Msg: err.Error()}
+			}
+			kept := []string{}
+			for _, e := range prefs.Secrets {
+				if e != entry {
+					kept = append(kept, e)
+				}
+			}
+			if verb == "add" {
+				kept = append(kept, entry)
+			}
+			prefs.Secrets = kept
+			if err := dirs.SaveRepos(repos); err != nil {
+				return err
+			}
+		}
+		if *asJSON {
+			return answer(stdout, true, map[string]any{"repo": repo.Key, "secrets": prefs.Secrets}, nil)
+		}
+		for _, e := range prefs.Secrets {
+			fmt.Fprintln(stdout, e)
+		}
+		return nil
 	}
-	if *asJSON {
-		return answer(stdout, true, map[string]any{"repo": repo.Key, "secrets": prefs.Secrets}, nil)
-	}
-	for _, e := range prefs.Secrets {
-		fmt.Fprintln(stdout, e)
-	}
-	return nil
 }
 
 // offloadStatus is the repository's offload in flight (offload.json) and
 // its box session's status (offload status through rsh).
-func offloadStatus(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := offloadFlags("offload status")
+func offloadStatus(fs *command.Flags) runner {
 	asJSON := fs.Bool("json", false, "one JSON line")
-	if _, err := parseOffload(fs, args, 0, stdout); err != nil {
-		return err
-	}
-	repo, dirs, err := here()
-	if err != nil {
-		return answer(stdout, *asJSON, nil, err)
-	}
-	rec, err := dirs.LoadRecord(repo.Key)
-	if err != nil {
-		return err
-	}
-	out := map[string]any{"repo": repo.Key, "record": rec}
-	if rec != nil {
-		st, err := loadState(fs.Lookup("endpoint").Value.String())
-		if err != nil {
-			return err
-		}
-		p, err := st.packer(dirs, packer.BoxInfo{ID: rec.Box, Name: rec.BoxName}, *asJSON)
-		if err != nil {
-			return err
-		}
-		sessions, err := p.Status(ctx, rec.Repo)
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		repo, dirs, err := here()
 		if err != nil {
 			return answer(stdout, *asJSON, nil, err)
 		}
-		out["sessions"] = sessions
-	}
-	if *asJSON {
-		return answer(stdout, true, out, nil)
-	}
-	if rec == nil {
-		fmt.Fprintf(stdout, "No offload of %s is in flight.\n", repo.Top)
+		rec, err := dirs.LoadRecord(repo.Key)
+		if err != nil {
+			return err
+		}
+		out := map[string]any{"repo": repo.Key, "record": rec}
+		if rec != nil {
+			p, err := recordPacker(fs, dirs, rec, *asJSON)
+			if err != nil {
+				return err
+			}
+			sessions, err := p.Status(ctx, rec.Repo)
+			if err != nil {
+				return answer(stdout, *asJSON, nil, err)
+			}
+			out["sessions"] = sessions
+		}
+		if *asJSON {
+			return answer(stdout, true, out, nil)
+		}
+		if rec == nil {
+			fmt.Fprintf(stdout, "No offload of %s is in flight.\n", repo.Top)
+			return nil
+		}
+		fmt.Fprintf(stdout, "Offload %s in box %s, %s in %s (tmux %s):\n", rec.ID, rec.BoxName, rec.Kind, rec.Dir, offload.TmuxSession(rec.Repo, rec.Kind))
+		for _, s := range out["sessions"].([]map[string]any) {
+			fmt.Fprintf(stdout, "  %v %v: %v\n", s["cli"], s["offload_id"], s["status"])
+		}
 		return nil
 	}
-	fmt.Fprintf(stdout, "Offload %s in box %s, %s in %s (tmux %s):\n", rec.ID, rec.BoxName, rec.Kind, rec.Dir, offload.TmuxSession(rec.Repo, rec.Kind))
-	for _, s := range out["sessions"].([]map[string]any) {
-		fmt.Fprintf(stdout, "  %v %v: %v\n", s["cli"], s["offload_id"], s["status"])
-	}
-	return nil
 }
 
 // setupCmd is `cocoonbox setup claude`: the plugin's commands.
-func setupCmd(args []string, stdout io.Writer) error {
-	rest, err := parseOffload(offloadFlags("setup"), args, 1, stdout)
-	if err != nil {
-		return err
+func setupCmd(fs *command.Flags) runner {
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		dir, err := packer.InstallClaude()
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "Installed /cocoonbox:offload and /cocoonbox:back in %s.\n", dir)
+		return nil
 	}
-	if len(rest) != 1 || rest[0] != "claude" {
-		return usageError{"setup: only claude (cocoonbox setup claude)"}
-	}
-	dir, err := packer.InstallClaude()
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "Installed /cocoonbox:offload and /cocoonbox:back in %s.\n", dir)
-	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/offload"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // inRepo makes a git repository, its own XDG_DATA_HOME and
@@ -56,7 +57,7 @@ func TestHandoverPathAndPrompt(t *testing.T) {
 func TestOffloadBadInput(t *testing.T) {
 	inRepo(t)
 	for _, args := range [][]string{{"offload", "--bogus"}, {"offload", "extra"}, {"back", "extra"}, {"offload", "secrets", "add"}, {"offload", "secrets", "frob", "x"}, {"setup", "codex"}} {
-		var ue usageError
+		var ue command.UsageError
 		if _, err := runCLI(t, "", args...); !errors.As(err, &ue) {
 			t.Errorf("cocoonbox %v: %v, want a usage error", args, err)
 		}
@@ -102,13 +103,13 @@ func TestOffloadSecrets(t *testing.T) {
 	}
 }
 
-// Every --help prints usage: on stdout; setup claude installs the
+// Every --help prints the command's usage on stdout; setup claude installs the
 // plugin's two commands.
 func TestOffloadHelpAndSetup(t *testing.T) {
 	inRepo(t)
 	for _, args := range [][]string{{"offload", "--help"}, {"back", "--help"}, {"offload", "secrets", "--help"}, {"setup", "--help"}} {
-		out, _ := runCLI(t, "", args...)
-		if !strings.HasPrefix(out, "usage: ") {
+		out, err := runCLI(t, "", args...)
+		if err != nil || !strings.Contains(out, "Usage:\n  cocoonbox "+strings.Join(args[:len(args)-1], " ")) {
 			t.Errorf("%v: %q", args, out)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // Issue 45, Deliver 2: an api without a box supervisor answers
@@ -78,7 +79,7 @@ func TestArgumentsAreCheckedBeforeAnyCall(t *testing.T) {
 		{[]string{"box", "status", "Demo"}, `"Demo" must be`},
 	} {
 		_, err := runCLI(t, "", append(c.args, "--endpoint", "http://127.0.0.1:1")...)
-		var ue usageError
+		var ue command.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("cocoonbox %.80v: %v, want a usage error with %q", c.args, err, c.want)
 		}

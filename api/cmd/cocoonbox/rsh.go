@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -15,10 +14,14 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // exitError is one of rsh's own failures: the CLI prints msg and ends
@@ -30,6 +33,9 @@ type exitError struct {
 
 func (e exitError) Error() string { return e.msg }
 
+// ExitCode is rsh's code for the failure (command.Coded).
+func (e exitError) ExitCode() int { return e.code }
+
 // rshArgs is rsh's command line: its flags, then [HOST] and the command,
 // either after -- or, as rsync and git give them (ssh's order), straight
 // after HOST.
@@ -39,56 +45,68 @@ type rshArgs struct {
 	command       []string
 }
 
-// parseRsh stops at the first word that is not one of rsh's flags, so the
-// command's own flags (rsync --server ...) stay the command's.
-func parseRsh(args []string, stdout io.Writer) (rshArgs, error) {
+// rshFlags defines rsh's flags on fs: ssh's -l (rsync gives -l user)
+// and -t beside rsh's own. Parsing stops at the first word that is not
+// one of them, so the command's own flags (rsync --server ...) stay the
+// command's.
+func rshFlags(fs *command.Flags, a *rshArgs) *string {
+	fs.SetInterspersed(false)
+	fs.StringVar(&a.box, "box", "", "the box's name or id (default: HOST, else your first box)")
+	fs.StringVar(&a.endpoint, "endpoint", "", "the api's `URL`")
+	fs.BoolVarP(&a.tty, "tty", "t", false, "a terminal: raw mode here, resizes, $TERM")
+	return fs.StringP("login", "l", "user", "the box's user, as ssh's -l (user is the only one)")
+}
+
+// parseRsh reads rsh's command line (rshFlags); -h or --help is
+// pflag.ErrHelp.
+func parseRsh(args []string) (rshArgs, error) {
 	var a rshArgs
-	fs := flag.NewFlagSet("cocoonbox rsh", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("cocoonbox rsh", pflag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	fs.StringVar(&a.box, "box", "", "")
-	fs.StringVar(&a.endpoint, "endpoint", "", "")
-	fs.BoolVar(&a.tty, "tty", false, "")
-	fs.BoolVar(&a.tty, "t", false, "")
-	login := fs.String("l", "user", "")
+	login := rshFlags(fs, &a)
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
+		if errors.Is(err, pflag.ErrHelp) {
 			return a, err
 		}
-		return a, usageError{"rsh: " + err.Error()}
+		return a, command.UsageError{Msg: "rsh: " + err.Error()}
 	}
 	if *login != "user" {
-		return a, usageError{fmt.Sprintf("rsh: -l %s: commands in a box run as user only", *login)}
+		return a, command.UsageError{Msg: fmt.Sprintf("rsh: -l %s: commands in a box run as user only", *login)}
 	}
-	// flag.Parse takes rsh's own "--" (rsh [flags] -- COMMAND); a HOST
-	// before the command, with or without "--" after it, is ssh's order,
-	// in which rsync and git give it.
+	// pflag takes rsh's own "--" (rsh [flags] -- COMMAND); a HOST before
+	// the command, with or without "--" after it, is ssh's order, in which
+	// rsync and git give it.
 	rest := fs.Args()
-	host, command := "", rest
+	host, words := "", rest
 	switch {
-	case len(args) > len(rest) && args[len(args)-len(rest)-1] == "--":
+	case fs.ArgsLenAtDash() == 0:
 	case len(rest) >= 2 && rest[1] == "--":
-		host, command = rest[0], rest[2:]
+		host, words = rest[0], rest[2:]
 	case len(rest) >= 1:
-		host, command = rest[0], rest[1:]
+		host, words = rest[0], rest[1:]
 	}
 	if a.box == "" {
 		a.box = host
 	}
 	if a.box != "" && !client.BoxName.MatchString(a.box) {
-		return a, usageError{fmt.Sprintf("rsh: the box %q %s", shorten(a.box), client.BoxNameRule)}
+		return a, command.UsageError{Msg: fmt.Sprintf("rsh: the box %q %s", shorten(a.box), client.BoxNameRule)}
 	}
-	if len(command) == 0 || strings.TrimSpace(strings.Join(command, " ")) == "" {
-		return a, usageError{"rsh: no command given (cocoonbox rsh [--box B] [HOST] -- COMMAND...)"}
+	if len(words) == 0 || strings.TrimSpace(strings.Join(words, " ")) == "" {
+		return a, command.UsageError{Msg: "rsh: no command given (cocoonbox rsh [--box B] [HOST] -- COMMAND...)"}
 	}
-	a.command = command
+	a.command = words
 	return a, nil
 }
 
 // rsh runs a command in a box through Session.Exec and ends with its exit
 // status. Contract: Remote command (Session.Exec, cocoonbox rsh).
-func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
-	a, err := parseRsh(args, stdout)
+// cmd is rsh's command, whose help -h prints.
+func rsh(cmd *cobra.Command, args []string) error {
+	ctx, stdin, stdout := cmd.Context(), cmd.InOrStdin(), cmd.OutOrStdout()
+	a, err := parseRsh(args)
+	if errors.Is(err, pflag.ErrHelp) {
+		return cmd.Help()
+	}
 	if err != nil {
 		return err
 	}
@@ -103,7 +121,7 @@ func rsh(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) 
 	pingAfter := 15 * time.Second
 	if v := os.Getenv("COCOONBOX_PING_AFTER"); v != "" {
 		if pingAfter, err = time.ParseDuration(v); err != nil || pingAfter < 100*time.Millisecond {
-			return usageError{fmt.Sprintf("rsh: COCOONBOX_PING_AFTER=%q is not a duration of 100ms or more (15s, 1m)", v)}
+			return command.UsageError{Msg: fmt.Sprintf("rsh: COCOONBOX_PING_AFTER=%q is not a duration of 100ms or more (15s, 1m)", v)}
 		}
 	}
 	sess := controlv1connect.NewSessionClient(streamClient(st.endpoint, pingAfter), st.endpoint,

@@ -3,12 +3,12 @@ package main
 import (
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"strings"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/guest/cli"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // rsh reads its command line as ssh's is read: flags, then HOST, then the
@@ -35,7 +35,7 @@ func TestRshCommandLineAsRsyncAndGitGiveIt(t *testing.T) {
 		// no --box: HOST names the box
 		{[]string{"mybox", "git-receive-pack '/w'"}, "mybox", false, []string{"git-receive-pack '/w'"}},
 	} {
-		a, err := parseRsh(c.args, io.Discard)
+		a, err := parseRsh(c.args)
 		if err != nil || a.box != c.box || a.tty != c.tty || fmt.Sprint(a.command) != fmt.Sprint(c.command) {
 			t.Errorf("rsh %q: %+v %v, want box %q tty %v command %q", c.args, a, err, c.box, c.tty, c.command)
 		}
@@ -55,7 +55,7 @@ func TestRshBadUsageIsExit2NamingTheFault(t *testing.T) {
 		{[]string{"-l", "root", "box", "true"}, "-l root: commands in a box run as user only"},
 	} {
 		_, err := runCLI(t, "", append([]string{"rsh"}, c.args...)...)
-		var ue usageError
+		var ue command.UsageError
 		if !errors.As(err, &ue) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("rsh %q: %v, want a usage error naming %q", c.args, err, c.want)
 		}
@@ -69,7 +69,7 @@ func TestRshBadUsageIsExit2NamingTheFault(t *testing.T) {
 
 func TestRshHelpIsUsageOnStdout(t *testing.T) {
 	out, err := runCLI(t, "", "rsh", "--help")
-	if !strings.HasPrefix(out, "usage: ") || !strings.Contains(out, "rsh [--box B] [--tty] [HOST] -- COMMAND...") {
+	if err != nil || !strings.Contains(out, "Usage:\n  cocoonbox rsh [--box B] [--tty] [HOST] -- COMMAND...") {
 		t.Fatalf("rsh --help: %v\n%s", err, out)
 	}
 }

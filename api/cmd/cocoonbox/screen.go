@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -14,10 +13,13 @@ import (
 
 	"connectrpc.com/connect"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/guest/cli"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // screenViewers are the VNC viewers --open tries, in order: TigerVNC's
@@ -39,71 +41,56 @@ const screenChunk = 32 << 10
 // image raised TigerVNC's BlacklistThreshold, the box's VNC refused every
 // client of its loopback for a while after five connections that ended
 // before their handshake (docs/screen.md).
-func screen(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("cocoonbox screen", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	endpoint := fs.String("endpoint", "", "")
-	port := fs.Int("port", 0, "")
-	open := fs.Bool("open", false, "")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			fmt.Fprint(stdout, usage)
+func screen(fs *command.Flags) runner {
+	port := fs.Int("port", 0, "the local `PORT` of the VNC endpoint (default: any free one, printed)")
+	open := fs.Bool("open", false, "start vncviewer (Debian tigervnc-viewer) on it")
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		if *port < 0 || *port > 65535 {
+			return command.UsageError{Msg: fmt.Sprintf("screen: --port %d: a TCP port is 1 to 65535 (0 or none: any free one)", *port)}
+		}
+		box := optional(pos)
+		if box != "" && !client.BoxName.MatchString(box) {
+			return command.UsageError{Msg: fmt.Sprintf("screen: NAME %q %s", shorten(box), client.BoxNameRule)}
+		}
+		token, err := st.token()
+		if err != nil {
+			return exitError{cli.Failed, "screen: " + err.Error()}
+		}
+		if err := checkRunning(ctx, st, box); err != nil {
 			return err
 		}
-		return usageError{"screen: " + err.Error()}
-	}
-	if fs.NArg() > 1 {
-		return usageError{fmt.Sprintf("screen: one box at a time (got %d names)", fs.NArg())}
-	}
-	if *port < 0 || *port > 65535 {
-		return usageError{fmt.Sprintf("screen: --port %d: a TCP port is 1 to 65535 (0 or none: any free one)", *port)}
-	}
-	box := fs.Arg(0)
-	if box != "" && !client.BoxName.MatchString(box) {
-		return usageError{fmt.Sprintf("screen: NAME %q %s", shorten(box), client.BoxNameRule)}
-	}
-	st, err := loadState(*endpoint)
-	if err != nil {
-		return err
-	}
-	token, err := st.token()
-	if err != nil {
-		return exitError{cli.Failed, "screen: " + err.Error()}
-	}
-	if err := checkRunning(ctx, st, box); err != nil {
-		return err
-	}
-	client := controlv1connect.NewSessionClient(streamClient(st.endpoint, 15*time.Second), st.endpoint,
-		connect.WithGRPC(), connect.WithInterceptors(client.BearerInterceptor(token)))
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
-	if err != nil {
-		return exitError{cli.Failed, "screen: " + err.Error()}
-	}
-	defer ln.Close()
-	stop := context.AfterFunc(ctx, func() { ln.Close() })
-	defer stop()
-	addr := ln.Addr().(*net.TCPAddr)
-	name := box
-	if name == "" {
-		name = "your first box"
-	}
-	fmt.Fprintf(stdout, "The screen of %s is a VNC endpoint on 127.0.0.1:%d (any VNC client: vncviewer 127.0.0.1::%d). Ctrl-C ends it.\n", name, addr.Port, addr.Port)
-	if *open {
-		startViewer(addr.Port, stdout)
-	}
-	for {
-		c, err := ln.Accept()
+		client := controlv1connect.NewSessionClient(streamClient(st.endpoint, 15*time.Second), st.endpoint,
+			connect.WithGRPC(), connect.WithInterceptors(client.BearerInterceptor(token)))
+		ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(*port)))
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			return exitError{cli.IO, "screen: " + err.Error()}
+			return exitError{cli.Failed, "screen: " + err.Error()}
 		}
-		go func() {
-			if err := relayScreen(ctx, client, box, c); err != nil {
-				fmt.Fprintln(os.Stderr, st.explainStream("screen", err))
+		defer ln.Close()
+		stop := context.AfterFunc(ctx, func() { ln.Close() })
+		defer stop()
+		addr := ln.Addr().(*net.TCPAddr)
+		name := box
+		if name == "" {
+			name = "your first box"
+		}
+		fmt.Fprintf(stdout, "The screen of %s is a VNC endpoint on 127.0.0.1:%d (any VNC client: vncviewer 127.0.0.1::%d). Ctrl-C ends it.\n", name, addr.Port, addr.Port)
+		if *open {
+			startViewer(addr.Port, stdout)
+		}
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				if ctx.Err() != nil {
+					return nil
+				}
+				return exitError{cli.IO, "screen: " + err.Error()}
 			}
-		}()
+			go func() {
+				if err := relayScreen(ctx, client, box, c); err != nil {
+					fmt.Fprintln(os.Stderr, st.explainStream("screen", err))
+				}
+			}()
+		}
 	}
 }
 
@@ -214,4 +201,12 @@ func relayScreen(ctx context.Context, client controlv1connect.SessionClient, box
 			return nil
 		}
 	}
+}
+
+// screenArgs is screen's one optional NAME.
+func screenArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return command.Usagef("screen: one box at a time (got %d names)", len(args))
+	}
+	return nil
 }

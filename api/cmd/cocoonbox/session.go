@@ -12,6 +12,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/client/login"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // DefaultEndpoint is the api of `cocoonbox-api serve` with no config.
@@ -50,7 +51,7 @@ func loadState(flagEndpoint string) (*state, error) {
 	}
 	ep = strings.TrimSuffix(ep, "/")
 	if !strings.HasPrefix(ep, "http://") && !strings.HasPrefix(ep, "https://") {
-		return nil, usageError{fmt.Sprintf("endpoint %q is not an http:// or https:// URL", ep)}
+		return nil, command.UsageError{Msg: fmt.Sprintf("endpoint %q is not an http:// or https:// URL", ep)}
 	}
 	return &state{path: path, file: f, endpoint: ep, source: source}, nil
 }

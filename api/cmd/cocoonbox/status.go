@@ -14,6 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/client"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // apiStatusJSON is `cocoonbox status --json`: one object, on failure too.
@@ -46,35 +47,32 @@ type apiStatusJSON struct {
 // supervisor (exit 0, said so). It makes read-only calls only:
 // Version.GetVersion (without the token: which api answers),
 // Account.ListDevices (who the token is), Boxes.Images and Boxes.List.
-func status(ctx context.Context, args []string, stdout io.Writer) error {
-	fs := flags("status")
+func status(fs *command.Flags) runner {
 	asJSON := fs.Bool("json", false, "print JSON")
-	_, st, err := begin(fs, args, 0, stdout)
-	if err != nil {
+	return func(ctx context.Context, pos []string, st *state, stdin io.Reader, stdout io.Writer) error {
+		out := apiStatusJSON{Endpoint: st.endpoint, EndpointSource: st.source, TokenSource: "none",
+			APIVersion: "unknown", Images: []imageJSON{}, Boxes: []boxJSON{}}
+		if os.Getenv("COCOONBOX_TOKEN") != "" {
+			out.TokenSource = "$COCOONBOX_TOKEN"
+		} else if _, err := st.saved(); err == nil {
+			out.TokenSource = "cli.json"
+		}
+		err := st.probe(ctx, &out)
+		if err != nil {
+			out.Error = err.Error()
+		}
+		if *asJSON {
+			if perr := printJSON(stdout, out); perr != nil {
+				return perr
+			}
+			if err != nil {
+				return jsonPrinted{err}
+			}
+			return nil
+		}
+		printStatus(stdout, out)
 		return err
 	}
-	out := apiStatusJSON{Endpoint: st.endpoint, EndpointSource: st.source, TokenSource: "none",
-		APIVersion: "unknown", Images: []imageJSON{}, Boxes: []boxJSON{}}
-	if os.Getenv("COCOONBOX_TOKEN") != "" {
-		out.TokenSource = "$COCOONBOX_TOKEN"
-	} else if _, err := st.saved(); err == nil {
-		out.TokenSource = "cli.json"
-	}
-	err = st.probe(ctx, &out)
-	if err != nil {
-		out.Error = err.Error()
-	}
-	if *asJSON {
-		if perr := printJSON(stdout, out); perr != nil {
-			return perr
-		}
-		if err != nil {
-			return jsonPrinted{err}
-		}
-		return nil
-	}
-	printStatus(stdout, out)
-	return err
 }
 
 // probe fills out's answers from the api; an error is a failure of the
