@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -33,6 +34,13 @@ const (
 	Interrupted = 130
 )
 
+// CleanStop is the annotation (cobra.Command.Annotations) of a command
+// that a signal stops as it is meant to stop (a server under systemd):
+// its value names those signals ("SIGTERM"), and when one of them ended
+// the command and it returned no error the binary exits 0, not 128 + the
+// signal. Ctrl-C (SIGINT) not named stays 130.
+const CleanStop = "cocoonbox.clean-stop"
+
 // UsageError is a bad command line. Execute prints Msg and a line
 // pointing at the failing command's --help, and exits 2.
 type UsageError struct {
@@ -40,9 +48,14 @@ type UsageError struct {
 	// Path is the command whose --help the pointer names ("cocoonbox box
 	// create"); Run fills it with the command that failed when empty.
 	Path string
+	// Err, when set, is the error Msg says (errors.Is reaches it).
+	Err error
 }
 
 func (e UsageError) Error() string { return e.Msg }
+
+// Unwrap is Err.
+func (e UsageError) Unwrap() error { return e.Err }
 
 // Usagef is a UsageError of the formatted message.
 func Usagef(format string, a ...any) error { return UsageError{Msg: fmt.Sprintf(format, a...)} }
@@ -212,20 +225,26 @@ func MaxArgs(n int) cobra.PositionalArgs {
 // returns the command's error unprinted, a UsageError with its Path
 // filled in.
 func Run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
+	_, err := run(ctx, root, args, stdin, stdout, stderr)
+	return err
+}
+
+// run is Run, naming the command that ran (the root when none was found).
+func run(ctx context.Context, root *cobra.Command, args []string, stdin io.Reader, stdout, stderr io.Writer) (*cobra.Command, error) {
 	root.SetArgs(args)
 	root.SetIn(stdin)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
+	if cmd == nil {
+		cmd = root
+	}
 	var ue UsageError
 	if errors.As(err, &ue) && ue.Path == "" {
-		if cmd == nil {
-			cmd = root
-		}
 		ue.Path = cmd.CommandPath()
-		return ue
+		return cmd, ue
 	}
-	return err
+	return cmd, err
 }
 
 // Report prints err on stderr in the convention's form and returns the
@@ -253,12 +272,16 @@ func Report(stderr io.Writer, name string, err error) int {
 
 // Execute runs root on os.Args, the command's context cancelled by
 // SIGINT or SIGTERM, and returns the binary's exit status: Report's, or
-// 128 + the signal's number when a signal ended the command.
+// 128 + the signal's number when a signal ended the command (0 for a
+// CleanStop command that then returned no error).
 func Execute(root *cobra.Command) int {
 	ctx, sig, stop := Signals()
 	defer stop()
-	err := Run(ctx, root, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
-	if s := sig(); s != 0 {
+	cmd, err := run(ctx, root, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	if s := sig(); s != 0 && (err != nil || !slices.Contains(strings.Fields(cmd.Annotations[CleanStop]), signalName(s))) {
+		if err != nil && !errors.Is(err, context.Canceled) {
+			Report(os.Stderr, root.Name(), err)
+		}
 		return 128 + int(s)
 	}
 	return Report(os.Stderr, root.Name(), err)
@@ -274,7 +297,9 @@ func Signals() (context.Context, func() syscall.Signal, func()) {
 	go func() {
 		select {
 		case s := <-ch:
-			// A second Ctrl-C kills at once, as if nothing caught it.
+			// A second Ctrl-C kills at once, as if nothing caught it: a
+			// command blocked in a read of its terminal (a password
+			// prompt) does not see its context end.
 			signal.Stop(ch)
 			cancel(signalled{s.(syscall.Signal)})
 		case <-done:
@@ -288,6 +313,17 @@ func Signals() (context.Context, func() syscall.Signal, func()) {
 		return 0
 	}
 	return ctx, got, func() { signal.Stop(ch); close(done); cancel(nil) }
+}
+
+// signalName is s as CleanStop names it: SIGTERM, SIGINT.
+func signalName(s syscall.Signal) string {
+	switch s {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case syscall.SIGINT:
+		return "SIGINT"
+	}
+	return s.String()
 }
 
 // signalled is the cause of a context a signal cancelled.

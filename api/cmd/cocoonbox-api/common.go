@@ -1,15 +1,13 @@
 package main
 
 import (
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 // common are the flags every command but version takes.
@@ -19,23 +17,13 @@ type common struct {
 	listen     string
 }
 
-func newFlags(name, synopsis string, c *common, withListen bool) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	// The flag package's own error line is dropped: main prints the error
-	// once, after the usage.
-	fs.SetOutput(io.Discard)
+// flags defines --config and --state-dir (and --listen) on fs.
+func (c *common) flags(fs *command.Flags, withListen bool) {
 	fs.Func("config", "the api.yaml `FILE` to read (default: none, the built-in defaults)", nonEmpty(&c.configFile, "a file"))
 	fs.Func("state-dir", "the api's state directory `DIR` (default: state_dir of the config, /var/lib/cocoonbox-api)", nonEmpty(&c.stateDir, "a directory"))
 	if withListen {
 		fs.Func("listen", "`HOST:PORT` to serve on (default: listen of the config, 127.0.0.1:18200)", nonEmpty(&c.listen, "host:port"))
 	}
-	fs.Usage = func() {
-		fs.SetOutput(os.Stderr)
-		defer fs.SetOutput(io.Discard)
-		fmt.Fprintf(os.Stderr, "usage: cocoonbox-api %s\n\n", synopsis)
-		fs.PrintDefaults()
-	}
-	return fs
 }
 
 // nonEmpty sets *to from a flag's value, refusing an empty one: an empty
@@ -49,17 +37,6 @@ func nonEmpty(to *string, what string) func(string) error {
 		*to = s
 		return nil
 	}
-}
-
-// parse parses args into fs, turning a flag error into bad usage.
-func parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	return nil
 }
 
 // load is the configuration: the file when given, then the flags over it.

@@ -13,103 +13,117 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
 	"github.com/cocoonbox/cocoonbox/api/apiserver"
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/users"
-	"golang.org/x/term"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
-const usersUsage = `usage: cocoonbox-api users add NAME [--admin] | list [--json] | disable NAME | enable NAME | delete NAME --confirm | passwd NAME
-       cocoonbox-api users limits NAME [--max-boxes N] [--max-running N] [--json]
-       (each with [--config FILE] [--state-dir DIR], before or after the verb;
-       a flag given twice counts its last)
-
-A password is read from standard input (its first line) or, at a terminal,
+// usersLong is the help of users and each of its verbs.
+const usersLong = `A password is read from standard input (its first line) or, at a terminal,
 asked twice; never from the command line. A user name is 1 to 39 of a-z,
 0-9, '-' and '_', starting with a letter or digit; a password 8 to 1024 bytes.
 Beside a running api on the same state directory these use its database.
-limits prints the user's box limits, or sets those given (0 to 64 each; a
+--config and --state-dir go before or after the verb (a flag given twice
+counts its last).`
+
+// limitsLong is what limits adds to it.
+const limitsLong = `limits prints the user's box limits, or sets those given (0 to 64 each; a
 new user has 1 and 1): max_boxes caps the boxes they hold, max_running those
 starting, running or hibernating. Every api applies them at the next create
 or wake; a lowered limit stops nothing already running.
+
 `
 
 // verbFlags are the flags of one verb or two, which go after it.
 var verbFlags = map[string]string{"admin": "add NAME", "confirm": "delete NAME", "json": "list|limits NAME", "max-boxes": "limits NAME", "max-running": "limits NAME"}
 
-func usersCmd(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, usersUsage)
-		if len(args) == 0 {
-			return fmt.Errorf("%w: users needs a subcommand", errUsage)
-		}
-		return nil
-	}
-	// --config and --state-dir may come before the verb as well as after it.
+// userFlags are the verb flags of one users command.
+type userFlags struct {
+	admin, asJSON, confirm bool
+	maxBoxes, maxRunning   limitFlag
+}
+
+// usersCommand is `users VERB`: --config and --state-dir are users'
+// own, so they go before the verb as well as after it.
+func usersCommand() *cobra.Command {
 	var c common
-	pre := newFlags("users", "", &c, false)
-	pre.Usage = func() { fmt.Fprint(os.Stderr, usersUsage) }
-	if err := parse(pre, args); err != nil {
+	users := &cobra.Command{
+		Use:     "users",
+		Short:   "Make, list, disable, enable, delete and limit accounts; set passwords",
+		Long:    "The admin commands on the api's accounts. " + usersLong,
+		Example: "  cocoonbox-api users add alice --admin\n  cocoonbox-api users --state-dir /var/lib/cocoonbox-api list --json",
+	}
+	c.flags(users.PersistentFlags(), false)
+	users.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		for flag, verb := range verbFlags {
-			if strings.HasSuffix(err.Error(), "flag provided but not defined: -"+flag) {
-				return fmt.Errorf("%w: --%s goes after the verb: users %s --%s", errUsage, flag, verb, flag)
+			if cmd != users {
+				break
+			}
+			if strings.HasSuffix(err.Error(), "unknown flag: --"+flag) {
+				return command.Usagef("--%s goes after the verb: users %s --%s", flag, verb, flag)
 			}
 		}
-		return err
-	}
-	if pre.NArg() == 0 {
-		return fmt.Errorf("%w: users needs a subcommand", errUsage)
-	}
-	verb, args := pre.Arg(0), pre.Args()
-	var admin, asJSON, confirm bool
-	var maxBoxes, maxRunning limitFlag
-	synopsis := "users " + verb + " NAME [flags]"
-	if verb == "list" {
-		synopsis = "users list [flags]"
-	}
-	// The common flags set c only when given (newFlags), so those before
-	// the verb stay unless given again after it.
-	fs := newFlags("users "+verb, synopsis, &c, false)
-	switch verb {
-	case "add":
-		fs.BoolVar(&admin, "admin", false, "make an admin account")
-	case "list":
-		fs.BoolVar(&asJSON, "json", false, "print JSON, one array of accounts")
-	case "limits":
-		fs.Var(&maxBoxes, "max-boxes", "set max_boxes to `N`, the boxes the user may hold (0 to 64; unset: kept)")
-		fs.Var(&maxRunning, "max-running", "set max_running to `N`, the boxes starting, running or hibernating at once (0 to 64; unset: kept)")
-		fs.BoolVar(&asJSON, "json", false, "print JSON, one object")
-	case "delete":
-		fs.BoolVar(&confirm, "confirm", false, "yes, remove the account with its tokens, sessions and boxes")
-	case "disable", "enable", "passwd":
-	default:
-		return fmt.Errorf("%w: unknown users subcommand %q (add, list, disable, enable, delete, passwd, limits)", errUsage, verb)
-	}
-	// NAME may come before, between or after the flags: the flag package
-	// stops at it, so the flags after it are parsed on their own.
-	rest := args[1:]
-	var name string
-	for {
-		if err := parse(fs, rest); err != nil {
-			return err
+		return command.FlagError(cmd, err)
+	})
+	for _, v := range []struct{ use, short, example string }{
+		{"add NAME", "Make an account (password from stdin, or asked at a terminal)", "  echo 'correct horse battery' | cocoonbox-api users add alice --admin"},
+		{"list", "List the accounts", "  cocoonbox-api users list --json"},
+		{"disable NAME", "Stop an account's sign-ins and tokens (until enabled)", "  cocoonbox-api users disable alice"},
+		{"enable NAME", "Let a disabled account in again", "  cocoonbox-api users enable alice"},
+		{"delete NAME", "Remove an account with its tokens, sessions and boxes (--confirm)", "  cocoonbox-api users delete alice --confirm"},
+		{"passwd NAME", "Set an account's password (stdin or a prompt)", "  cocoonbox-api users passwd alice"},
+		{"limits NAME", "Print or set an account's box limits (0 to 64 each)", "  cocoonbox-api users limits alice --max-boxes 3 --max-running 2"},
+	} {
+		var f userFlags
+		verb := &cobra.Command{Use: v.use, Short: v.short, Long: v.short + ". " + usersLong, Example: v.example, Args: userArgs}
+		fs := verb.Flags()
+		switch verb.Name() {
+		case "add":
+			fs.BoolVar(&f.admin, "admin", false, "make an admin account")
+		case "list":
+			fs.BoolVar(&f.asJSON, "json", false, "print JSON, one array of accounts")
+			verb.Args = command.NoArgs
+		case "limits":
+			verb.Long = limitsLong + usersLong
+			fs.Var(&f.maxBoxes, "max-boxes", "set max_boxes to `N`, the boxes the user may hold (0 to 64; unset: kept)")
+			fs.Var(&f.maxRunning, "max-running", "set max_running to `N`, the boxes starting, running or hibernating at once (0 to 64; unset: kept)")
+			fs.BoolVar(&f.asJSON, "json", false, "print JSON, one object")
+		case "delete":
+			fs.BoolVar(&f.confirm, "confirm", false, "yes, remove the account with its tokens, sessions and boxes")
 		}
-		if fs.NArg() == 0 {
-			break
+		verb.RunE = func(cmd *cobra.Command, args []string) error {
+			name := ""
+			if len(args) > 0 {
+				name = args[0]
+			}
+			return usersRun(cmd, cmd.Name(), name, &c, f)
 		}
-		if name != "" {
-			return fmt.Errorf("%w: unexpected argument %q after NAME %q", errUsage, fs.Arg(0), name)
-		}
-		name, rest = fs.Arg(0), fs.Args()[1:]
+		users.AddCommand(verb)
 	}
-	if verb == "list" && name != "" {
-		return fmt.Errorf("%w: users list takes no NAME", errUsage)
+	return users
+}
+
+// userArgs is a verb's one NAME.
+func userArgs(cmd *cobra.Command, args []string) error {
+	switch {
+	case len(args) == 0:
+		return command.Usagef("users %s needs a NAME", cmd.Name())
+	case len(args) > 1:
+		return command.Usagef("unexpected argument %q after NAME %q", args[1], args[0])
 	}
-	if verb != "list" && name == "" {
-		return fmt.Errorf("%w: users %s needs a NAME", errUsage, verb)
-	}
+	return nil
+}
+
+// usersRun runs users verb on the account name.
+func usersRun(cmd *cobra.Command, verb, name string, c *common, f userFlags) error {
+	admin, asJSON, confirm, maxBoxes, maxRunning := f.admin, f.asJSON, f.confirm, f.maxBoxes, f.maxRunning
 	if verb == "delete" && !confirm {
-		return fmt.Errorf("%w: users delete %q needs --confirm: it removes the account with its tokens, sessions and boxes (their saves too), for good", errUsage, name)
+		return command.Usagef("users delete %q needs --confirm: it removes the account with its tokens, sessions and boxes (their saves too), for good", name)
 	}
 	// Checked before the database starts, so a typo costs nothing.
 	if name != "" {
@@ -134,7 +148,7 @@ func usersCmd(args []string) error {
 			return err
 		}
 	}
-	ctx := context.Background()
+	ctx := cmd.Context()
 	db, err := apiserver.OpenDB(ctx, cfg, newLogger(cfg, io.Discard), true)
 	if err != nil {
 		return err
@@ -204,6 +218,9 @@ type limitFlag struct {
 	v   int
 	set bool
 }
+
+// Type is the flag's kind in pflag's help.
+func (f *limitFlag) Type() string { return "int" }
 
 func (f *limitFlag) String() string {
 	if f == nil || !f.set {

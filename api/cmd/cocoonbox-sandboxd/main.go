@@ -6,52 +6,50 @@
 // It listens on a unix socket (root only, cleartext) by default; on TCP
 // every call must carry the bearer token from --token-file, and the
 // connection is TLS (--tls-cert, --tls-key) unless the address is
-// loopback. Exit codes: 0 stopped by SIGTERM or SIGINT, 1 failed, 2 bad
-// usage.
+// loopback. Exit codes: 0 stopped by SIGTERM, 1 failed, 2 bad usage, 130
+// Ctrl-C (internal/command).
 package main
 
 import (
-	"github.com/cocoonbox/cocoonbox/internal/version"
-
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/spf13/cobra"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/egress"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/wire"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
 const defaultSocket = "/run/cocoonbox-sandboxd/sandboxd.sock"
 
 func main() {
-	err := run(os.Args[1:])
-	switch {
-	case err == nil, errors.Is(err, flag.ErrHelp):
-	case errors.Is(err, errUsage):
-		fmt.Fprintln(os.Stderr, "cocoonbox-sandboxd:", err)
-		os.Exit(2)
-	default:
-		fmt.Fprintln(os.Stderr, "cocoonbox-sandboxd:", err)
-		os.Exit(1)
-	}
+	os.Exit(command.Execute(newRoot()))
 }
 
+// run runs the binary on args as main does, without the exit, its
+// output (help, version) on stdout.
+func run(args []string, stdout io.Writer) error {
+	return command.Run(context.Background(), newRoot(), args, os.Stdin, stdout, os.Stderr)
+}
+
+// run runs the binary on args as main does, without the exit.
+// errUsage marks an error as bad usage (exit 2).
 var errUsage = errors.New("usage")
 
 type options struct {
@@ -62,23 +60,37 @@ type options struct {
 	spares                                                               int
 }
 
-func run(args []string) error {
-	if len(args) == 1 && (args[0] == "version" || args[0] == "--version") {
-		fmt.Println(version.String("cocoonbox-sandboxd"))
-		return nil
-	}
+// newRoot is the daemon as its command: SIGTERM stops it (exit 0),
+// Ctrl-C too (exit 130).
+func newRoot() *cobra.Command {
 	var o options
-	fs := flag.NewFlagSet("cocoonbox-sandboxd", flag.ContinueOnError)
-	fs.Usage = func() {
-		// --help is asked for: the usage goes to stdout (a bad flag's to stderr).
-		fmt.Fprintln(fs.Output(), "usage: cocoonbox-sandboxd [--listen unix:PATH|HOST:PORT] [--token-file FILE] [--tls-cert FILE --tls-key FILE] [--state-dir DIR] [--images DIR] [--bridge NAME] [--gateway ADDR/BITS] [--egress-hosts H,...] [--egress-admit CIDR,...] [--gw-url URL] [--spares N]")
-		fs.PrintDefaults()
+	root := &cobra.Command{
+		Use:   "cocoonbox-sandboxd",
+		Short: "The box supervisor as a daemon, driven by the api over the wire protocol",
+		Long: `cocoonbox-sandboxd is the box supervisor as a daemon: the local supervisor
+served over the wire protocol (cocoonbox.sandbox.v1.Sandbox, connect-go over
+HTTP/2), so one api drives the boxes of several hosts.
+
+It listens on a unix socket (root only, cleartext) with --listen unix:PATH; on
+TCP every call must carry the bearer token from --token-file, and the
+connection is TLS (--tls-cert, --tls-key) unless the address is loopback. It
+refuses to start unless --listen or --state-dir is named.
+
+Exit codes: 0 stopped by SIGTERM, 1 failed, 2 bad usage, 130 interrupted
+(Ctrl-C).`,
+		Example: `  cocoonbox-sandboxd --state-dir /var/lib/cocoonbox-sandboxd
+  cocoonbox-sandboxd --listen 10.0.0.2:7443 --token-file /etc/cocoonbox/sandboxd.token --tls-cert cert.pem --tls-key key.pem`,
+		Args:        cobra.NoArgs,
+		Annotations: map[string]string{command.CleanStop: "SIGTERM"},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			err := start(cmd, o)
+			if errors.Is(err, errUsage) {
+				return command.UsageError{Msg: err.Error(), Err: err}
+			}
+			return err
+		},
 	}
-	for _, a := range args {
-		if a == "-h" || a == "--help" || a == "-help" {
-			fs.SetOutput(os.Stdout)
-		}
-	}
+	fs := root.Flags()
 	fs.StringVar(&o.listen, "listen", "unix:"+defaultSocket, "unix:PATH (root only) or HOST:PORT (needs --token-file, and --tls-cert unless HOST is loopback)")
 	fs.StringVar(&o.tokenFile, "token-file", "", "a file whose first line is the bearer token every call must carry")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "PEM certificate (chain) to serve TLS with on TCP; the api's sandbox.ca_file must verify it")
@@ -94,32 +106,24 @@ func run(args []string) error {
 	fs.DurationVar(&o.pingAfter, "ping-after", 15*time.Second, "ping an HTTP/2 connection after this long without a frame")
 	fs.DurationVar(&o.pingTimeout, "ping-timeout", 0, "close a connection whose ping has no answer after this long (0: --ping-after)")
 	fs.DurationVar(&o.idle, "idle-timeout", 5*time.Minute, "close a connection with no open call after this long")
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
-		return fmt.Errorf("%w: %v", errUsage, err)
-	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("%w: unexpected argument %q", errUsage, fs.Arg(0))
-	}
+	return command.New(root)
+}
+
+// start checks o and serves until the command's context ends.
+func start(cmd *cobra.Command, o options) error {
 	if o.spares < 0 || o.spares > local.MaxSpares {
 		return fmt.Errorf("%w: --spares %d is not 0 to %d", errUsage, o.spares, local.MaxSpares)
 	}
 	// A bare run would start a daemon on the defaults, writing
 	// /var/lib/cocoonbox-sandboxd with a CA key (issue 45): a deployment
 	// names where it listens or keeps its state, as the packaged unit does.
-	named := false
-	fs.Visit(func(f *flag.Flag) { named = named || f.Name == "listen" || f.Name == "state-dir" })
-	if !named {
+	if !cmd.Flags().Changed("listen") && !cmd.Flags().Changed("state-dir") {
 		return fmt.Errorf("%w: name --listen or --state-dir: without either it would start a supervisor on %s writing %s (a CA key included); units/host/cocoonbox-sandboxd.service runs it with --state-dir /var/lib/cocoonbox-sandboxd", errUsage, o.listen, o.stateDir)
 	}
 	if o.pingTimeout == 0 {
 		o.pingTimeout = o.pingAfter
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	return serve(ctx, o)
+	return serve(cmd.Context(), o)
 }
 
 func serve(ctx context.Context, o options) error {

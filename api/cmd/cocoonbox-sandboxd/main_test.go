@@ -1,8 +1,8 @@
 package main
 
 import (
+	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -11,18 +11,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cocoonbox/cocoonbox/internal/command"
 	"github.com/cocoonbox/cocoonbox/internal/version"
 )
 
 func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
-	if err := run([]string{"--listen", "127.0.0.1:0"}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token-file") {
+	if err := run([]string{"--listen", "127.0.0.1:0"}, io.Discard); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--token-file") {
 		t.Fatalf("TCP without a token: %v", err)
 	}
-	if err := run([]string{"stray"}); !errors.Is(err, errUsage) {
+	var ue command.UsageError
+	if err := run([]string{"stray"}, io.Discard); !errors.As(err, &ue) {
 		t.Fatalf("a stray argument: %v", err)
 	}
 	for _, n := range []string{"-1", "9"} {
-		if err := run([]string{"--spares", n}); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--spares "+n+" is not 0 to 8") {
+		if err := run([]string{"--spares", n}, io.Discard); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--spares "+n+" is not 0 to 8") {
 			t.Fatalf("--spares %s: %v", n, err)
 		}
 	}
@@ -41,7 +43,7 @@ func TestTCPWithoutATokenIsBadUsage(t *testing.T) {
 // names them (units/host/cocoonbox-sandboxd.service).
 func TestNoListenOrStateDirRefusesToStart(t *testing.T) {
 	for _, args := range [][]string{nil, {"--spares", "0"}} {
-		if err := run(args); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--listen or --state-dir") {
+		if err := run(args, io.Discard); !errors.Is(err, errUsage) || !strings.Contains(err.Error(), "--listen or --state-dir") {
 			t.Errorf("cocoonbox-sandboxd %v: %v, want a usage error asking for --listen or --state-dir", args, err)
 		}
 	}
@@ -66,18 +68,10 @@ func TestRequireTokenRefusesAMissingOrWrongToken(t *testing.T) {
 
 // --help prints the usage on stdout (the team's rule for every command).
 func TestHelpPrintsUsageOnStdout(t *testing.T) {
-	r, w, err := os.Pipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	stdout := os.Stdout
-	os.Stdout = w
-	err = run([]string{"--help"})
-	os.Stdout = stdout
-	w.Close()
-	out, _ := io.ReadAll(r)
-	if !errors.Is(err, flag.ErrHelp) || !strings.HasPrefix(string(out), "usage: cocoonbox-sandboxd") {
-		t.Fatalf("--help: %v, stdout %q", err, out)
+	var out bytes.Buffer
+	err := run([]string{"--help"}, &out)
+	if err != nil || !strings.Contains(out.String(), "Usage:\n  cocoonbox-sandboxd [flags]") {
+		t.Fatalf("--help: %v, stdout %q", err, out.String())
 	}
 }
 
@@ -85,18 +79,10 @@ func TestHelpPrintsUsageOnStdout(t *testing.T) {
 // one convention, NAME RELEASE (REVISION) (internal/version).
 func TestVersionPrintsNameReleaseRevision(t *testing.T) {
 	for _, arg := range []string{"version", "--version"} {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		stdout := os.Stdout
-		os.Stdout = w
-		err = run([]string{arg})
-		os.Stdout = stdout
-		w.Close()
-		out, _ := io.ReadAll(r)
-		if want := version.String("cocoonbox-sandboxd") + "\n"; err != nil || string(out) != want {
-			t.Errorf("cocoonbox-sandboxd %s: %v, stdout %q, want %q", arg, err, out, want)
+		var out bytes.Buffer
+		err := run([]string{arg}, &out)
+		if want := version.String("cocoonbox-sandboxd") + "\n"; err != nil || out.String() != want {
+			t.Errorf("cocoonbox-sandboxd %s: %v, stdout %q, want %q", arg, err, out.String(), want)
 		}
 	}
 }

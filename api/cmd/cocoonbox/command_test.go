@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,13 +9,11 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/command/commandtest"
 )
 
-var update = flag.Bool("update", false, "rewrite testdata/help/*.golden and testdata/usage.golden")
-
 // Issue 45, Deliver 1: every command has its own help naming its own
 // flags, and its usage error is the fault and one line pointing at its
 // --help (testdata/, go test -update rewrites them).
 func TestEveryCommandsHelpAndUsageError(t *testing.T) {
-	commandtest.Golden(t, newRoot, *update)
+	commandtest.Golden(t, newRoot)
 }
 
 func TestBashLoadsTheCompletion(t *testing.T) {

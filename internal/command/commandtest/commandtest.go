@@ -7,6 +7,7 @@ package commandtest
 import (
 	"bytes"
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,6 +24,10 @@ import (
 	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
+
+// update is go test's -update: Golden writes the golden files instead of
+// comparing against them.
+var update = flag.Bool("update", false, "rewrite testdata/help/*.golden and testdata/usage.golden")
 
 // Commands are the visible commands of the tree newRoot makes, the root
 // first, each as its words ("box", "create"); cobra's help command and
@@ -48,10 +53,10 @@ func Commands(root *cobra.Command) [][]string {
 // Golden checks every command's --help and its usage error (an unknown
 // flag: the fault and one line pointing at the command's --help) against
 // testdata/help/NAME[_SUB...].golden and testdata/usage.golden, writing
-// them instead when update is set (go test -update). Each help must be
+// them instead under go test -update. Each help must be
 // distinct, name the command's path and every flag of its own, and exit
 // 0; each usage error must be exit 2 and two lines.
-func Golden(t *testing.T, newRoot func() *cobra.Command, update bool) {
+func Golden(t *testing.T, newRoot func() *cobra.Command) {
 	t.Helper()
 	name := newRoot().Name()
 	seen := map[string]string{}
@@ -79,7 +84,7 @@ func Golden(t *testing.T, newRoot func() *cobra.Command, update bool) {
 				t.Errorf("%s --help does not name its flag --%s:\n%s", strings.Join(words, " "), f.Name, help)
 			}
 		})
-		compare(t, file, help, update)
+		compare(t, file, help, *update)
 
 		errs.Reset()
 		out.Reset()
@@ -92,7 +97,7 @@ func Golden(t *testing.T, newRoot func() *cobra.Command, update bool) {
 		}
 		usage.WriteString("$ " + strings.Join(words, " ") + " --no-such-flag\n" + errs.String())
 	}
-	compare(t, filepath.Join("testdata", "usage.golden"), usage.String(), update)
+	compare(t, filepath.Join("testdata", "usage.golden"), usage.String(), *update)
 }
 
 // compare checks got against the golden file, or writes it when update.
