@@ -33,7 +33,7 @@ help:
 	@echo 'make demo    build, run the api, sign the CLI in, create a box (desk tier; TIER=base for base) through it, check it, print a report'
 	@echo 'make test    lint, every unit test, every booted-box test, short fuzzing (after make check-disk)'
 	@echo 'make check-disk  refuse when the disk cannot hold make test (about 12 GiB free)'
-	@echo 'make build   the static helpers into out/bin, cocoonbox-api, cocoonbox and cocoonbox-sandboxd into out/ (version-stamped)'
+	@echo 'make build   the static helpers into out/bin, cocoonbox-api, cocoonbox and cocoonbox-sandboxd into out/ (version-stamped), their man pages into out/man'
 	@echo 'make deb     out/cocoonbox-guest_<version>_amd64.deb and cocoonbox-desk (DEB_VERSION=..., default from git)'
 	@echo 'make image   cbdesk:v$$VERSION of $$TIER (base|desk) into out/images'
 	@echo 'make desk-image  the desk tier'"'"'s image whatever TIER is (for tests/desk)'
@@ -78,6 +78,13 @@ build: check-image
 	@rm -f $(filter-out $(addprefix out/bin/,$(HELPERS)),$(wildcard out/bin/*))
 	$(if $(HELPERS),CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o out/bin/ $(addprefix ./guest/cmd/,$(HELPERS)))
 	cd api && CGO_ENABLED=0 go build -trimpath -ldflags "$(LDFLAGS)" -o ../out/ ./cmd/cocoonbox-api ./cmd/cocoonbox ./cmd/cocoonbox-sandboxd
+	@# The man pages, from each binary's own command tree (internal/command;
+	@# -tags manpages links the generator, which the binaries above do not),
+	@# dated by the commit so a package build is reproducible.
+	@rm -rf out/man
+	cd api && for c in cocoonbox cocoonbox-api cocoonbox-sandboxd; do \
+	  SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) go run -tags manpages -ldflags "$(LDFLAGS)" ./cmd/$$c man ../out/man || exit; done
+	$(if $(filter branchbox,$(HELPERS)),SOURCE_DATE_EPOCH=$$(git log -1 --format=%ct) go run -tags manpages -ldflags "$(LDFLAGS)" ./guest/cmd/branchbox man out/man)
 
 # The guest set as Debian packages, one per tier. DEB_VERSION reaches
 # image/deb through the environment, as VERSION reaches check-image.

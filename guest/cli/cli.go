@@ -3,8 +3,9 @@
 // terminal read every helper the same way (DESIGN: "Exit codes mean
 // something and are documented"; docs/conventions.md: "Exit codes"):
 //
-//   - a usage error exits 2 (Usage) with one line naming the fault and the
-//     usage on stderr;
+//   - a usage error exits 2 (Usage) with one line naming the fault and one
+//     pointing at --help on stderr (the form of every cocoonbox binary,
+//     internal/command's: the fault is not scrolled away by the usage);
 //   - -h, --help (and the word help where a command is expected) print the
 //     usage on stdout and exit 0;
 //   - --version prints "NAME VERSION" on stdout and exits 0;
@@ -131,10 +132,11 @@ func (c *Command) Parse(fs *flag.FlagSet, args []string) (rest []string, code in
 	return fs.Args(), OK, false
 }
 
-// UsageError prints "NAME: " and the formatted fault on one line, then the
-// usage, on stderr, and returns Usage for the caller to exit with.
+// UsageError prints "NAME: " and the formatted fault on one line, then
+// "run 'NAME --help' for usage", on stderr, and returns Usage for the
+// caller to exit with.
 func (c *Command) UsageError(format string, a ...any) int {
 	msg := strings.TrimSuffix(fmt.Sprintf(format, a...), "\n")
-	fmt.Fprintf(c.stderr(), "%s: %s\n\n%s", c.Name, msg, c.Usage)
+	fmt.Fprintf(c.stderr(), "%s: %s\nrun '%s --help' for usage\n", c.Name, msg, c.Name)
 	return Usage
 }

@@ -334,3 +334,6 @@ func (s signalled) Error() string { return "interrupted by " + s.sig.String() }
 // Flags is pflag's flag set, named here so a binary's helpers that take
 // one need not import pflag.
 type Flags = pflag.FlagSet
+
+// Flag is pflag's flag, as Flags is its flag set.
+type Flag = pflag.Flag

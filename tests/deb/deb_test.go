@@ -104,6 +104,22 @@ func TestLintianPassesOnBothPackages(t *testing.T) {
 	}
 }
 
+// Issue 45, Deliver 1: cocoonbox-guest installs the man pages of the
+// helpers built on internal/command (branchbox's, one a command), which
+// make build generates from the binaries' own help.
+func TestGuestPackageInstallsBranchboxsManPages(t *testing.T) {
+	_, dir := debs(t)
+	out, err := exec.Command("dpkg-deb", "-c", guestDeb(dir)).CombinedOutput()
+	if err != nil {
+		t.Fatalf("dpkg-deb -c: %v\n%s", err, out)
+	}
+	for _, page := range []string{"branchbox.1.gz", "branchbox-feature.1.gz", "branchbox-feature-check.1.gz", "branchbox-feature-exec.1.gz"} {
+		if !strings.Contains(string(out), " ./usr/share/man/man1/"+page+"\n") {
+			t.Errorf("cocoonbox-guest has no /usr/share/man/man1/%s (make build writes out/man):\n%s", page, out)
+		}
+	}
+}
+
 // The control case: the same package without its overrides file is
 // refused, so the check above can fail.
 func TestLintianRefusesThePackageWithoutItsOverrides(t *testing.T) {

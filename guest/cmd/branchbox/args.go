@@ -1,20 +1,20 @@
 package main
 
 import (
-	"flag"
-	"fmt"
 	"strings"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cocoonbox/cocoonbox/guest/branchbox"
-	"github.com/cocoonbox/cocoonbox/guest/cli"
-	"github.com/cocoonbox/cocoonbox/internal/version"
+	"github.com/cocoonbox/cocoonbox/internal/command"
 )
 
-// Every argument is parsed here, on guest/cli's convention: `branchbox
-// feature VERB NAME [flags] [-- argv]`; usage errors exit 2 with the usage
-// on stderr, --help (anywhere) prints it on stdout and exits 0.
+// Every argument is parsed here, on internal/command's convention (the
+// one of every cocoonbox binary): `branchbox feature VERB NAME [flags]
+// [-- argv]`; a usage error exits 2 with the fault and the line naming
+// the verb's --help, --help prints the verb's help on stdout, exit 0.
 
-// options are every verb's flags; a verb refuses the ones it does not take.
+// options are a verb's flags and arguments.
 type options struct {
 	verb, name string
 	root       string
@@ -34,100 +34,127 @@ type options struct {
 	set map[string]bool
 }
 
-var verbFlags = map[string][]string{
-	"check":         {"root", "run", "json"},
-	"materialize":   {"root", "run", "json", "reuse"},
-	"exec":          {"root", "run", "json", "consumer", "executable", "inherit"},
-	"teardown":      {"root", "run", "json", "force"},
-	"launch":        {"root", "run", "json", "devcontainer-cli"},
-	"dispatch-tool": {"root", "run", "json", "lease", "request-id", "wait-seconds"},
+// verbs are the verbs, their synopsis, their help and the flags each
+// takes beside --root, --run and --json.
+var verbs = []struct {
+	use, short, long, example string
+	flags                     []string
+}{
+	{"check NAME", "Validate the assignment and print what it would do", checkLong,
+		"  branchbox feature check coding-demo --run run-demo --json", nil},
+	{"materialize NAME", "Check out the run's workspace and record its ledger", materializeLong,
+		"  branchbox feature materialize coding-demo --run run-demo", []string{"reuse"}},
+	{"exec NAME [-- ARGS...]", "Start the provider executable for a consumer", execLong,
+		"  branchbox feature exec coding-demo --run run-demo --consumer coding-agent --executable claude -- --help",
+		[]string{"consumer", "executable", "inherit"}},
+	{"teardown NAME", "Remove the run's workspace, sources and state; write the receipt", teardownLong,
+		"  branchbox feature teardown coding-demo --run run-demo --force", []string{"force"}},
+	{"launch NAME", "Start the managed Dev Container of a materialized run", launchLong,
+		"  branchbox feature launch coding-demo --json", []string{"devcontainer-cli"}},
+	{"dispatch-tool NAME", "Handle one request of a tool-request lease", dispatchToolLong,
+		"  branchbox feature dispatch-tool coding-demo --lease delivery_requests --request-id r1 --wait-seconds 30",
+		[]string{"lease", "request-id", "wait-seconds"}},
 }
 
 // runOptional are the verbs the contract shows without --run: the run is
 // the one materialized run of the feature NAME.
 var runOptional = map[string]bool{"launch": true, "dispatch-tool": true}
 
-// parseArgs returns the options, or exit true with the code to exit with
-// (after printing the help, the version or the usage error).
-func parseArgs(cmd *cli.Command, args []string) (o *options, code int, exit bool) {
-	rest, code, exit := cmd.Parse(nil, args)
-	if exit {
-		return nil, code, true
+// newRoot is branchbox's command tree; each verb runs do with its
+// options and ends with do's exit code.
+func newRoot(do func(o *options) int) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "branchbox",
+		Short: "The BranchBox in-guest runtime",
+		Long: "branchbox is the BranchBox in-guest runtime: it checks an orchestrator's assignment,\n" +
+			"materializes it, starts a provider for a consumer and tears it down.\n\n" + rootLong,
+		Example: "  branchbox feature check coding-demo --run run-demo\n  branchbox feature teardown coding-demo --run run-demo --json",
 	}
-	switch {
-	case len(rest) == 1 && rest[0] == "version":
-		// The word form every cocoonbox binary has (internal/version).
-		fmt.Fprintln(cmd.Stdout, version.String(cmd.Name))
-		return nil, cli.OK, true
-	case len(rest) == 0:
-		return nil, cmd.UsageError("missing command"), true
-	case rest[0] != "feature":
-		return nil, cmd.UsageError("unknown command %q (only: feature)", rest[0]), true
-	case len(rest) < 2:
-		return nil, cmd.UsageError("missing verb after feature"), true
+	feature := &cobra.Command{
+		Use:     "feature",
+		Short:   "The verbs on one feature's run",
+		Long:    rootLong,
+		Example: root.Example,
 	}
-	o = &options{verb: rest[1]}
-	if o.verb == "help" || strings.HasPrefix(o.verb, "-") {
-		_, code, exit = cmd.Parse(nil, rest[1:])
-		if exit {
-			return nil, code, true
-		}
-	}
-	allowed, ok := verbFlags[o.verb]
-	if !ok {
-		return nil, cmd.UsageError("unknown verb %q (check, materialize, exec, teardown, launch, dispatch-tool)", o.verb), true
-	}
-	if len(rest) < 3 || strings.HasPrefix(rest[2], "-") {
-		if len(rest) >= 3 {
-			if _, code, exit = cmd.Parse(nil, rest[2:3]); exit {
-				return nil, code, true
+	for _, v := range verbs {
+		o := &options{}
+		verb := &cobra.Command{Use: v.use, Short: v.short, Long: v.long, Example: v.example, Args: nameArgs}
+		fs := verb.Flags()
+		fs.StringVar(&o.root, "root", branchbox.Root, "the runtime's `DIR`")
+		fs.StringVar(&o.runID, "run", "", "the run's `RUN_ID`")
+		fs.BoolVar(&o.json, "json", false, "print one JSON object on stdout")
+		for _, f := range v.flags {
+			switch f {
+			case "reuse":
+				fs.BoolVar(&o.reuse, f, false, "take the existing branch (versions 1 and 2)")
+			case "consumer":
+				fs.StringVar(&o.consumer, f, "", "the consumer `C`")
+			case "executable":
+				fs.StringVar(&o.executable, f, "", "the provider executable `E`")
+			case "inherit":
+				fs.StringVar(&o.inherit, f, "", "environment names `A,B` passed through from branchbox's own")
+			case "force":
+				fs.BoolVar(&o.force, f, false, "tear down a version 3 run (no dirty-worktree check)")
+			case "devcontainer-cli":
+				fs.StringVar(&o.cli, f, "devcontainer", "the Dev Containers CLI's `PATH`")
+			case "lease":
+				fs.StringVar(&o.lease, f, "", "the tool-request lease `L`")
+			case "request-id":
+				fs.StringVar(&o.requestID, f, "", "the request's `ID`")
+			case "wait-seconds":
+				fs.IntVar(&o.wait, f, 0, "wait up to `S` seconds for the request, 0 to 3600")
 			}
 		}
-		return nil, cmd.UsageError("%s: missing feature NAME", o.verb), true
-	}
-	o.name = rest[2]
-	fs := flag.NewFlagSet("branchbox", flag.ContinueOnError)
-	fs.StringVar(&o.root, "root", branchbox.Root, "")
-	fs.StringVar(&o.runID, "run", "", "")
-	fs.BoolVar(&o.json, "json", false, "")
-	fs.BoolVar(&o.force, "force", false, "")
-	fs.BoolVar(&o.reuse, "reuse", false, "")
-	fs.StringVar(&o.consumer, "consumer", "", "")
-	fs.StringVar(&o.executable, "executable", "", "")
-	fs.StringVar(&o.inherit, "inherit", "", "")
-	fs.StringVar(&o.cli, "devcontainer-cli", "devcontainer", "")
-	fs.StringVar(&o.lease, "lease", "", "")
-	fs.StringVar(&o.requestID, "request-id", "", "")
-	fs.IntVar(&o.wait, "wait-seconds", 0, "")
-	if o.argv, code, exit = cmd.Parse(fs, rest[3:]); exit {
-		return nil, code, true
-	}
-	var bad []string
-	o.set = map[string]bool{}
-	fs.Visit(func(f *flag.Flag) {
-		o.set[f.Name] = true
-		for _, a := range allowed {
-			if a == f.Name {
-				return
+		verb.RunE = func(cmd *cobra.Command, args []string) error {
+			o.verb, o.name = cmd.Name(), args[0]
+			words := args
+			if dash := cmd.ArgsLenAtDash(); dash >= 0 {
+				words, o.argv = args[:dash], args[dash:]
 			}
+			if len(words) > 1 {
+				return command.Usagef("%s: unexpected argument %q", o.verb, words[1])
+			}
+			o.set = map[string]bool{}
+			cmd.Flags().Visit(func(f *command.Flag) { o.set[f.Name] = true })
+			if err := o.check(); err != nil {
+				return err
+			}
+			if code := do(o); code != exitOK {
+				return command.Exit(code)
+			}
+			return nil
 		}
-		bad = append(bad, "--"+f.Name)
-	})
+		feature.AddCommand(verb)
+	}
+	root.AddCommand(feature)
+	return command.New(root)
+}
+
+// nameArgs is a verb's NAME, then (exec) the provider's ARGS after --.
+func nameArgs(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 || cmd.ArgsLenAtDash() == 0 {
+		return command.Usagef("%s: missing feature NAME", cmd.Name())
+	}
+	if dash := cmd.ArgsLenAtDash(); dash > 0 && dash < len(args) && cmd.Name() != "exec" {
+		return command.Usagef("%s: unexpected argument %q", cmd.Name(), args[dash])
+	}
+	return nil
+}
+
+// check refuses what the flags alone cannot say: the flags a verb
+// requires and the bound of --wait-seconds.
+func (o *options) check() error {
 	switch {
-	case len(bad) > 0:
-		return nil, cmd.UsageError("%s does not take %s", o.verb, strings.Join(bad, ", ")), true
 	case !o.set["run"] && !runOptional[o.verb]:
-		return nil, cmd.UsageError("%s: --run RUN_ID is required", o.verb), true
+		return command.Usagef("%s: --run RUN_ID is required", o.verb)
 	case o.verb == "dispatch-tool" && (!o.set["lease"] || !o.set["request-id"]):
-		return nil, cmd.UsageError("dispatch-tool: --lease and --request-id are required"), true
+		return command.Usagef("dispatch-tool: --lease and --request-id are required")
 	case o.wait < 0 || o.wait > 3600:
-		return nil, cmd.UsageError("--wait-seconds %d: a wait is 0 to 3600 seconds", o.wait), true
+		return command.Usagef("--wait-seconds %d: a wait is 0 to 3600 seconds", o.wait)
 	case o.verb == "exec" && (!o.set["consumer"] || !o.set["executable"]):
-		return nil, cmd.UsageError("exec: --consumer and --executable are required"), true
-	case o.verb != "exec" && len(o.argv) > 0:
-		return nil, cmd.UsageError("%s: unexpected argument %q", o.verb, o.argv[0]), true
+		return command.Usagef("exec: --consumer and --executable are required")
 	}
-	return o, cli.OK, false
+	return nil
 }
 
 // arguments are the values given that become a path or a name (NAME, a

@@ -115,7 +115,7 @@ func TestUsage(t *testing.T) {
 		if code != c.code {
 			t.Errorf("%v: exit %d, want %d", c.args, code, c.code)
 		}
-		if c.code == exitUsage && !strings.Contains(errs, "usage: branchbox") || c.code == exitOK && out == "" {
+		if c.code == exitUsage && !strings.Contains(errs, "--help' for usage") || c.code == exitOK && out == "" {
 			t.Errorf("%v: stdout %q stderr %q", c.args, out, errs)
 		}
 	}
