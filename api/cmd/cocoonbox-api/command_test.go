@@ -22,5 +22,5 @@ func TestBashLoadsTheCompletion(t *testing.T) {
 // served.stop).
 func TestSIGINTExits130(t *testing.T) {
 	cmd := exec.Command(bin, "serve", "--state-dir", stateDir(t), "--listen", freeAddr(t))
-	commandtest.Interrupted(t, cmd, "msg=serving")
+	commandtest.Interrupted(t, cmd, commandtest.Says("msg=serving"))
 }

@@ -141,7 +141,7 @@ func usersRun(cmd *cobra.Command, verb, name string, c *common, f userFlags) err
 	}
 	var password string
 	if verb == "add" || verb == "passwd" {
-		if password, err = readPassword(name); err != nil {
+		if password, err = readPassword(cmd.Context(), name); err != nil {
 			return err
 		}
 		if err := users.CheckPassword(password); err != nil {
@@ -286,18 +286,21 @@ func printUsers(list []users.User, asJSON bool) error {
 
 // readPassword reads the password: asked twice at a terminal, else the
 // first line of standard input.
-func readPassword(name string) (string, error) {
+func readPassword(ctx context.Context, name string) (string, error) {
 	fd := int(os.Stdin.Fd())
+	secret := func() (b []byte, err error) {
+		err = command.Read(ctx, os.Stdin, func() (err error) { b, err = term.ReadPassword(fd); return err })
+		fmt.Fprintln(os.Stderr)
+		return b, err
+	}
 	if term.IsTerminal(fd) {
 		fmt.Fprintf(os.Stderr, "Password for %s: ", name)
-		first, err := term.ReadPassword(fd)
-		fmt.Fprintln(os.Stderr)
+		first, err := secret()
 		if err != nil {
 			return "", fmt.Errorf("read password: %w", err)
 		}
 		fmt.Fprint(os.Stderr, "Again: ")
-		second, err := term.ReadPassword(fd)
-		fmt.Fprintln(os.Stderr)
+		second, err := secret()
 		if err != nil {
 			return "", fmt.Errorf("read password: %w", err)
 		}
@@ -306,7 +309,11 @@ func readPassword(name string) (string, error) {
 		}
 		return string(first), nil
 	}
-	line, err := bufio.NewReader(io.LimitReader(os.Stdin, users.MaxPassword+2)).ReadString('\n')
+	var line string
+	err := command.Read(ctx, os.Stdin, func() (err error) {
+		line, err = bufio.NewReader(io.LimitReader(os.Stdin, users.MaxPassword+2)).ReadString('\n')
+		return err
+	})
 	if err != nil && !errors.Is(err, io.EOF) {
 		return "", fmt.Errorf("read password from stdin: %w", err)
 	}

@@ -115,7 +115,7 @@ func keysCmd(verb string, fs *command.Flags) runner {
 			}
 			return printDone(stdout, *asJSON, map[string]string{"deleted": pos[0]}, "Deleted "+pos[0]+" from the vault and your boxes.")
 		}
-		value, err := readValue(verb, pos[0], stdin)
+		value, err := readValue(ctx, verb, pos[0], stdin)
 		if err != nil {
 			return err
 		}
@@ -217,17 +217,22 @@ func listKeys(ctx context.Context, st *state, keys controlv1connect.KeysClient, 
 
 // readValue reads a key's value: asked without echo at a terminal, else
 // standard input, its one trailing newline dropped.
-func readValue(verb, name string, stdin io.Reader) (string, error) {
+func readValue(ctx context.Context, verb, name string, stdin io.Reader) (string, error) {
 	if f, ok := stdin.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
 		fmt.Fprintf(os.Stderr, "Value of %s (not shown): ", name)
-		v, err := term.ReadPassword(int(f.Fd()))
+		var v []byte
+		err := command.Read(ctx, stdin, func() (err error) { v, err = term.ReadPassword(int(f.Fd())); return err })
 		fmt.Fprintln(os.Stderr)
 		if err != nil {
 			return "", fmt.Errorf("read the value: %w", err)
 		}
 		return string(v), nil
 	}
-	data, err := io.ReadAll(io.LimitReader(bufio.NewReader(stdin), maxValueRead+1))
+	var data []byte
+	err := command.Read(ctx, stdin, func() (err error) {
+		data, err = io.ReadAll(io.LimitReader(bufio.NewReader(stdin), maxValueRead+1))
+		return err
+	})
 	if err != nil {
 		return "", fmt.Errorf("read the value from standard input: %w", err)
 	}

@@ -88,7 +88,11 @@ func loginCmd(fs *command.Flags) runner {
 
 // loginPaste keeps a token read from stdin after the api accepted it.
 func loginPaste(ctx context.Context, st *state, stdin io.Reader, stdout io.Writer) error {
-	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+	var line string
+	err := command.Read(ctx, stdin, func() (err error) {
+		line, err = bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+		return err
+	})
 	if err != nil && !errors.Is(err, io.EOF) {
 		return fmt.Errorf("read the token from standard input: %w", err)
 	}

@@ -72,7 +72,7 @@ func offloadCmd(fs *command.Flags) runner {
 		}
 		p.Yes = *yes
 		if !*asJSON && isTerminal(stdin) {
-			p.Ask = askOn(stdin)
+			p.Ask = askOn(ctx, stdin)
 		}
 		res, err := p.Offload(ctx, packer.OffloadOptions{Dir: ".", Kind: *kind, Name: *name})
 		if err == nil && !*asJSON {
@@ -228,11 +228,12 @@ func isTerminal(v any) bool {
 }
 
 // askOn asks on stderr and reads y or yes from in.
-func askOn(in io.Reader) func(string) bool {
+func askOn(ctx context.Context, in io.Reader) func(string) bool {
 	br := bufio.NewReader(in)
 	return func(q string) bool {
 		fmt.Fprint(os.Stderr, q)
-		l, _ := br.ReadString('\n')
+		var l string
+		command.Read(ctx, in, func() error { l, _ = br.ReadString('\n'); return nil })
 		l = strings.ToLower(strings.TrimSpace(l))
 		return l == "y" || l == "yes"
 	}

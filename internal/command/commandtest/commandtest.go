@@ -122,6 +122,12 @@ func compare(t *testing.T, file, got string, update bool) {
 	}
 }
 
+// Says is the ready of Interrupted for a command that says s on stderr
+// once it waits.
+func Says(s string) func(string) bool {
+	return func(stderr string) bool { return strings.Contains(stderr, s) }
+}
+
 // BashCompletion checks that bash loads the script of `BIN completion
 // bash` (bin and env start the binary) and then completes name.
 func BashCompletion(t *testing.T, name string, bin []string, env []string) {
@@ -139,9 +145,9 @@ func BashCompletion(t *testing.T, name string, bin []string, env []string) {
 	}
 }
 
-// Interrupted starts cmd, waits until its stderr holds ready (the
+// Interrupted starts cmd, waits until ready holds of its stderr (the
 // command is waiting), sends SIGINT and checks it exits 130.
-func Interrupted(t *testing.T, cmd *exec.Cmd, ready string) {
+func Interrupted(t *testing.T, cmd *exec.Cmd, ready func(stderr string) bool) {
 	t.Helper()
 	var stderr syncbuf.Buffer
 	cmd.Stderr = &stderr
@@ -149,13 +155,24 @@ func Interrupted(t *testing.T, cmd *exec.Cmd, ready string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
-	wait.Eventually(t, time.Minute, fmt.Sprintf("%v to say %q", cmd.Args, ready), func() (bool, string) {
-		return strings.Contains(stderr.String(), ready), stderr.String()
+	wait.Eventually(t, time.Minute, fmt.Sprintf("%v to wait", cmd.Args), func() (bool, string) {
+		return ready(stderr.String()), stderr.String()
 	})
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err := cmd.Wait()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var err error
+	exited := false
+	wait.Eventually(t, time.Minute, fmt.Sprintf("%v to exit after SIGINT", cmd.Args), func() (bool, string) {
+		select {
+		case err = <-done:
+			exited = true
+		default:
+		}
+		return exited, stderr.String()
+	})
 	if code := cmd.ProcessState.ExitCode(); code != command.Interrupted {
 		t.Fatalf("%v after SIGINT: exit %d (%v), want 130; stderr:\n%s", cmd.Args, code, err, stderr.String())
 	}
