@@ -17,8 +17,7 @@ import (
 // TestNoTestBuildsTheAPIsServerByHand fails for a file that wires by hand
 // and is not here, and for one here that no longer does.
 var handWired = map[string]string{
-	"mcp/mcp_test.go":       "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
-	"signup/github_test.go": "newStubEnv: GitHub sign-in with signup's Arrive answered by the test (a database gone, what Arrive is asked), for two tests of github_errors_test.go",
+	"mcp/mcp_test.go": "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
 }
 
 // builders are the constructors only apiserver.New may call for an api:

@@ -3,7 +3,6 @@ package signup_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -90,12 +89,11 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			return resp
 		}},
 		{"an unknown identity with an unverified primary email, signup on", signup.ErrEmailUnverified, func(e *env, c *http.Client) *http.Response {
-			e.db.Pool.Exec(context.Background(), "UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
-			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
+			e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
 			resp, _ := e.signInWithGitHub(c, githubtest.Account{ID: 3003, Login: "carol", Emails: []githubtest.Email{
 				{Email: "carol@example.com", Primary: true, Verified: false}, {Email: "c2@example.com", Verified: true}}}, "/cb/", "")
-			if len(e.arrived) != 0 {
-				e.t.Errorf("signup was asked about an unverified person: %+v", e.arrived)
+			if n := e.count("SELECT count(*) FROM signup_queue"); n != 0 {
+				e.t.Errorf("an unverified person joined signup's queue (%d entries)", n)
 			}
 			return resp
 		}},
@@ -105,20 +103,25 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 			return resp
 		}},
 		{"signup refuses (its code passes through)", signup.ErrInviteRequired, func(e *env, c *http.Client) *http.Response {
-			e.arrive = func(signup.Arrival) (signup.Outcome, error) {
-				return signup.Outcome{Refusal: signup.ErrInviteRequired}, nil
-			}
+			e.exec("UPDATE signup_settings SET enabled = true, invite_only = true, seats = 10")
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
 		{"signup fails", signup.ErrFailed, func(e *env, c *http.Client) *http.Response {
-			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{}, errors.New("database gone") }
+			// The queue's table gone: signup's Arrive fails on the database.
+			e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
+			e.exec("ALTER TABLE signup_queue RENAME TO signup_queue_gone")
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
 		{"signup admits a user disabled meanwhile", signup.ErrDisabled, func(e *env, c *http.Client) *http.Response {
-			e.users.SetDisabled(context.Background(), "bob", true)
-			e.arrive = func(signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
+			// Signup admits carol at once (a free seat); the trigger
+			// disables her account as it is made, as an admin would
+			// between the admission and the session.
+			e.exec("UPDATE signup_settings SET enabled = true, invite_only = false, seats = 10")
+			e.exec(`CREATE FUNCTION disable_new_user() RETURNS trigger LANGUAGE plpgsql AS $$
+				BEGIN NEW.disabled_at := now(); RETURN NEW; END $$`)
+			e.exec("CREATE TRIGGER disable_new_user BEFORE INSERT ON users FOR EACH ROW EXECUTE FUNCTION disable_new_user()")
 			resp, _ := e.signInWithGitHub(c, githubtest.Verified(3003, "carol", "carol@example.com"), "/cb/", "")
 			return resp
 		}},
@@ -138,7 +141,7 @@ func TestEveryFailureGoesToLoginError(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			e := newStubEnv(t) // some cases answer for signup's Arrive
+			e := newEnv(t)
 			e.link("1001", e.alice.ID)
 			c := e.browser()
 			resp := tc.run(e, c)
@@ -224,35 +227,47 @@ func TestBeginRefusesABadReturnToAndAMalformedInvite(t *testing.T) {
 }
 
 // An unknown identity goes to signup's Arrive with the GitHub account's
-// numeric id, login, primary email and the invite begin carried; an
-// admission signs the person in, a queue entry sets the Strict cb_queue
-// cookie and goes to /cb/queue.
+// numeric id, login, primary email and the invite begin carried; a queue
+// entry sets the Strict cb_queue cookie and goes to /cb/queue, and once
+// admitted the same identity signs in as its new user.
 func TestAnUnknownIdentityIsHandedToSignup(t *testing.T) {
 	t.Parallel()
-	e := newStubEnv(t)
-	invite := "cbi_" + strings.Repeat("ab", 32)
-	secret := signup.QueueSecretPrefix + strings.Repeat("5e", 32)
-	e.arrive = func(a signup.Arrival) (signup.Outcome, error) {
-		return signup.Outcome{QueueID: "3f1c1b8e-0000-4000-8000-000000000001", QueueSecret: secret}, nil
+	e := newEnv(t)
+	e.exec("UPDATE signup_settings SET enabled = true, invite_only = true, seats = 0")
+	inv, err := e.signup.CreateInvite(context.Background(), "", "", 1, 1)
+	if err != nil {
+		t.Fatal(err)
 	}
 	c := e.browser()
-	resp, text := e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/", invite)
+	resp, text := e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/", inv.Code)
 	if onward(resp, text) != "/cb/queue" {
 		t.Fatalf("queued: %d %s; want the page going to /cb/queue", resp.StatusCode, text)
 	}
+	var id, idp, subject, login, email string
+	var verified bool
+	var invite *string
+	if err := e.db.Pool.QueryRow(context.Background(), `SELECT id, idp, subject, login, email, email_verified, invite::text FROM signup_queue`).
+		Scan(&id, &idp, &subject, &login, &email, &verified, &invite); err != nil {
+		t.Fatalf("the queue entry: %v", err)
+	}
+	if idp != "github" || subject != "3003" || login != "Carol" || email != "carol@example.com" || !verified || invite == nil || *invite != inv.ID {
+		t.Fatalf("queued %s %s %s %s verified %v invite %v; want github 3003 Carol carol@example.com, verified, the invite %s", idp, subject, login, email, verified, invite, inv.ID)
+	}
 	q := cookie(resp, signup.QueueCookie)
-	if q == nil || q.Value != secret || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
+	if q == nil || !strings.HasPrefix(q.Value, signup.QueueSecretPrefix) || q.SameSite != http.SameSiteStrictMode || q.Path != "/cb/" || !q.HttpOnly || q.MaxAge != 90*24*3600 {
 		t.Fatalf("cb_queue %+v", q)
 	}
-	want := signup.Arrival{IdP: "github", Subject: "3003", Login: "Carol", Email: "carol@example.com", EmailVerified: true, Invite: invite}
-	if len(e.arrived) != 1 || e.arrived[0] != want {
-		t.Fatalf("arrived %+v, want %+v", e.arrived, want)
+	if n := e.count("SELECT count(*) FROM signup_queue_cookies WHERE queue_id = $1 AND sha256 = sha256(convert_to($2, 'UTF8'))", id, q.Value); n != 1 {
+		t.Fatalf("cb_queue %q is not the queue entry's secret", q.Value)
 	}
-	e.arrive = func(a signup.Arrival) (signup.Outcome, error) { return signup.Outcome{UserID: e.bob.ID}, nil }
+	e.exec("UPDATE signup_settings SET seats = 10")
+	if _, err := e.signup.Admit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	c = e.browser()
 	resp, text = e.signInWithGitHub(c, githubtest.Verified(3003, "Carol", "carol@example.com"), "/cb/token", "")
-	if onward(resp, text) != "/cb/token" || e.me(c) != "bob" {
-		t.Fatalf("admitted: %d %s", resp.StatusCode, text)
+	if onward(resp, text) != "/cb/token" || e.me(c) == "" || e.me(c) == "alice" || e.me(c) == "bob" {
+		t.Fatalf("admitted: %d %s, signed in as %q", resp.StatusCode, text, e.me(c))
 	}
 }
 

@@ -3,29 +3,21 @@ package signup_test
 import (
 	"bytes"
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/cookiejar"
-	"net/http/httptest"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
-	"github.com/cocoonbox/cocoonbox/api/ratelimit"
-	"github.com/cocoonbox/cocoonbox/api/server"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/signup/githubtest"
-	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
@@ -41,12 +33,8 @@ type env struct {
 	alice, bob users.User
 	log        *bytes.Buffer
 
-	// signup is the signup side on the same database. In a stub env
-	// (newStubEnv) arrive, when set, answers for it (nil: signup_closed).
-	signup  *signup.Signup
-	mu      sync.Mutex
-	arrive  func(signup.Arrival) (signup.Outcome, error)
-	arrived []signup.Arrival
+	// signup is the signup side on the same database.
+	signup *signup.Signup
 }
 
 // newEnv is the api as the product builds it (apitest.New) with GitHub
@@ -65,56 +53,6 @@ func newEnvWith(t *testing.T, configured bool) *env {
 	a := apitest.New(t, opts...)
 	e.url, e.db, e.users, e.signup, e.alice = a.URL, &dbtest.DB{Pool: a.DB.Pool, URL: a.DB.URL}, a.Users, a.Signup, a.User
 	e.bob = a.AddUser("bob", false)
-	return e
-}
-
-// newStubEnv is GitHub sign-in with signup's Arrive answered by the test
-// (e.arrive) and what it was asked kept (e.arrived): the refusals and
-// failures of Arrive that signup's real state cannot make on demand (a
-// database gone). It wires the console, signup and GitHub sign-in by hand
-// (apitest's handWired list says why).
-func newStubEnv(t *testing.T) *env {
-	t.Helper()
-	ctx := context.Background()
-	db := dbtest.New(t, users.Schema, console.Schema, ratelimit.Schema, signup.Schema)
-	e := &env{t: t, db: db, log: new(bytes.Buffer)}
-	log := e.logger()
-	e.users = users.NewStore(db.Pool)
-	e.users.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	ix := tokens.NewIndex(db.Pool, db.URL, log)
-	con := console.New(console.Deps{Pool: db.Pool, Users: e.users, Tokens: tokens.NewStore(db.Pool, ix), Log: log,
-		SignIn: console.SignInLimits{PerUser: 100, PerAddress: 100, Window: time.Minute}})
-	srv := server.New(log, nil)
-	con.Mount(srv)
-	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(ts.Close)
-	e.url = ts.URL
-	e.gh = githubtest.New(t)
-	app := signup.GitHubApp{ClientID: e.gh.ClientID, Secret: signup.Secret(e.gh.ClientSecret), WebURL: e.gh.WebURL, APIURL: e.gh.APIURL, Roots: roots(t, e.gh.CAFile)}
-	e.signup = signup.New(signup.Deps{Pool: db.Pool, Log: log, Session: con.Session, ClearSession: con.ClearCookie})
-	g, err := signup.NewGitHub(signup.GitHubDeps{Pool: db.Pool, App: app, PublicURL: ts.URL, Session: con.Session, StartSession: con.StartSession,
-		SetQueueCookie: e.signup.SetQueueCookie,
-		Arrive: func(_ context.Context, a signup.Arrival) (signup.Outcome, error) {
-			e.mu.Lock()
-			defer e.mu.Unlock()
-			if e.arrive == nil {
-				// As Deps.Arrive nil would: signup_closed.
-				return signup.Outcome{Refusal: signup.ErrSignupClosed}, nil
-			}
-			e.arrived = append(e.arrived, a)
-			return e.arrive(a)
-		}, Log: log})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g.Mount(srv)
-	con.OfferGitHub()
-	if e.alice, err = e.users.Add(ctx, "alice", "correct horse", false); err != nil {
-		t.Fatal(err)
-	}
-	if e.bob, err = e.users.Add(ctx, "bob", "correct horse", false); err != nil {
-		t.Fatal(err)
-	}
 	return e
 }
 
@@ -138,22 +76,6 @@ func (s syncWriter) Write(p []byte) (int, error) {
 	logMu.Lock()
 	defer logMu.Unlock()
 	return s.w.Write(p)
-}
-
-func roots(t *testing.T, file string) *x509.CertPool {
-	t.Helper()
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := pem.Decode(data)
-	cert, err := x509.ParseCertificate(b.Bytes)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := x509.NewCertPool()
-	p.AddCert(cert)
-	return p
 }
 
 // link connects GitHub account id to user u, as a connect would.
@@ -273,6 +195,14 @@ func (e *env) count(query string, args ...any) int {
 		e.t.Fatal(err)
 	}
 	return n
+}
+
+// exec runs a statement on the api's database; the test fails if it fails.
+func (e *env) exec(stmt string) {
+	e.t.Helper()
+	if _, err := e.db.Pool.Exec(context.Background(), stmt); err != nil {
+		e.t.Fatalf("%s: %v", stmt, err)
+	}
 }
 
 func mustURL(s string) *url.URL {
