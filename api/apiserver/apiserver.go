@@ -89,6 +89,9 @@ type Server struct {
 	// Usage is model usage (the users' gw keys, caps and figures); nil
 	// without gw.url.
 	Usage *usage.Service
+	// Wake is the scheduler of scheduled wakes, running every wakeEvery;
+	// nil without a supervisor. A test reads its Passes.
+	Wake *wake.Scheduler
 
 	cfg     config.Config
 	log     *slog.Logger
@@ -178,7 +181,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
 	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
-	bh, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, scheduleStore, schedules, log)
+	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
@@ -205,7 +208,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(index.Stop)
 
-	s.srv, s.Users, s.Tokens, s.Index, s.Console, s.Signup, s.Boxes, s.Usage = srv, userStore, tokenStore, index, con, sg, bh, models
+	s.srv, s.Users, s.Tokens, s.Index, s.Console, s.Signup, s.Boxes, s.Usage, s.Wake = srv, userStore, tokenStore, index, con, sg, bh, models, scheduler
 	if agents != nil {
 		s.Grants = agents.grants
 	}

@@ -43,15 +43,15 @@ const bridgeWait = 5 * time.Second
 // UNAVAILABLE with why. sups, when not nil, answers the supervisors in
 // place of the configured ones (Options.Supervisors). The handler is what
 // the rest of the api calls in process (its Service for Locate and
-// WaitOperation); the returned func stops the service and the local
-// supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, func()) {
+// WaitOperation), the scheduler of wakes (nil without a supervisor); the
+// returned func stops the service and the local supervisor.
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
 		}
 	}
-	h, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, wakes, log)
+	h, sc, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, wakes, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
@@ -63,7 +63,7 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 	srv.Handle(path, index.Guard(handler))
 	path, handler = controlv1connect.NewSchedulesHandler(schedules, callOptions(index)...)
 	srv.Handle(path, index.Guard(handler))
-	return h, stop
+	return h, sc, stop
 }
 
 // supervisorsFunc answers the box supervisors by host name and a func
@@ -71,11 +71,12 @@ func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups
 type supervisorsFunc = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
 
 // startBoxes starts the boxes service on sups' hosts and the scheduled
-// wake on schedules (the idle check asks them whether SleepAt is ahead).
-func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, schedules *wake.Store, log *slog.Logger) (*boxes.Handler, func(), error) {
+// wake on schedules (the idle check asks them whether SleepAt is ahead),
+// answering the scheduler too.
+func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, schedules *wake.Store, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func(), error) {
 	hosts, closeHosts, err := sups(ctx, log)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	gwKey, _ := usageHooks(models)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
@@ -83,7 +84,7 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	wakeCtx, stopWake := context.WithCancel(ctx)
 	sc := wake.NewScheduler(schedules, func(ctx context.Context, user, box, req string) error {
@@ -92,7 +93,7 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 	}, log)
 	done := make(chan struct{})
 	go func() { sc.Run(wakeCtx, wakeEvery); close(done) }()
-	return boxes.NewHandler(svc, tokens.UserID, log), func() { stopWake(); <-done; svc.Close(); closeHosts() }, nil
+	return boxes.NewHandler(svc, tokens.UserID, log), sc, func() { stopWake(); <-done; svc.Close(); closeHosts() }, nil
 }
 
 // mountWakeConsole serves the console's Schedules page and its calls

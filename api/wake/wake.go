@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -269,6 +270,8 @@ type Scheduler struct {
 	st   *Store
 	wake Waker
 	log  *slog.Logger
+	// passes counts Run's completed passes (Passes).
+	passes atomic.Uint64
 }
 
 // NewScheduler wakes through wake the boxes of st's due schedules.
@@ -354,5 +357,14 @@ func (sc *Scheduler) Run(ctx context.Context, every time.Duration) {
 		if _, err := sc.Fire(ctx); err != nil && ctx.Err() == nil {
 			sc.log.Warn("wake: a pass failed", "err", err)
 		}
+		sc.passes.Add(1)
 	}
 }
+
+// Passes is how many passes Run has completed, each a Fire that has
+// answered, failed or not. A pass completed is one whose wakes were asked
+// for: a test that set the clock waits for the count to grow by two (the
+// pass under way may have read the clock before it was set) to know a
+// pass has looked at the new time, and waits on that instead of on
+// wakeEvery's ticks.
+func (sc *Scheduler) Passes() uint64 { return sc.passes.Load() }

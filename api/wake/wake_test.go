@@ -3,6 +3,7 @@ package wake
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/users"
 	"github.com/cocoonbox/cocoonbox/internal/manualclock"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -217,4 +219,37 @@ func TestBadSchedulesAreRefusedAndSchedulesGoWithTheBox(t *testing.T) {
 	if ls, err := st.List(ctx, user, ""); err != nil || len(ls) != 0 {
 		t.Fatalf("after the box's delete: %d schedules (%v)", len(ls), err)
 	}
+}
+
+// Run counts a pass once its Fire has answered (Scheduler.Passes, what a
+// booted test waits on instead of the ticks): once the count moves past a
+// due schedule, the schedule's wake was asked for, and each tick after is
+// one more pass.
+func TestRunCountsAPassOnceItsWakesWereAsked(t *testing.T) {
+	st, c, user, box := env(t)
+	ctx, stop := context.WithCancel(context.Background())
+	w := &wakes{}
+	sc := NewScheduler(st, w.wake, nil)
+	if _, err := st.Set(ctx, user, box, Spec{At: c.Now().Add(time.Second), KeepUp: time.Hour}); err != nil {
+		t.Fatal(err)
+	}
+	c.Add(time.Second)
+	if n := sc.Passes(); n != 0 {
+		t.Fatalf("before Run: %d passes", n)
+	}
+	done := make(chan struct{})
+	go func() { sc.Run(ctx, 10*time.Millisecond); close(done) }()
+	defer func() { stop(); <-done }()
+	wait.Eventually(t, 30*time.Second, "Run's first pass", func() (bool, string) {
+		n := sc.Passes()
+		return n >= 1, fmt.Sprintf("%d passes, %d wakes", n, w.count())
+	})
+	if n := w.count(); n != 1 {
+		t.Fatalf("after a pass the due schedule was woken %d times, want once", n)
+	}
+	from := sc.Passes()
+	wait.Eventually(t, 30*time.Second, "three more passes", func() (bool, string) {
+		n := sc.Passes()
+		return n >= from+3, fmt.Sprintf("%d passes (from %d)", n, from)
+	})
 }

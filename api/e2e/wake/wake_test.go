@@ -32,8 +32,9 @@ const boxWait = 3 * time.Minute
 //     by the idle check;
 //   - a wake set (through the second api) for 90 s ahead, at keep_up 1 h:
 //     at 89 s the box is still hibernated after three passes of each
-//     scheduler; at 90 s it is running (waited on; the real time from the
-//     clock reaching it to the box running is logged, not asserted), and
+//     scheduler (waited on: Scheduler.Passes); at 90 s it is running
+//     (waited on; the real time from the clock reaching it to the box
+//     running is logged, not asserted), and
 //     exactly one api acted: one "box woken on schedule" in the two apis'
 //     logs, one ensure operation on the box;
 //   - with SleepAt ahead the idle check leaves the running box up (it
@@ -99,7 +100,13 @@ func TestAScheduledWakeWakesTheBoxOnceWithTwoAPIsAndIdleHibernateWaitsForSleepAt
 		return strings.Count(logs[0].String()+logs[1].String(), `msg="wake: box woken on schedule"`)
 	}
 	clock.Add(89 * time.Second)
-	time.Sleep(3 * time.Second) // three passes of each scheduler: nothing to wait on for a wake that must not come
+	// Three passes of each scheduler on the new time: a pass under way
+	// may have read the clock before it moved, so four completed.
+	from := [2]uint64{a.Wake.Passes(), b.Wake.Passes()}
+	wait.Eventually(t, time.Minute, "three passes of each scheduler at 89 s", func() (bool, string) {
+		pa, pb := a.Wake.Passes(), b.Wake.Passes()
+		return pa >= from[0]+4 && pb >= from[1]+4, fmt.Sprintf("api 0 at %d passes (from %d), api 1 at %d (from %d)", pa, from[0], pb, from[1])
+	})
 	if s, n := state(), woken(); s != "hibernated" || n != 0 {
 		t.Fatalf("a second before its wake the box is %s, woken %d times", s, n)
 	}
