@@ -16,9 +16,7 @@ import (
 // each with why, until they run on apitest.New. The list only shrinks:
 // TestNoTestBuildsTheAPIsServerByHand fails for a file that wires by hand
 // and is not here, and for one here that no longer does.
-var handWired = map[string]string{
-	"mcp/mcp_test.go": "the MCP's protocol against a Boxes service in memory that holds operations at a gate; apitest's Boxes need a supervisor",
-}
+var handWired = map[string]string{}
 
 // builders are the constructors only apiserver.New may call for an api:
 // the server every route is mounted on and the token index every check

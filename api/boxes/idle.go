@@ -92,6 +92,15 @@ func (s *Service) Call(ctx context.Context) (context.Context, func()) {
 	}
 }
 
+// OpenCalls is how many client calls (Call) are open now on box id: what
+// keeps it from idle hibernate. Tests read it to see that a surface opens
+// its calls where it should and ends them.
+func (s *Service) OpenCalls(id string) int {
+	s.calls.mu.Lock()
+	defer s.calls.mu.Unlock()
+	return s.calls.open[id]
+}
+
 // touch binds the call of ctx (if any) to box id: open from now until the
 // call ends.
 func (s *Service) touch(ctx context.Context, id string) {

@@ -1,61 +1,48 @@
-package mcp
+package mcp_test
 
 import (
 	"context"
-	"sync/atomic"
 	"testing"
-
-	"connectrpc.com/connect"
-
-	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 )
-
-type callMark struct{}
-
-// markedBoxes counts the Status calls that come under an open client call.
-type markedBoxes struct {
-	*fakeBoxes
-	all, marked atomic.Int32
-}
-
-func (m *markedBoxes) Status(ctx context.Context, r *connect.Request[controlv1.BoxStatusRequest]) (*connect.Response[controlv1.BoxStatusResponse], error) {
-	m.all.Add(1)
-	if ctx.Value(callMark{}) != nil {
-		m.marked.Add(1)
-	}
-	return m.fakeBoxes.Status(ctx, r)
-}
 
 // Contract: OAuth for agents, Idle hibernate ("a call that only watches
 // the box is none"): each tools/call opens one client call (Deps.Calls,
 // boxes.Handler.Call in the api) around the tool, whose Boxes call runs
 // under it, and ends it when the tool answers; the session's initialize,
-// tools/list and its GET stream open none.
+// tools/list and its GET stream open none. Seen through the api's count
+// of the calls open on the box (boxes.Service.OpenCalls), with the box's
+// save held at the supervisor while the save's tool call waits on it.
 func TestEachToolCallOpensOneClientCallAndNothingElseDoes(t *testing.T) {
 	t.Parallel()
-	var opened, ended atomic.Int32
-	var mb *markedBoxes
-	e := newEnv(t, func(d *Deps) {
-		mb = &markedBoxes{fakeBoxes: d.Boxes.(*fakeBoxes)}
-		d.Boxes = mb
-		d.Calls = func(ctx context.Context) (context.Context, func()) {
-			opened.Add(1)
-			return context.WithValue(ctx, callMark{}, true), func() { ended.Add(1) }
-		}
-	})
-	c := e.connect(e.aliceToken)
+	e := newEnv(t)
+	c := e.connect(e.aliceToken) // initialize, and the session's GET stream
 	if _, err := c.ClientSession.ListTools(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
-	if n := opened.Load(); n != 0 {
-		t.Fatalf("initialize, tools/list and the GET stream opened %d client calls", n)
-	}
-	c.OK(t, "box_create", map[string]any{"name": "dev", "image": "cbdesk:v22-base"})
+	id := c.OK(t, "box_create", map[string]any{"name": "dev", "image": older})["box_id"].(string)
 	c.OK(t, "box_status", map[string]any{"box": "dev"})
-	if o, n := opened.Load(), ended.Load(); o != 2 || n != 2 {
-		t.Fatalf("two tool calls: %d opened and %d ended; want 2 and 2", o, n)
+	if n := e.boxes().OpenCalls(id); n != 0 {
+		t.Fatalf("after box_create and box_status answered, %d client calls are open on the box", n)
 	}
-	if all, m := mb.all.Load(), mb.marked.Load(); all == 0 || m != all {
-		t.Fatalf("%d of the tools' %d Status calls ran under the open call", m, all)
+	release := e.sup.Hold()
+	defer release() // a failure's end too, so the api can close
+	saved := make(chan error, 1)
+	go func() {
+		_, err := c.Try(context.Background(), "box_save", map[string]any{"box": "dev"}, "p")
+		saved <- err
+	}()
+	c.WaitNotes(t, 1) // box_save's Boxes call is made, the tool waits on its operation
+	if _, err := c.ClientSession.ListTools(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := e.boxes().OpenCalls(id); n != 1 {
+		t.Fatalf("while box_save waits (a tools/list beside it): %d client calls open on the box, want box_save's one", n)
+	}
+	release()
+	if err := <-saved; err != nil {
+		t.Fatal(err)
+	}
+	if n := e.boxes().OpenCalls(id); n != 0 {
+		t.Fatalf("after box_save answered, %d client calls are open on the box", n)
 	}
 }

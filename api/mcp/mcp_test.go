@@ -1,89 +1,107 @@
-package mcp
+package mcp_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 
-	"connectrpc.com/connect"
-	"github.com/jackc/pgx/v5/pgxpool"
-
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
-	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
-	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/sandboxtest"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
 
-// env is the control MCP on a real listener, the real token index on a
-// fresh database with users alice and bob (personal tokens), and the
-// boxes service in memory.
+// older and latest are the images the test supervisor boots: latest is
+// what a box made without an image runs, and what an upgrade moves to.
+const (
+	older  = "cbdesk:v22-base"
+	latest = "cbdesk:v23-base"
+)
+
+// env is the api as the binary builds it (apitest.New: apiserver.New on a
+// fresh database, OAuth for agents off) with the supervisor in memory
+// (sandboxtest) under its boxes, users alice and bob with personal tokens
+// and room for a few boxes each; the control MCP is the api's.
 type env struct {
 	t          testing.TB
-	base, url  string // the listener's URL, the MCP's
-	boxes      *fakeBoxes
-	tokens     *tokens.Store
-	pool       *pgxpool.Pool
+	api        *apitest.API
+	sup        *sandboxtest.Supervisor
+	base, url  string // the api's URL, the MCP's
 	alice, bob users.User
 	aliceToken tokens.Secret
 	bobToken   tokens.Secret
 }
 
-func newEnv(t testing.TB, with ...func(*Deps)) *env {
+func newEnv(t testing.TB, opts ...apitest.Option) *env {
 	t.Helper()
-	ctx := context.Background()
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	db := dbtest.New(t, users.Schema)
-	us := users.NewStore(db.Pool)
-	us.KDF = users.KDF{Time: 1, MemoryKiB: 64, Threads: 1}
-	ix := tokens.NewIndex(db.Pool, db.URL, log)
-	if err := ix.Start(ctx); err != nil {
+	sup := sandboxtest.New(older, latest)
+	a := apitest.New(t, append([]apitest.Option{apitest.WithoutOAuth(), apitest.WithoutSession(), apitest.WithSupervisor("host1", sup)}, opts...)...)
+	e := &env{t: t, api: a, sup: sup, base: a.URL, url: a.URL + client.MCPPath, alice: a.User}
+	e.bob = a.AddUser("bob", false)
+	e.aliceToken, e.bobToken = a.PersonalToken(e.alice.ID), a.PersonalToken(e.bob.ID)
+	if _, err := a.DB.Pool.Exec(context.Background(), "UPDATE users SET max_boxes = 4, max_running = 4"); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(ix.Stop)
-	e := &env{t: t, boxes: newFakeBoxes(), tokens: tokens.NewStore(db.Pool, ix), pool: db.Pool}
-	e.alice, e.aliceToken = e.user("alice", us)
-	e.bob, e.bobToken = e.user("bob", us)
-
-	srv := server.New(log, nil)
-	srv.Handle(controlv1connect.NewBoxesHandler(e.boxes, connect.WithInterceptors(ix.Interceptor())))
-	d := Deps{Boxes: e.boxes, Follow: e.boxes.follow, Tokens: ix, Hosts: []string{"api.example.test"}, Log: log}
-	for _, f := range with {
-		f(&d)
-	}
-	New(d).Mount(srv)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { srv.Serve(sctx, ln); close(done) }()
-	t.Cleanup(func() { stop(); <-done })
-	e.base = "http://" + ln.Addr().String()
-	e.url = e.base + client.MCPPath
 	return e
-}
-
-func (e *env) user(name string, us *users.Store) (users.User, tokens.Secret) {
-	u, err := us.Add(context.Background(), name, "correct horse", false)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tok, err := e.tokens.Regenerate(context.Background(), u.ID)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return u, tok
 }
 
 // connect is a go-sdk client of the MCP with token.
 func (e *env) connect(token tokens.Secret) *mcptest.Client {
 	return mcptest.Connect(e.t, e.url, string(token))
+}
+
+// boxes is the api's Boxes service.
+func (e *env) boxes() *boxes.Service {
+	e.t.Helper()
+	svc, err := e.api.Boxes.Service()
+	if err != nil {
+		e.t.Fatalf("the api has no Boxes service: %v", err)
+	}
+	return svc
+}
+
+// boxCount is how many boxes user has, by the api's rows.
+func (e *env) boxCount(user users.User) int {
+	e.t.Helper()
+	var n int
+	if err := e.api.DB.Pool.QueryRow(context.Background(), "SELECT count(*) FROM boxes WHERE user_id = $1", user.ID).Scan(&n); err != nil {
+		e.t.Fatal(err)
+	}
+	return n
+}
+
+// only is the id of the one operation the user's boxes have had.
+func (e *env) only(t *testing.T, user users.User) string {
+	t.Helper()
+	var ids []string
+	rows, err := e.api.DB.Pool.Query(context.Background(), "SELECT id FROM box_operations WHERE user_id = $1", user.ID)
+	if err == nil {
+		for rows.Next() {
+			var id string
+			if err = rows.Scan(&id); err != nil {
+				break
+			}
+			ids = append(ids, id)
+		}
+		rows.Close()
+	}
+	if err != nil || len(ids) != 1 {
+		t.Fatalf("operations of %s: %v %v, want one", user.Name, ids, err)
+	}
+	return ids[0]
+}
+
+// putFile writes n bytes at path in the running box id, so a save of it
+// holds them.
+func (e *env) putFile(id, path string, n int) {
+	e.t.Helper()
+	if err := e.sup.PutFile(context.Background(), id, sandbox.File{Path: path, Data: make([]byte, n)}); err != nil {
+		e.t.Fatal(err)
+	}
 }

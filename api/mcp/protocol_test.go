@@ -1,4 +1,4 @@
-package mcp
+package mcp_test
 
 import (
 	"bufio"
@@ -13,6 +13,9 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/mcp"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
@@ -106,24 +109,28 @@ func body(t *testing.T, resp *http.Response) string {
 	return string(b)
 }
 
-// A missing, bad or cbit_ bearer is 401 with the sdk middleware's one
-// line; the personal token of another user cannot use a session (403).
+// A missing or bad bearer is 401 with the sdk middleware's one line; a
+// cbit_ one is 403 invite_token, from the api's check around every route
+// but the invites (Contract: Invite-scoped tokens); the personal token of
+// another user cannot use a session (403).
 func TestBearerIsRequired(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	for _, tc := range []struct {
 		what   string
 		token  tokens.Secret
+		status int
 		answer string
 	}{
-		{"no token", "", "no bearer token\n"},
-		{"a malformed token", "cb_nothex", "invalid token: " + tokens.ErrMalformed.Error() + "\n"},
-		{"an unknown token", "cb_" + tokens.Secret(strings.Repeat("0", 64)), "invalid token: " + tokens.ErrUnknown.Error() + "\n"},
-		{"an invite-scoped token", "cbit_" + tokens.Secret(strings.Repeat("0", 64)), "invalid token: " + tokens.ErrInviteToken.Error() + "\n"},
+		{"no token", "", 401, "no bearer token\n"},
+		{"a malformed token", "cb_nothex", 401, "invalid token: " + tokens.ErrMalformed.Error() + "\n"},
+		{"an unknown token", "cb_" + tokens.Secret(strings.Repeat("0", 64)), 401, "invalid token: " + tokens.ErrUnknown.Error() + "\n"},
+		{"an invite-scoped token", "cbit_" + tokens.Secret(strings.Repeat("0", 64)), 403,
+			`{"error":"invite_token","message":"an invite-scoped token (cbit_) reaches only POST and GET /cb/api/invites"}` + "\n"},
 	} {
 		resp := e.post(t, tc.token, "", "", initialize)
-		if got := body(t, resp); resp.StatusCode != http.StatusUnauthorized || got != tc.answer {
-			t.Errorf("%s: %s %q, want 401 %q", tc.what, resp.Status, got, tc.answer)
+		if got := body(t, resp); resp.StatusCode != tc.status || got != tc.answer {
+			t.Errorf("%s: %s %q, want %d %q", tc.what, resp.Status, got, tc.status, tc.answer)
 		}
 	}
 	id := e.session(t, e.aliceToken)
@@ -164,7 +171,7 @@ func TestSessionIDs(t *testing.T) {
 	if resp := e.post(t, e.aliceToken, "", "", call); resp.StatusCode != http.StatusNotFound {
 		t.Errorf("no Mcp-Session-Id: %s %q, want 404", resp.Status, body(t, resp))
 	}
-	if n := len(e.boxes.boxes[e.alice.ID]); n != 0 {
+	if n := e.boxCount(e.alice); n != 0 {
 		t.Fatalf("the calls without a session made %d boxes", n)
 	}
 }
@@ -174,11 +181,11 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	id := e.session(t, e.aliceToken)
-	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"box_create","arguments":{"name":"a","image":"` + strings.Repeat("x", MaxBody) + `"}}}`
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"box_create","arguments":{"name":"a","image":"` + strings.Repeat("x", mcp.MaxBody) + `"}}}`
 	if resp := e.post(t, e.aliceToken, id, "", big); resp.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body of %d bytes: %s, want 413", len(big), resp.Status)
 	}
-	if n := len(e.boxes.boxes[e.alice.ID]); n != 0 {
+	if n := e.boxCount(e.alice); n != 0 {
 		t.Fatalf("the refused body made %d boxes", n)
 	}
 }
@@ -187,7 +194,8 @@ func TestBodyOverTheLimitIs413(t *testing.T) {
 // (DNS rebinding); the configured host is served.
 func TestForeignHostOnLoopbackIs403(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	// The api's public origin is api.example.test, behind a proxy on loopback.
+	e := newEnv(t, apitest.WithConfig(func(c *config.Config) { c.PublicURL = "https://api.example.test" }))
 	if resp := e.post(t, e.aliceToken, "", "rebind.example.com", initialize); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("Host rebind.example.com: %s, want 403", resp.Status)
 	}
@@ -206,14 +214,15 @@ func TestRevokedTokenEndsOpenExchanges(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	release := e.boxes.hold()
+	release := e.sup.Hold()
+	defer release() // a failure's end too, so the api can close
 	ended := make(chan error, 1)
 	go func() {
 		_, err := c.Try(context.Background(), "box_create", map[string]any{"name": "dev"}, "p")
 		ended <- err
 	}()
 	c.WaitNotes(t, 1) // box_create is waiting
-	if err := e.tokens.Revoke(context.Background(), e.alice.ID); err != nil {
+	if err := e.api.Tokens.Revoke(context.Background(), e.alice.ID); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-ended; err == nil {
@@ -223,8 +232,8 @@ func TestRevokedTokenEndsOpenExchanges(t *testing.T) {
 		t.Fatalf("the revoked token: %s, want 401", resp.Status)
 	}
 	release()
-	op := e.boxes.only(t)
-	if last, err := e.boxes.follow(context.Background(), e.alice.ID, op.OperationId, func(*controlv1.Operation) {}); err != nil || last.Phase != controlv1.Phase_PHASE_DONE {
+	op := e.only(t, e.alice)
+	if last, err := e.boxes().WaitOperation(context.Background(), e.alice.ID, op, func(*controlv1.Operation) {}); err != nil || last.Phase != controlv1.Phase_PHASE_DONE {
 		t.Fatalf("the operation after its caller's token was revoked: %v %v", last, err)
 	}
 }
@@ -338,7 +347,7 @@ func TestRevokedTokenEndsTheGETStream(t *testing.T) {
 func (e *env) change(t *testing.T, sql string, args ...any) {
 	t.Helper()
 	ctx := context.Background()
-	err := pgx.BeginFunc(ctx, e.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(ctx, e.api.DB.Pool, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, sql, args...); err != nil {
 			return err
 		}

@@ -1,18 +1,21 @@
-package mcp
+package mcp_test
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"testing"
 
-	"connectrpc.com/connect"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/mcp"
 	"github.com/cocoonbox/cocoonbox/api/mcp/mcptest"
+	"github.com/cocoonbox/cocoonbox/internal/syncbuf"
 )
 
 // tools/list answers exactly the tool table: the names, the descriptions
@@ -26,6 +29,7 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	specs := mcp.ToolSpecs()
 	if len(list.Tools) != len(specs) {
 		t.Fatalf("%d tools, want %d", len(list.Tools), len(specs))
 	}
@@ -36,30 +40,30 @@ func TestToolsListIsTheTableAndTheDocs(t *testing.T) {
 	for _, s := range specs {
 		var found bool
 		for _, tl := range list.Tools {
-			if tl.Name != s.name {
+			if tl.Name != s.Name {
 				continue
 			}
 			found = true
-			if tl.Description != s.description {
-				t.Errorf("%s: description %q, want %q", s.name, tl.Description, s.description)
+			if tl.Description != s.Description {
+				t.Errorf("%s: description %q, want %q", s.Name, tl.Description, s.Description)
 			}
-			if a, b := mcptest.Canon(t, tl.Annotations), mcptest.Canon(t, s.annotations); a != b || tl.Title != s.annotations.Title {
-				t.Errorf("%s: annotations %s (title %q), want %s", s.name, a, tl.Title, b)
+			if a, b := mcptest.Canon(t, tl.Annotations), mcptest.Canon(t, s.Annotations); a != b || tl.Title != s.Annotations.Title {
+				t.Errorf("%s: annotations %s (title %q), want %s", s.Name, a, tl.Title, b)
 			}
-			if a, b := mcptest.Canon(t, tl.InputSchema), canonText(t, s.input); a != b {
-				t.Errorf("%s: input schema %s, want %s", s.name, a, b)
+			if a, b := mcptest.Canon(t, tl.InputSchema), canonText(t, s.Input); a != b {
+				t.Errorf("%s: input schema %s, want %s", s.Name, a, b)
 			}
-			if a, b := mcptest.Canon(t, tl.OutputSchema), canonText(t, s.output); a != b {
-				t.Errorf("%s: output schema %s, want %s", s.name, a, b)
+			if a, b := mcptest.Canon(t, tl.OutputSchema), canonText(t, s.Output); a != b {
+				t.Errorf("%s: output schema %s, want %s", s.Name, a, b)
 			}
 		}
 		if !found {
-			t.Errorf("tools/list has no %s", s.name)
+			t.Errorf("tools/list has no %s", s.Name)
 		}
-		if row := "| `" + s.name + "` | " + s.description + " |"; !strings.Contains(string(docs), row) {
+		if row := "| `" + s.Name + "` | " + s.Description + " |"; !strings.Contains(string(docs), row) {
 			t.Errorf("docs/control-mcp.md has no row %q", row)
 		}
-		if row := "| `" + s.name + "` | " + s.annotations.Title + " | " + hints(s.annotations) + " |"; !strings.Contains(string(docs), row) {
+		if row := "| `" + s.Name + "` | " + s.Annotations.Title + " | " + hints(s.Annotations) + " |"; !strings.Contains(string(docs), row) {
 			t.Errorf("docs/control-mcp.md has no annotations row %q", row)
 		}
 	}
@@ -95,13 +99,13 @@ func TestEveryToolHappyPath(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	got := c.OK(t, "box_create", map[string]any{"name": "dev", "image": "cbdesk:v22-base"})
+	got := c.OK(t, "box_create", map[string]any{"name": "dev", "image": older})
 	id := got["box_id"].(string)
 	if got["name"] != "dev" || got["state"] != "running" || got["operation_id"] == "" {
 		t.Fatalf("box_create: %v", got)
 	}
 	got = c.OK(t, "box_list", nil)
-	if list := got["boxes"].([]any); len(list) != 1 || list[0].(map[string]any)["box_id"] != id || list[0].(map[string]any)["image"] != "cbdesk:v22-base" {
+	if list := got["boxes"].([]any); len(list) != 1 || list[0].(map[string]any)["box_id"] != id || list[0].(map[string]any)["image"] != older {
 		t.Fatalf("box_list: %v", got)
 	}
 	got = c.OK(t, "box_status", map[string]any{"box": "dev"})
@@ -112,6 +116,7 @@ func TestEveryToolHappyPath(t *testing.T) {
 	if got["state"] != "running" || got["operation_id"] != "" {
 		t.Fatalf("box_ensure of a running box: %v, want operation_id \"\"", got)
 	}
+	e.putFile(id, "/home/user/work.txt", 4096) // what the save holds
 	got = c.OK(t, "box_save", map[string]any{"box": id})
 	if got["bytes"] != 4096.0 || got["last_saved_at_ms"] == 0.0 || got["operation_id"] == "" {
 		t.Fatalf("box_save: %v", got)
@@ -129,7 +134,7 @@ func TestEveryToolHappyPath(t *testing.T) {
 		t.Fatalf("box_upgrade: %v", got)
 	}
 	got = c.OK(t, "usage", nil)
-	if got["daily_cap_micros"] != 1e6 || got["default_cap"] != true || got["today"] != 0.0 {
+	if got["daily_cap_micros"] != float64(boxes.DefaultDailyCapMicros) || got["default_cap"] != true || got["today"] != 0.0 {
 		t.Fatalf("usage: %v", got)
 	}
 	got = c.OK(t, "box_delete", map[string]any{"box": "dev", "confirm": true})
@@ -168,7 +173,7 @@ func TestProgressOnePerStepOnlyWithAToken(t *testing.T) {
 	t.Parallel()
 	e := newEnv(t)
 	c := e.connect(e.aliceToken)
-	c.OK(t, "box_create", map[string]any{"name": "a"}, "tok-1")
+	id := c.OK(t, "box_create", map[string]any{"name": "a"}, "tok-1")["box_id"].(string)
 	var msgs []string
 	for i, n := range c.WaitNotes(t, 2) {
 		if n.ProgressToken != "tok-1" || n.Progress != float64(i+1) {
@@ -181,6 +186,7 @@ func TestProgressOnePerStepOnlyWithAToken(t *testing.T) {
 	}
 	c.OK(t, "box_hibernate", map[string]any{"box": "a"})
 	c.OK(t, "box_ensure", map[string]any{"box": "a"})
+	e.putFile(id, "/home/user/work.txt", 4096) // what the save holds
 	c.OK(t, "box_save", map[string]any{"box": "a"}, 7)
 	// The save's three steps are the next three: the calls between had no token.
 	if n := c.WaitNotes(t, 5); len(n) != 5 || n[2].Message != "saving" || n[3].Message != "saving 4096 bytes" || n[4].Message != "done 4096 bytes" || n[2].ProgressToken != 7.0 {
@@ -206,11 +212,11 @@ func TestRefusalsAreIsErrorAndChangeNothing(t *testing.T) {
 		{"box_delete without confirm", "box_delete", map[string]any{"box": "dev"}, "confirm: must be true"},
 		{"box_delete with confirm false", "box_delete", map[string]any{"box": "dev", "confirm": false}, "confirm: must be true"},
 		{"box_upgrade with confirm false", "box_upgrade", map[string]any{"confirm": false}, "confirm: must be true"},
-		{"an unknown box name", "box_status", map[string]any{"box": "nope"}, "no box of yours"},
-		{"a box of another user, by id", "box_hibernate", map[string]any{"box": bobs["box_id"]}, "no box of yours"},
-		{"a box of another user, by name", "box_delete", map[string]any{"box": "bobs", "confirm": true}, "no box of yours"},
+		{"an unknown box name", "box_status", map[string]any{"box": "nope"}, "no such box"},
+		{"a box of another user, by id", "box_hibernate", map[string]any{"box": bobs["box_id"]}, "no such box"},
+		{"a box of another user, by name", "box_delete", map[string]any{"box": "bobs", "confirm": true}, "no such box"},
 		{"a box of 10 KiB", "box_status", map[string]any{"box": strings.Repeat("a", 10<<10)}, "box: at most 64 bytes"},
-		{"a name taken", "box_create", map[string]any{"name": "dev"}, "taken"},
+		{"a name taken", "box_create", map[string]any{"name": "dev"}, `has a box named "dev" already`},
 	} {
 		if msg := c.Refused(t, tc.what, tc.tool, tc.args); !strings.Contains(msg, tc.says) || len(msg) > 512 {
 			t.Errorf("%s: %q, want it to say %q, briefly", tc.what, msg, tc.says)
@@ -260,7 +266,8 @@ func TestTwoClientsWaitingOnOneOperationBothGetItsResult(t *testing.T) {
 	a, b := e.connect(e.aliceToken), e.connect(e.aliceToken)
 	a.OK(t, "box_create", map[string]any{"name": "dev"})
 	a.OK(t, "box_hibernate", nil)
-	release := e.boxes.hold()
+	release := e.sup.Hold()
+	defer release() // a failure's end too, so the api can close
 	results := make(chan map[string]any, 2)
 	for _, c := range []*mcptest.Client{a, b} {
 		go func() {
@@ -287,13 +294,19 @@ func TestTwoClientsWaitingOnOneOperationBothGetItsResult(t *testing.T) {
 // (Contract: Control MCP, errors).
 func TestInternalFailureIsInternalError(t *testing.T) {
 	t.Parallel()
-	e := newEnv(t)
+	var log syncbuf.Buffer
+	e := newEnv(t, apitest.WithLog(slog.New(slog.NewTextHandler(&log, nil))))
 	c := e.connect(e.aliceToken)
-	e.boxes.mu.Lock()
-	e.boxes.broken = connect.NewError(connect.CodeInternal, errors.New("the database said: secret detail"))
-	e.boxes.mu.Unlock()
-	_, err := c.Try(context.Background(), "usage", nil)
-	if mcptest.Code(err) != jsonrpc.CodeInternalError || strings.Contains(err.Error(), "secret detail") {
-		t.Fatalf("usage failing inside: %v, want -32603 without the cause", err)
+	// The api's table of boxes gone: the service's read of it fails inside.
+	if _, err := e.api.DB.Pool.Exec(context.Background(), "ALTER TABLE boxes RENAME TO boxes_away"); err != nil {
+		t.Fatal(err)
+	}
+	const cause = `does not exist (SQLSTATE 42P01)` // relation "boxes", quoted in the log's text
+	_, err := c.Try(context.Background(), "box_list", nil)
+	if mcptest.Code(err) != jsonrpc.CodeInternalError || strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("box_list failing inside: %v, want -32603 without the cause", err)
+	}
+	if !strings.Contains(log.String(), cause) {
+		t.Fatalf("the api's log does not say the cause (%s):\n%s", cause, log.String())
 	}
 }

@@ -77,20 +77,22 @@ func New(refs ...string) *Supervisor {
 
 // Hold makes every Boot, Wake, Hibernate, Save, Restore, Rebase and
 // Delete from now on wait at its start (or for its ctx's end) until
-// release is called; a call already past its start runs on. Release once.
+// release is called; a call already past its start runs on. Calling
+// release again does nothing, so a test may defer it too, for the end of
+// a test that failed while holding.
 func (s *Supervisor) Hold() (release func()) {
 	gate := make(chan struct{})
 	s.mu.Lock()
 	s.gate = gate
 	s.mu.Unlock()
-	return func() {
+	return sync.OnceFunc(func() {
 		s.mu.Lock()
 		if s.gate == gate {
 			s.gate = nil
 		}
 		s.mu.Unlock()
 		close(gate)
-	}
+	})
 }
 
 // held waits at Hold's gate, if any.
