@@ -19,6 +19,7 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/users"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // post sends one JSON-RPC body to the MCP with token (none when empty)
@@ -309,18 +310,17 @@ func TestRevokedTokenEndsTheGETStream(t *testing.T) {
 	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	req.Header.Set("Authorization", "Bearer "+string(device))
 	var resp *http.Response
-	wait := time.Now().Add(30 * time.Second)
-	for { // until the index has the new token (its NOTIFY)
+	wait.Eventually(t, 30*time.Second, "the index taking the device token (its NOTIFY)", func() (bool, string) {
 		var err error
 		if resp, err = http.DefaultClient.Do(req); err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != http.StatusUnauthorized || time.Now().After(wait) {
-			break
+		if resp.StatusCode == http.StatusUnauthorized {
+			resp.Body.Close()
+			return false, resp.Status
 		}
-		resp.Body.Close()
-		time.Sleep(10 * time.Millisecond)
-	}
+		return true, ""
+	})
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("GET with the device token: %s %q", resp.Status, body(t, resp))
