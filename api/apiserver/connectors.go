@@ -29,6 +29,6 @@ func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConf
 	path, h := controlv1connect.NewConnectorsHandler(connect.NewService(b, tokens.UserID, log), callOptions(index)...)
 	srv.Handle(path, index.Guard(h))
 	srv.Handle(connect.DoorPath, b.Door(index, log))
-	connect.NewConsole(b, con.UserID, log).Mount(srv)
+	connect.NewConsole(b, connect.Sessions{User: con.UserID, Live: con.SessionLive}, cfg.Connect.PublicURL, log).Mount(srv)
 	return b, b.Close, nil
 }

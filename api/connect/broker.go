@@ -53,10 +53,13 @@ type Tool struct {
 
 // Connector is one of a user's grants, without its secrets.
 type Connector struct {
-	ID             string    `json:"id"`
-	Kind           string    `json:"kind"`
-	URL            string    `json:"url"`
-	Header         string    `json:"header,omitempty"`
+	ID     string `json:"id"`
+	Kind   string `json:"kind"`
+	URL    string `json:"url"`
+	Header string `json:"header,omitempty"`
+	// Auth is key (the user's key in Header) or oauth (a token from the
+	// server's authorization server, found by MCP discovery).
+	Auth           string    `json:"auth"`
 	Tools          []Tool    `json:"tools"`
 	NeedsReconnect bool      `json:"needs_reconnect"`
 	Connected      time.Time `json:"connected"`
@@ -65,9 +68,10 @@ type Connector struct {
 	schemas []*sdk.Tool
 }
 
-// secrets is what a grant seals.
+// secrets is what a grant seals: a key, or an OAuth grant.
 type secrets struct {
-	Key string `json:"key"`
+	Key   string       `json:"key,omitempty"`
+	OAuth *oauthSecret `json:"oauth,omitempty"`
 }
 
 // ConnectCustom lists c's tools with its key and stores the grant (Contract:
@@ -82,29 +86,35 @@ func (b *Broker) ConnectCustom(ctx context.Context, user string, c Custom) (Conn
 	if err != nil {
 		return Connector{}, err
 	}
-	toolsJSON, err := json.Marshal(tools)
-	if err != nil {
+	if err := b.store(ctx, user, c, "key", secrets{Key: c.Key}, tools); err != nil {
 		return Connector{}, err
 	}
-	plain, _ := json.Marshal(secrets{Key: c.Key})
+	return b.Get(ctx, user, c.Name)
+}
+
+// store seals s and inserts the grant of c with its tools; a taken name
+// is ErrExists.
+func (b *Broker) store(ctx context.Context, user string, c Custom, auth string, s secrets, tools []*sdk.Tool) error {
+	toolsJSON, err := json.Marshal(tools)
+	if err != nil {
+		return err
+	}
+	plain, _ := json.Marshal(s)
 	var raw [16]byte
 	rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
 	sk, err := b.vault.StateKey(ctx, user)
 	if err != nil {
-		return Connector{}, err
+		return err
 	}
 	sealed := seal.Seal(sk, grantLabel, grantAAD(id, user, c.Name), plain)
-	_, err = b.pool.Exec(ctx, `INSERT INTO connect_grants (id, user_id, connector, kind, url, header, secret_sealed, tools)
-		VALUES ($1, $2, $3, 'custom', $4, $5, $6, $7)`, id, user, c.Name, c.URL, c.Header, sealed, toolsJSON)
+	_, err = b.pool.Exec(ctx, `INSERT INTO connect_grants (id, user_id, connector, kind, url, header, auth, secret_sealed, tools)
+		VALUES ($1, $2, $3, 'custom', $4, $5, $6, $7, $8)`, id, user, c.Name, c.URL, c.Header, auth, sealed, toolsJSON)
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "23505" {
-		return Connector{}, fmt.Errorf("%s: %w (disconnect it first)", c.Name, ErrExists)
+		return fmt.Errorf("%s: %w (disconnect it first)", c.Name, ErrExists)
 	}
-	if err != nil {
-		return Connector{}, err
-	}
-	return b.Get(ctx, user, c.Name)
+	return err
 }
 
 // List answers the user's connectors with their tools and policies.
@@ -125,7 +135,7 @@ func (b *Broker) Get(ctx context.Context, user, id string) (Connector, error) {
 }
 
 func (b *Broker) query(ctx context.Context, user, only string) ([]Connector, error) {
-	rows, err := b.pool.Query(ctx, `SELECT g.id, g.connector, g.kind, g.url, g.header, g.tools, g.needs_reconnect, g.created_at,
+	rows, err := b.pool.Query(ctx, `SELECT g.id, g.connector, g.kind, g.url, g.header, g.auth, g.tools, g.needs_reconnect, g.created_at,
 			coalesce((SELECT jsonb_object_agg(p.tool, p.policy) FROM connect_policies p
 				WHERE p.user_id = g.user_id AND p.connector = g.connector), '{}')
 		FROM connect_grants g WHERE g.user_id = $1 AND ($2 = '' OR g.connector = $2) ORDER BY g.connector`, user, only)
@@ -136,7 +146,7 @@ func (b *Broker) query(ctx context.Context, user, only string) ([]Connector, err
 	for rows.Next() {
 		var c Connector
 		var policies map[string]Policy
-		if err := rows.Scan(&c.grantID, &c.ID, &c.Kind, &c.URL, &c.Header, &c.schemas, &c.NeedsReconnect, &c.Connected, &policies); err != nil {
+		if err := rows.Scan(&c.grantID, &c.ID, &c.Kind, &c.URL, &c.Header, &c.Auth, &c.schemas, &c.NeedsReconnect, &c.Connected, &policies); err != nil {
 			rows.Close()
 			return nil, err
 		}
@@ -236,6 +246,9 @@ func (b *Broker) custom(ctx context.Context, user string, c Connector) (Custom, 
 	var s secrets
 	if err := json.Unmarshal(plain, &s); err != nil {
 		return Custom{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
+	}
+	if s.OAuth != nil {
+		return Custom{Name: c.ID, URL: c.URL, Header: "Authorization", Key: "Bearer " + s.OAuth.AccessToken}, nil
 	}
 	return Custom{Name: c.ID, URL: c.URL, Header: c.Header, Key: s.Key}, nil
 }

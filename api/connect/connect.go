@@ -3,8 +3,10 @@
 // the users database, and the mode B door /cocoonbox.mcp/connect that
 // serves the connected tools as one MCP server to the user's own agents.
 //
-// Built today: custom MCP servers with a header key, per-tool policies,
-// the Connectors gRPC service, check and disconnect, and the door. No
+// Built today: custom MCP servers with a header key or through OAuth
+// (MCP discovery and the console flow, flow.go), per-tool policies, the
+// Connectors gRPC service, the console calls, check and disconnect, and
+// the door. No
 // message, page or log carries a key, and no door reads a grant back:
 // the key leaves the api only in the header of a call to the server it
 // was given for, through the api's one outbound dialer (egress.Dialer:
@@ -25,7 +27,8 @@ import (
 //go:embed migrations/*.sql
 var migrations embed.FS
 
-// Schema is the package's migrations (connect_grants, connect_policies);
+// Schema is the package's migrations (connect_grants, connect_policies,
+// connect_flows);
 // they refer to users (users.Schema first).
 var Schema = database.NewSchema("connect_schema_migrations", migrations, "migrations")
 
@@ -94,23 +97,17 @@ type Custom struct {
 	Key string
 }
 
-// check normalizes c or says which field breaks which rule.
+// check normalizes c, a server connected with a key, or says which
+// field breaks which rule.
 func (c *Custom) check() error {
-	if !nameRule.MatchString(c.Name) {
-		return &InputError{"name", fmt.Sprintf("%q is not ^[a-z][a-z0-9-]{0,23}$", c.Name)}
-	}
-	if inCatalog(c.Name) {
-		return &InputError{"name", fmt.Sprintf("%q is a catalog id; a custom server needs another name", c.Name)}
-	}
-	u, err := url.Parse(c.URL)
-	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
-		return &InputError{"url", fmt.Sprintf("%q is not an https URL with a host, without user info or fragment", c.URL)}
+	if err := c.checkServer(); err != nil {
+		return err
 	}
 	if c.Key == "" {
 		if c.Header != "" {
-			return &InputError{"header", "a header needs a key (OAuth through MCP discovery is not built yet)"}
+			return &InputError{"header", "a header needs a key (without a key the server is signed in to through MCP discovery, in the console)"}
 		}
-		return &InputError{"key", "a custom server needs a key today (OAuth through MCP discovery is not built yet)"}
+		return &InputError{"key", "give the server's key; without one the console signs in to it through MCP discovery (POST /cb/api/connect/custom/begin)"}
 	}
 	if c.Header == "" {
 		c.Header = "Authorization"
@@ -120,6 +117,21 @@ func (c *Custom) check() error {
 	}
 	if len(c.Key) > 4096 || strings.ContainsAny(c.Key, "\r\n\x00") {
 		return &InputError{"key", "at most 4096 bytes, without CR, LF or NUL"}
+	}
+	return nil
+}
+
+// checkServer checks c's name and URL.
+func (c *Custom) checkServer() error {
+	if !nameRule.MatchString(c.Name) {
+		return &InputError{"name", fmt.Sprintf("%q is not ^[a-z][a-z0-9-]{0,23}$", c.Name)}
+	}
+	if inCatalog(c.Name) {
+		return &InputError{"name", fmt.Sprintf("%q is a catalog id; a custom server needs another name", c.Name)}
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || u.Scheme != "https" || u.Host == "" || u.User != nil || u.Fragment != "" || u.Opaque != "" {
+		return &InputError{"url", fmt.Sprintf("%q is not an https URL with a host, without user info or fragment", c.URL)}
 	}
 	return nil
 }

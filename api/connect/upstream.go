@@ -84,9 +84,20 @@ func (u *upstream) session(ctx context.Context, c Custom) (*sdk.ClientSession, e
 	return cs, nil
 }
 
+// outbound is a context for a call to a server that ends with ctx or
+// after CallTimeout but carries none of ctx's values: a door call's ctx
+// is the Go SDK server's, whose protocol version (the door client's) the
+// SDK's client would otherwise send upstream as its own, and a stateful
+// server refuses 2026-07-28.
+func outbound(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancel := context.WithTimeoutCause(context.Background(), CallTimeout, context.DeadlineExceeded)
+	stop := context.AfterFunc(ctx, cancel)
+	return out, func() { stop(); cancel() }
+}
+
 // listTools answers the server's tools (every page) and its name.
 func (u *upstream) listTools(ctx context.Context, c Custom) ([]*sdk.Tool, string, error) {
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := outbound(ctx)
 	defer cancel()
 	cs, err := u.session(ctx, c)
 	if err != nil {
@@ -115,7 +126,7 @@ const maxTools = 512
 
 // callTool calls one tool with the arguments as the door got them.
 func (u *upstream) callTool(ctx context.Context, c Custom, name string, args any) (*sdk.CallToolResult, error) {
-	ctx, cancel := context.WithTimeout(ctx, CallTimeout)
+	ctx, cancel := outbound(ctx)
 	defer cancel()
 	cs, err := u.session(ctx, c)
 	if err != nil {

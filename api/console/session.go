@@ -111,3 +111,23 @@ func (c *Console) EndSessions(ctx context.Context, tx pgx.Tx, userID string) err
 	c.endLive(userID, nil)
 	return nil
 }
+
+// SessionSum is the SHA-256 of r's console session secret (the cb_session
+// cookie), as console_sessions keys it; false without one. Connect's flow
+// keeps it to check at its callback, where the cookie (Path=/cb/) is not
+// sent, that the session that began the flow still lives (Contract:
+// Connect, Console flow).
+func SessionSum(r *http.Request) ([32]byte, bool) { return cookieSum(r) }
+
+// SessionLive says whether the session whose secret hashes to sum is live
+// and of userID, an enabled account. A database error is logged and
+// answered as false.
+func (c *Console) SessionLive(ctx context.Context, sum [32]byte, userID string) bool {
+	var one int
+	err := c.pool.QueryRow(ctx, `SELECT 1 FROM console_sessions s JOIN users u ON u.id = s.user_id
+		WHERE s.sha256 = $1 AND s.user_id = $2 AND s.expires_at > now() AND u.disabled_at IS NULL`, sum[:], userID).Scan(&one)
+	if err != nil && !errors.Is(err, pgx.ErrNoRows) {
+		c.log.WarnContext(ctx, "console session lookup failed", "err", err)
+	}
+	return err == nil
+}
