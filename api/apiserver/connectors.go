@@ -30,5 +30,7 @@ func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConf
 	srv.Handle(path, index.Guard(h))
 	srv.Handle(connect.DoorPath, b.Door(index, log))
 	connect.NewConsole(b, connect.Sessions{User: con.UserID, Live: con.SessionLive}, cfg.Connect.PublicURL, log).Mount(srv)
+	con.AddSection(console.Section{Title: "Connect", Path: "/cb/connect", Page: &connect.Page,
+		Blurb: "MCP servers your own agents use through cocoonbox, with a policy per tool; the keys stay sealed here."})
 	return b, b.Close, nil
 }

@@ -1,7 +1,9 @@
 package connect
 
 import (
+	_ "embed"
 	"errors"
+	"html/template"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -209,3 +211,16 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request, userID string) 
 	}
 	w.WriteHeader(http.StatusNoContent)
 }
+
+var (
+	//go:embed page/connect.html
+	pageHTML string
+	//go:embed page/connect.js
+	pageJS []byte
+)
+
+// Page is the Connect page, which the console serves at /cb/connect
+// (console.Section.Page): the connectors with their tools and a policy
+// per tool, the pending approvals, connecting a custom server with a key
+// or through its sign-in, check and disconnect.
+var Page = console.Page{Title: "Connect", Main: template.HTML(pageHTML), Script: console.Asset{Name: "connect.js", Body: pageJS}}

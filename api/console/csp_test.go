@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/console"
 )
 
@@ -27,7 +28,7 @@ var inline = regexp.MustCompile(`<script(?:\s[^>]*)?>\s*[^<\s]|<script>|<style[\
 // scripts on every page.
 func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 	t.Parallel()
-	a := apitest.New(t, apitest.WithoutSession())
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithConnect(connect.UpstreamConfig{}))
 	a.AddUser("boss", true)
 	agent := registerAgent(t, a.URL, "Some Agent")
 	cli := "/cb/oauth/authorize?" + cliQuery().Encode()
@@ -37,7 +38,7 @@ func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 		path string
 	}{
 		{signedOut, "/cb/"}, {signedOut, "/cb/queue"}, {signedOut, cli}, {signedOut, "/cb/oauth/authorize?client_id=cocoonbox-cli"},
-		{alice, "/cb/"}, {alice, "/cb/token"}, {alice, "/cb/keys"}, {alice, "/cb/devices"}, {alice, "/cb/agents"},
+		{alice, "/cb/"}, {alice, "/cb/token"}, {alice, "/cb/keys"}, {alice, "/cb/connect"}, {alice, "/cb/devices"}, {alice, "/cb/agents"},
 		{alice, "/cb/identities"}, {alice, "/cb/account"}, {alice, "/cb/admin"}, {alice, "/cb/queue"}, {alice, cli},
 		{alice, "/cb/oauth/authorize?" + agent.Encode()}, {boss, "/cb/admin"},
 		{alice, "/cb/api/me"}, {signedOut, "/cb/api/me"}, {signedOut, "/cb/assets/console.js"}, {signedOut, "/nowhere"},
@@ -113,9 +114,9 @@ func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 // non-admin on the admin page is told it is for admins.
 func TestEveryPageWithoutASessionGoesToTheSignInAndBack(t *testing.T) {
 	t.Parallel()
-	a := apitest.New(t, apitest.WithoutSession())
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithConnect(connect.UpstreamConfig{}))
 	out := a.Browser()
-	for _, p := range []string{"/cb/token", "/cb/keys", "/cb/devices", "/cb/agents", "/cb/identities", "/cb/account", "/cb/admin"} {
+	for _, p := range []string{"/cb/token", "/cb/keys", "/cb/connect", "/cb/devices", "/cb/agents", "/cb/identities", "/cb/account", "/cb/admin"} {
 		if resp, _ := out.Send("GET", p, "", ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/cb/?return_to="+p {
 			t.Errorf("%s signed out: %d to %q, want the sign-in coming back", p, resp.StatusCode, resp.Header.Get("Location"))
 		}

@@ -66,7 +66,7 @@ type Page struct {
 // always, Admin to admins only. A section that is not built is left out
 // rather than linked to a page that says so.
 var navOrder = []struct{ Title, Path string }{
-	{"Boxes", "/cb/"}, {"Schedules", "/cb/schedules"}, {"Usage", "/cb/usage"}, {"Keys", "/cb/keys"}, {"Agents", "/cb/agents"}, {"Devices", "/cb/devices"},
+	{"Boxes", "/cb/"}, {"Schedules", "/cb/schedules"}, {"Usage", "/cb/usage"}, {"Keys", "/cb/keys"}, {"Connect", "/cb/connect"}, {"Agents", "/cb/agents"}, {"Devices", "/cb/devices"},
 	{"Connected accounts", "/cb/identities"}, {"Account", "/cb/account"}, {"Admin", "/cb/admin"},
 }
 

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 )
@@ -64,7 +65,7 @@ type pageState struct {
 func TestEveryPageInEveryState(t *testing.T) {
 	t.Parallel()
 	sup := newSavesSlowly()
-	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sup))
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sup), apitest.WithConnect(connect.UpstreamConfig{}))
 	addBoxes(t, a, sup) // Home's list (TestHomeShowsTheBoxesAndTheCounts reads it)
 	a.AddUser("boss", true)
 	alice := a.SignIn("alice")
@@ -78,6 +79,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", call[0], resp.StatusCode, body)
 		}
 	}
+	addConnector(t, a, a.User.ID)
 	agent := registerAgent(t, a.URL, "Totally Official Anthropic Claude")
 	// Full lists, so the stacked tables and their Revoke and Reject buttons
 	// are checked: a device, an agent's grant, a person in the queue.
@@ -124,6 +126,13 @@ func TestEveryPageInEveryState(t *testing.T) {
 			u.typeIn("#key-value", "v")
 			u.click("#add-submit")
 			u.waitText("give the host name only")
+		}},
+		{name: "connect", path: "/cb/connect", ready: "Echoes the message back"},
+		{name: "connect-refused", path: "/cb/connect", ready: "Echoes the message back", act: func(u *ui) {
+			u.typeIn("#connect-name", "github")
+			u.typeIn("#connect-url", "https://mcp.example.com/mcp")
+			u.click("#connect-submit")
+			u.waitText("is a catalog id")
 		}},
 		{name: "devices", path: "/cb/devices", ready: "laptop", shot: true},
 		{name: "agents", path: "/cb/agents", ready: "1 box, 1 running", shot: true},
@@ -451,4 +460,20 @@ func httpPost(url, ctype string, body []byte) ([]byte, error) {
 	}
 	defer resp.Body.Close()
 	return io.ReadAll(resp.Body)
+}
+
+// addConnector gives userID a connected custom server with two tools, one
+// of them ask, as a row (the page never opens its sealed secrets, so
+// these are none).
+func addConnector(t *testing.T, a *apitest.API, userID string) {
+	t.Helper()
+	ctx := context.Background()
+	if _, err := a.DB.Pool.Exec(ctx, `INSERT INTO connect_grants (id, user_id, connector, kind, url, header, auth, secret_sealed, tools)
+		VALUES ('0123456789abcdef0123456789abcdef', $1, 'everything', 'custom', 'https://mcp.example.com/mcp', 'X-Api-Key', 'key', '\x00',
+		'[{"name":"echo","description":"Echoes the message back","inputSchema":{"type":"object"}},{"name":"get-sum","description":"Adds two numbers","inputSchema":{"type":"object"}}]')`, userID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.DB.Pool.Exec(ctx, "INSERT INTO connect_policies (user_id, connector, tool, policy) VALUES ($1, 'everything', 'get-sum', 'ask')", userID); err != nil {
+		t.Fatal(err)
+	}
 }
