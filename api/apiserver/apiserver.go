@@ -191,7 +191,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available
 		con.SetBoxes(homeBoxes(bh))
 	}
-	broker, stopConnect, err := mountConnect(srv, cfg, opts.ConnectUpstream, db, keys, index, con, log)
+	up := opts.ConnectUpstream
+	if up.Now == nil {
+		up.Now = opts.Now
+	}
+	broker, stopConnect, err := mountConnect(srv, cfg, up, db, keys, index, con, log)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/cocoonbox/cocoonbox/api/seal"
 	"github.com/cocoonbox/cocoonbox/api/vault"
@@ -28,6 +29,9 @@ type Broker struct {
 	pending approvals
 	// open are the door calls open on this api, ended by a disconnect.
 	open openCalls
+	// flights are the refreshes under way in this api, one per grant.
+	flights singleflight.Group
+	now     func() time.Time
 }
 
 // New is the broker on pool, sealing with the users' state keys (the
@@ -38,7 +42,11 @@ func New(pool *pgxpool.Pool, v *vault.Store, cfg UpstreamConfig) (*Broker, error
 	if err != nil {
 		return nil, err
 	}
-	return &Broker{pool: pool, vault: v, up: up}, nil
+	now := cfg.Now
+	if now == nil {
+		now = time.Now
+	}
+	return &Broker{pool: pool, vault: v, up: up, now: now}, nil
 }
 
 // Close stops the outbound dialer.
@@ -206,13 +214,14 @@ func (b *Broker) Check(ctx context.Context, user, connector string) (string, Con
 	if err != nil {
 		return "", Connector{}, err
 	}
-	cu, err := b.custom(ctx, user, c)
+	var tools []*sdk.Tool
+	var account string
+	err = b.use(ctx, user, c, func(cu Custom) (err error) {
+		tools, account, err = b.up.listTools(ctx, cu)
+		return err
+	})
 	if err != nil {
-		return "", Connector{}, err
-	}
-	tools, account, err := b.up.listTools(ctx, cu)
-	if err != nil {
-		_, _ = b.pool.Exec(ctx, "UPDATE connect_grants SET needs_reconnect = true WHERE id = $1", c.grantID)
+		b.needsReconnect(ctx, c)
 		return "", Connector{}, err
 	}
 	toolsJSON, err := json.Marshal(tools)
@@ -226,29 +235,39 @@ func (b *Broker) Check(ctx context.Context, user, connector string) (string, Con
 	return account, c, err
 }
 
-// custom is c's server with its key unsealed, for a call.
-func (b *Broker) custom(ctx context.Context, user string, c Connector) (Custom, error) {
+// custom is c's server with its credential unsealed, for a call, and
+// the grant's secrets.
+func (b *Broker) custom(ctx context.Context, user string, c Connector) (Custom, secrets, error) {
 	var sealed []byte
 	if err := b.pool.QueryRow(ctx, "SELECT secret_sealed FROM connect_grants WHERE id = $1 AND user_id = $2", c.grantID, user).Scan(&sealed); err != nil {
 		if errors.Is(err, pgx.ErrNoRows) {
-			return Custom{}, fmt.Errorf("%s: %w", c.ID, ErrNotFound)
+			return Custom{}, secrets{}, fmt.Errorf("%s: %w", c.ID, ErrNotFound)
 		}
-		return Custom{}, err
+		return Custom{}, secrets{}, err
 	}
+	s, err := b.unseal(ctx, user, c, sealed)
+	if err != nil {
+		return Custom{}, secrets{}, err
+	}
+	if s.OAuth != nil {
+		return bearer(c, s.OAuth), s, nil
+	}
+	return Custom{Name: c.ID, URL: c.URL, Header: c.Header, Key: s.Key}, s, nil
+}
+
+// unseal opens c's secrets.
+func (b *Broker) unseal(ctx context.Context, user string, c Connector, sealed []byte) (secrets, error) {
 	sk, err := b.vault.StateKey(ctx, user)
 	if err != nil {
-		return Custom{}, err
+		return secrets{}, err
 	}
 	plain, err := seal.Open(sk, grantLabel, grantAAD(c.grantID, user, c.ID), sealed)
 	if err != nil {
-		return Custom{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
+		return secrets{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
 	}
 	var s secrets
 	if err := json.Unmarshal(plain, &s); err != nil {
-		return Custom{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
+		return secrets{}, fmt.Errorf("%s: the grant's secrets: %w", c.ID, err)
 	}
-	if s.OAuth != nil {
-		return Custom{Name: c.ID, URL: c.URL, Header: "Authorization", Key: "Bearer " + s.OAuth.AccessToken}, nil
-	}
-	return Custom{Name: c.ID, URL: c.URL, Header: c.Header, Key: s.Key}, nil
+	return s, nil
 }

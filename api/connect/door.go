@@ -118,11 +118,11 @@ func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, t
 				return toolError(fmt.Sprintf("%s%s%s needs your approval, and it was denied or not given within %s", c.ID, toolSep, tool, ApprovalTimeout)), nil
 			}
 		}
-		cu, err := b.custom(ctx, user, c)
-		if err != nil {
-			return nil, err
-		}
-		res, err := b.up.callTool(ctx, cu, tool, req.Params.Arguments)
+		var res *sdk.CallToolResult
+		err := b.use(ctx, user, c, func(cu Custom) (err error) {
+			res, err = b.up.callTool(ctx, cu, tool, req.Params.Arguments)
+			return err
+		})
 		if errors.Is(context.Cause(ctx), ErrDisconnected) {
 			return toolError(ErrDisconnected.Error()), nil
 		}

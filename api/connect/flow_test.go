@@ -1,6 +1,7 @@
 package connect_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -37,7 +38,9 @@ type authServer struct {
 	roots      *x509.CertPool
 	front      string // the front's 127.0.0.1:PORT
 	tokenCalls atomic.Int64
-	alice      *http.Client // signed in to its console as alice
+	// refreshes counts the refresh_token grants among them.
+	refreshes atomic.Int64
+	alice     *http.Client // signed in to its console as alice
 }
 
 func startAuthServer(t *testing.T) *authServer {
@@ -47,6 +50,11 @@ func startAuthServer(t *testing.T) *authServer {
 	front := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "/cocoonbox.oauth/token" {
 			s.tokenCalls.Add(1)
+			body, _ := io.ReadAll(r.Body)
+			if form, _ := url.ParseQuery(string(body)); form.Get("grant_type") == "refresh_token" {
+				s.refreshes.Add(1)
+			}
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		proxy.Load().ServeHTTP(w, r)
 	}))
@@ -117,11 +125,25 @@ type flowFixture struct {
 	as *authServer
 }
 
-func newFlowFixture(t *testing.T) *flowFixture {
+func newFlowFixture(t *testing.T, opts ...apitest.Option) *flowFixture {
 	as := startAuthServer(t)
-	a := apitest.New(t, apitest.WithConnect(connect.UpstreamConfig{
-		Resolve: map[string]netip.Addr{publicName: netip.MustParseAddr("127.0.0.1")}, Roots: as.roots}))
+	a := apitest.New(t, append([]apitest.Option{apitest.WithConnect(as.upstream())}, opts...)...)
 	return &flowFixture{a: a, as: as}
+}
+
+// upstream is the outbound settings that reach s under publicName.
+func (s *authServer) upstream() connect.UpstreamConfig {
+	return connect.UpstreamConfig{Resolve: map[string]netip.Addr{publicName: netip.MustParseAddr("127.0.0.1")}, Roots: s.roots}
+}
+
+// connect connects the control MCP as name through the whole flow in
+// alice's console session.
+func (f *flowFixture) connect(t *testing.T, name string) {
+	t.Helper()
+	authURL, nonce := f.begin(t, f.a.Session, name)
+	if got := f.callback(t, f.as.approve(t, authURL), nonce); got.Get("connected") != name {
+		t.Fatalf("the callback went to %v, want ?connected=%s", got, name)
+	}
 }
 
 // begin begins the flow for name in browser b: the authorization URL and

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/netip"
+	"sync/atomic"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,6 +28,9 @@ type UpstreamConfig struct {
 	Resolve map[string]netip.Addr
 	// Roots replaces the system's roots (a test server's CA).
 	Roots *x509.CertPool
+	// Now is the clock a grant's expiry is read by (time.Now when nil;
+	// apiserver.Options.Now).
+	Now func() time.Time
 }
 
 // upstream dials the connectors' servers through an egress.Dialer: public
@@ -57,31 +61,46 @@ func (u *upstream) close() {
 	u.dialer.Close()
 }
 
-// withHeader sends one header on every request: the grant's key.
+// withHeader sends one header on every request: the grant's key. It
+// notes a 401 answer (refused).
 type withHeader struct {
 	base        http.RoundTripper
 	name, value string
+	refused     *atomic.Bool
 }
 
 func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	r = r.Clone(r.Context())
 	r.Header.Set(h.name, h.value)
-	return h.base.RoundTrip(r)
+	resp, err := h.base.RoundTrip(r)
+	if err == nil && resp.StatusCode == http.StatusUnauthorized {
+		h.refused.Store(true)
+	}
+	return resp, err
 }
 
 // session opens an MCP client session on a custom server with its key.
 // Redirects are refused: the key is for the URL the user gave.
-func (u *upstream) session(ctx context.Context, c Custom) (*sdk.ClientSession, error) {
+func (u *upstream) session(ctx context.Context, c Custom, refused *atomic.Bool) (*sdk.ClientSession, error) {
 	hc := &http.Client{
-		Transport:     withHeader{u.tr, c.Header, c.Key},
+		Transport:     withHeader{u.tr, c.Header, c.Key, refused},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "cocoonbox-connect", Version: "1"}, nil)
 	cs, err := cl.Connect(ctx, &sdk.StreamableClientTransport{Endpoint: c.URL, HTTPClient: hc, MaxRetries: -1, DisableStandaloneSSE: true}, nil)
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: %v", ErrUpstream, c.URL, err)
+		return nil, unauthorized(refused, fmt.Errorf("%w %s: %v", ErrUpstream, c.URL, err))
 	}
 	return cs, nil
+}
+
+// unauthorized is err, also an errUnauthorized when the server answered
+// 401 on the way.
+func unauthorized(refused *atomic.Bool, err error) error {
+	if err != nil && refused.Load() {
+		return fmt.Errorf("%w (%w)", err, errUnauthorized)
+	}
+	return err
 }
 
 // outbound is a context for a call to a server that ends with ctx or
@@ -99,7 +118,8 @@ func outbound(ctx context.Context) (context.Context, context.CancelFunc) {
 func (u *upstream) listTools(ctx context.Context, c Custom) ([]*sdk.Tool, string, error) {
 	ctx, cancel := outbound(ctx)
 	defer cancel()
-	cs, err := u.session(ctx, c)
+	var refused atomic.Bool
+	cs, err := u.session(ctx, c, &refused)
 	if err != nil {
 		return nil, "", err
 	}
@@ -107,7 +127,7 @@ func (u *upstream) listTools(ctx context.Context, c Custom) ([]*sdk.Tool, string
 	var tools []*sdk.Tool
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
-			return nil, "", fmt.Errorf("%w %s: tools/list: %v", ErrUpstream, c.URL, err)
+			return nil, "", unauthorized(&refused, fmt.Errorf("%w %s: tools/list: %v", ErrUpstream, c.URL, err))
 		}
 		tools = append(tools, t)
 		if len(tools) > maxTools {
@@ -128,14 +148,15 @@ const maxTools = 512
 func (u *upstream) callTool(ctx context.Context, c Custom, name string, args any) (*sdk.CallToolResult, error) {
 	ctx, cancel := outbound(ctx)
 	defer cancel()
-	cs, err := u.session(ctx, c)
+	var refused atomic.Bool
+	cs, err := u.session(ctx, c, &refused)
 	if err != nil {
 		return nil, err
 	}
 	defer cs.Close()
 	res, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: name, Arguments: args})
 	if err != nil {
-		return nil, fmt.Errorf("%w %s: tools/call %s: %v", ErrUpstream, c.URL, name, err)
+		return nil, unauthorized(&refused, fmt.Errorf("%w %s: tools/call %s: %v", ErrUpstream, c.URL, name, err))
 	}
 	return res, nil
 }
