@@ -22,7 +22,7 @@ import (
 //	POST   /cb/api/connect/{connector}/check     200 {"account"}
 //	DELETE /cb/api/connect/{connector}           200 {"revoked"}
 //	POST   /cb/api/connect/approvals/{id}/answer {decision: once|always|deny}; 204
-//	GET    /cocoonbox.connect/callback?code&state&iss  303 to /cb/connect?connected=<id> or ?error=<message>
+//	GET    /cocoonbox.connect/callback?code&state&iss  200, a page going on to /cb/connect?connected=<id> or ?error=<message>
 //
 // Bad input is 400 {error} naming the field and the rule, an unknown
 // connector or an approval not pending for the user 404, a name taken
@@ -133,6 +133,17 @@ func (c *Console) begin(w http.ResponseWriter, r *http.Request, userID string) {
 	server.WriteJSON(w, http.StatusOK, map[string]string{"url": begun.URL})
 }
 
+// callbackPage sends the browser on to the Connect page. A redirect
+// would not do: the navigation began at the vendor's site, so a browser
+// sends the Strict session cookie (cb_session) on none of its redirects,
+// and /cb/connect would ask to sign in again. A meta refresh is the
+// page's own navigation, which carries it; the CSP allows it, and there
+// is no script.
+var callbackPage = template.Must(template.New("callback").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0; url={{.}}"><title>Connect</title></head>
+<body><p><a href="{{.}}">Go on to Connect</a></p></body></html>
+`))
+
 // callback is step 3: the cookie is cleared whatever happens, and the
 // browser goes back to the page with what came of it.
 func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
@@ -155,7 +166,10 @@ func (c *Console) callback(w http.ResponseWriter, r *http.Request) {
 		}
 		to = "/cb/connect?error=" + url.QueryEscape(msg)
 	}
-	http.Redirect(w, r, to, http.StatusSeeOther)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := callbackPage.Execute(w, to); err != nil {
+		c.log.ErrorContext(r.Context(), "connect callback page", "err", err)
+	}
 }
 
 func (c *Console) policy(w http.ResponseWriter, r *http.Request, userID string) {

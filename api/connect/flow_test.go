@@ -3,9 +3,12 @@ package connect_test
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/base64"
 	"encoding/json"
+	"html"
 	"io"
 	"net"
 	"net/http"
@@ -14,6 +17,7 @@ import (
 	"net/http/httputil"
 	"net/netip"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -36,7 +40,8 @@ type authServer struct {
 	api        *apitest.API
 	URL        string // https://example.com:PORT, its issuer
 	roots      *x509.CertPool
-	front      string // the front's 127.0.0.1:PORT
+	cert       *x509.Certificate // the front's
+	front      string            // the front's 127.0.0.1:PORT
 	tokenCalls atomic.Int64
 	// refreshes counts the refresh_token grants among them.
 	refreshes atomic.Int64
@@ -65,6 +70,7 @@ func startAuthServer(t *testing.T) *authServer {
 	s.URL = "https://" + publicName + ":" + port
 	s.roots = x509.NewCertPool()
 	s.roots.AddCert(front.Certificate())
+	s.cert = front.Certificate()
 	s.api = apitest.New(t, apitest.WithConfig(func(c *config.Config) { c.OAuth.PublicURL = s.URL }))
 	backend, _ := url.Parse(s.api.URL)
 	p := httputil.NewSingleHostReverseProxy(backend)
@@ -131,6 +137,13 @@ func newFlowFixture(t *testing.T, opts ...apitest.Option) *flowFixture {
 	return &flowFixture{a: a, as: as}
 }
 
+// spki is the base64 SHA-256 of the front's public key, for Chromium's
+// --ignore-certificate-errors-spki-list.
+func (s *authServer) spki() string {
+	sum := sha256.Sum256(s.cert.RawSubjectPublicKeyInfo)
+	return base64.StdEncoding.EncodeToString(sum[:])
+}
+
 // upstream is the outbound settings that reach s under publicName.
 func (s *authServer) upstream() connect.UpstreamConfig {
 	return connect.UpstreamConfig{Resolve: map[string]netip.Addr{publicName: netip.MustParseAddr("127.0.0.1")}, Roots: s.roots}
@@ -186,17 +199,25 @@ func (f *flowFixture) callback(t *testing.T, redirect *url.URL, nonce *http.Cook
 	if err != nil {
 		t.Fatal(err)
 	}
+	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	cleared := false
 	for _, c := range resp.Cookies() {
 		cleared = cleared || (c.Name == connect.NonceCookie && c.MaxAge < 0 && c.Path == "/cocoonbox.connect/")
 	}
-	loc, err := url.Parse(resp.Header.Get("Location"))
-	if resp.StatusCode != http.StatusSeeOther || err != nil || loc.Path != "/cb/connect" || !cleared {
-		t.Fatalf("the callback answered %d to %q (nonce cleared: %v), want 303 to /cb/connect, the nonce cleared", resp.StatusCode, resp.Header.Get("Location"), cleared)
+	to := ""
+	if m := refresh.FindStringSubmatch(string(body)); m != nil {
+		to = html.UnescapeString(m[1])
+	}
+	loc, err := url.Parse(to)
+	if resp.StatusCode != http.StatusOK || err != nil || loc.Path != "/cb/connect" || !cleared {
+		t.Fatalf("the callback answered %d going on to %q (nonce cleared: %v), want 200 going on to /cb/connect, the nonce cleared:\n%s", resp.StatusCode, to, cleared, body)
 	}
 	return loc.Query()
 }
+
+// refresh finds where the callback's page goes on to.
+var refresh = regexp.MustCompile(`<meta http-equiv="refresh" content="0; url=([^"]+)">`)
 
 // refused expects the callback's answer to be ?error= containing want.
 func refused(t *testing.T, got url.Values, want string) {

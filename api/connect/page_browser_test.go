@@ -10,6 +10,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/client"
 	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
@@ -23,11 +24,11 @@ type page struct {
 	base string
 }
 
-func newPage(t *testing.T, base string) *page {
+func newPage(t *testing.T, base string, flags ...string) *page {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	t.Cleanup(cancel)
-	b, err := webdriver.Start(ctx)
+	b, err := webdriver.StartWith(ctx, flags...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,6 +66,47 @@ func (p *page) waitText(want string, without ...string) {
 	}))
 }
 
+func (p *page) signIn() {
+	p.t.Helper()
+	p.open("/cb/")
+	p.typeIn("#user", "alice")
+	p.typeIn("#password", apitest.Password)
+	p.click("#signin-submit")
+	p.waitText("Hello, alice")
+}
+
+// Issue 44, must show: headless Chromium connecting a server that needs
+// OAuth through /cb/connect. Alice gives only the URL of another
+// cocoonbox-api's control MCP; the page sends the browser to that api's
+// consent page (Chromium resolves its public name to loopback and trusts
+// its certificate alone), where she signs in and clicks Allow; the
+// redirect brings the browser, with its cb_connect cookie, to the api's
+// callback, and back to /cb/connect, which shows the connector and its
+// tools.
+func TestTheConnectPageConnectsAServerThroughItsSignIn(t *testing.T) {
+	f := newFlowFixture(t)
+	p := newPage(t, f.a.URL, "--host-resolver-rules=MAP "+publicName+" 127.0.0.1",
+		"--ignore-certificate-errors-spki-list="+f.as.spki())
+	p.signIn()
+	p.open("/cb/connect")
+	p.waitText("Nothing connected yet.")
+	p.typeIn("#connect-name", "agents")
+	p.typeIn("#connect-url", f.as.URL+client.MCPPath)
+	p.click("#connect-submit")
+	p.waitText("Sign in to the console to answer an agent's request.")
+	p.typeIn("#user", "alice")
+	p.typeIn("#password", apitest.Password)
+	p.click("#signin-submit")
+	p.waitText("cocoonbox Connect") // the client's name, once the consent shows
+	p.click("#allow")
+	p.waitText("Connected agents.")
+	p.waitText("box_list")
+	url, err := p.b.URL(p.ctx)
+	if err != nil || url != f.a.URL+"/cb/connect" {
+		t.Fatalf("the page's address after the callback: %q, %v; want %s/cb/connect without the answer", url, err, f.a.URL)
+	}
+}
+
 // Issue 44, must show: headless Chromium clicking through /cb/connect.
 // Alice signs in, connects server-everything with its header key through
 // the form, sets get-sum to ask in its select; a call of get-sum on the
@@ -74,11 +116,7 @@ func (p *page) waitText(want string, without ...string) {
 func TestTheConnectPageConnectsApprovesAndDisconnects(t *testing.T) {
 	ev, a, token, _ := withEverything(t)
 	p := newPage(t, a.URL)
-	p.open("/cb/")
-	p.typeIn("#user", "alice")
-	p.typeIn("#password", apitest.Password)
-	p.click("#signin-submit")
-	p.waitText("Hello, alice")
+	p.signIn()
 
 	p.open("/cb/connect")
 	p.waitText("Nothing connected yet.")
