@@ -132,7 +132,8 @@ func (b *Broker) BeginOAuth(ctx context.Context, user string, session [32]byte, 
 	}
 	plain, _ := json.Marshal(fs)
 	sealed := seal.Seal(sk, grantLabel, flowAAD(id, user, c.Name), plain)
-	// Spent and expired flows of the user go at each begin.
+	// Expired flows, of every user, go at each begin (a spent one is
+	// deleted at its callback).
 	if _, err := b.pool.Exec(ctx, "DELETE FROM connect_flows WHERE expires_at <= now()"); err != nil {
 		return Begun{}, err
 	}
