@@ -9,6 +9,7 @@
 package nspawn
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -59,7 +60,12 @@ const joinScript = `for d in $COCOONBOX_CGROUPS; do echo $$ >"$d/cgroup.procs" |
 // exits JoinExit, with a line on stderr naming the directory, when it
 // cannot join one.
 func JoinCommand(dirs, env []string, name string, args ...string) *exec.Cmd {
-	cmd := exec.Command("/bin/sh", append([]string{"-c", joinScript, "sh", name}, args...)...)
+	return joinCommandContext(context.Background(), dirs, env, name, args...)
+}
+
+// joinCommandContext is JoinCommand whose command is killed when ctx ends.
+func joinCommandContext(ctx context.Context, dirs, env []string, name string, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "/bin/sh", append([]string{"-c", joinScript, "sh", name}, args...)...)
 	cmd.Env = append(append([]string{}, env...), "COCOONBOX_CGROUPS="+strings.Join(dirs, " "))
 	return cmd
 }

@@ -2,13 +2,18 @@ package nspawn
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/internal/testenv"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // A command joins each of the box's cgroups before it runs: both starters
@@ -100,5 +105,35 @@ func TestConsoleTailKeepsTheLastLines(t *testing.T) {
 	}
 	if got := ConsoleTail(filepath.Join(t.TempDir(), "none"), 2); got != "" {
 		t.Errorf("ConsoleTail of a missing file = %q", got)
+	}
+}
+
+// CgroupsOf finds a process's cgroups as MakeCgroups makes them: a
+// process put in a made cgroup is found there, in every hierarchy, and a
+// process that is gone is an error naming it.
+func TestCgroupsOfFindsTheCgroupsAProcessJoined(t *testing.T) {
+	testenv.RequireRoot(t, "making cgroups")
+	cg, err := MakeCgroups("cocoonbox-nspawn-cgroupsof")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cg.Remove)
+	cmd := JoinCommand(cg.Dirs, []string{"PATH=/usr/bin:/bin"}, "sleep", "600")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	var got []string
+	err = wait.Until(time.Minute, "sleep in its cgroups", func() (bool, string) {
+		got, err = CgroupsOf(cmd.Process.Pid)
+		return err == nil && slices.Equal(got, cg.Dirs), fmt.Sprintf("%v %v", got, err)
+	})
+	if err != nil {
+		t.Fatalf("CgroupsOf(%d): %v, want %v", cmd.Process.Pid, err, cg.Dirs)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, err := CgroupsOf(cmd.Process.Pid); err == nil || !strings.Contains(err.Error(), strconv.Itoa(cmd.Process.Pid)) {
+		t.Errorf("CgroupsOf of a process that is gone: %v, want an error naming it", err)
 	}
 }

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 )
 
 // Cmd is one command to run inside a box.
@@ -78,13 +78,14 @@ func (b *Box) Exec(c Cmd) (Result, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	nsenter := append([]string{"-t", strconv.Itoa(b.leader), "-a", "--", "env", "-i"}, boxEnv...)
-	cmd := exec.CommandContext(ctx, "nsenter", append(nsenter, args...)...)
-	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
+	cmd, err := nspawn.EnterCommand(ctx, b.leader, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "env", append(append([]string{"-i"}, boxEnv...), args...)...)
+	if err != nil {
+		return Result{ExitCode: -1}, fmt.Errorf("%q in box %s: %w", strings.Join(args, " "), b.Name, err)
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr, cmd.Stdin = &stdout, &stderr, c.Stdin
 	cmd.WaitDelay = 5 * time.Second
-	err := cmd.Run()
+	err = cmd.Run()
 	res := Result{Stdout: stdout.String(), Stderr: stderr.String(), ExitCode: -1}
 	if cmd.ProcessState != nil && cmd.ProcessState.Exited() {
 		res.ExitCode = cmd.ProcessState.ExitCode()

@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"time"
 
@@ -140,7 +139,10 @@ func InBox(bridge, box string, stdin []byte, line string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	cmd := exec.Command("nsenter", "-t", strconv.Itoa(pid), "-a", "sh", "-c", line)
+	cmd, err := nspawn.EnterCommand(context.Background(), pid, os.Environ(), "sh", "-c", line)
+	if err != nil {
+		return "", fmt.Errorf("enter the box %s: %w", box, err)
+	}
 	cmd.Stdin = bytes.NewReader(stdin)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -182,8 +184,12 @@ func BootedSpare(ctx context.Context, stateDir, bridge string) (string, error) {
 			if leader == 0 {
 				continue
 			}
-			out, _ := exec.CommandContext(ctx, "nsenter", "-t", strconv.Itoa(leader), "-a", "sh", "-c",
-				"systemctl is-system-running; test -e /run/silkd.env && echo claimed").Output()
+			cmd, err := nspawn.EnterCommand(ctx, leader, os.Environ(), "sh", "-c",
+				"systemctl is-system-running; test -e /run/silkd.env && echo claimed")
+			if err != nil {
+				continue
+			}
+			out, _ := cmd.Output()
 			if st := strings.Fields(string(out)); len(st) == 2 && (st[0] == "running" || st[0] == "degraded") {
 				name = en.Name()
 				return true, ""

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/internal/nspawn"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -145,6 +146,34 @@ func TestExecTTYAndResize(t *testing.T) {
 		if _, err := sup.Exec(ctx, m.ID, req); !errors.Is(err, sandbox.ErrInvalid) {
 			t.Errorf("exec %+v: %v, want ErrInvalid", req, err)
 		}
+	}
+}
+
+// A login the tests enter a box with from the host (runuser -l through
+// nspawn.EnterCommand, as api/e2e/harness.InBox runs it) gets its
+// session scope at once (issue 40, Deliver 4). A plain nsenter left it
+// in the host's cgroup, outside the box's tree, where the box's logind
+// (in the box's user namespace) cannot move it into a session, and
+// pam_systemd waited out its 120 s timeout first: three api tests took
+// 120 s each for nothing. The deadline is below that timeout.
+func TestALoginEnteredFromTheHostGetsItsSession(t *testing.T) {
+	t.Parallel()
+	m := boot(t, v1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd, err := nspawn.EnterCommand(ctx, m.Leader, []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}, "runuser", "-l", "user", "-c", "cat /proc/self/cgroup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second // runuser, left behind a killed nsenter, holds stdout
+	out, err := cmd.Output()
+	if ctx.Err() != nil {
+		t.Fatalf("a login entered from the host has not ended in a minute (stderr %q)", stderr.String())
+	}
+	if err != nil || !strings.Contains(string(out), "/user-1000.slice/session-") {
+		t.Fatalf("the login's cgroup is %q (%v, stderr %q), want a session scope of user 1000", out, err, stderr.String())
 	}
 }
 
