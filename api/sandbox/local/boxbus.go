@@ -82,6 +82,15 @@ func (d *unitDoor) dialBus() (*boxBus, error) {
 		c.Close()
 		return nil, fmt.Errorf("the box's system bus: %w", err)
 	}
+	// JobRemoved tells a command whose start job was cancelled (a kill
+	// before the unit began) that the unit will never run, which no
+	// property change of the unit says.
+	err = c.AddMatchSignal(dbus.WithMatchSender(systemdName), dbus.WithMatchInterface(managerIf),
+		dbus.WithMatchMember("JobRemoved"), dbus.WithMatchObjectPath(systemdPath))
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("the box's system bus: %w", err)
+	}
 	signals := make(chan *dbus.Signal, 256)
 	c.Signal(signals)
 	go b.dispatch(signals)
@@ -118,15 +127,26 @@ func (b *boxBus) subscribe(ctx context.Context) error {
 // unitWatch is what a command waiting on its unit has heard of it: the
 // properties its PropertiesChanged signals carried (systemd sends the
 // values of ActiveState, SubState, Job, ExecMainCode and ExecMainStatus
-// with each change), and a wake-up for each signal.
+// with each change), the results of its jobs' JobRemoved signals by job
+// path, and a wake-up for each signal.
 type unitWatch struct {
 	mu      sync.Mutex
 	props   map[string]dbus.Variant
+	jobs    map[dbus.ObjectPath]string
 	changed chan struct{}
 }
 
 func newUnitWatch() *unitWatch {
-	return &unitWatch{props: map[string]dbus.Variant{}, changed: make(chan struct{}, 1)}
+	return &unitWatch{props: map[string]dbus.Variant{}, jobs: map[dbus.ObjectPath]string{}, changed: make(chan struct{}, 1)}
+}
+
+// jobResult answers the result JobRemoved gave for job ("done",
+// "canceled", "failed", …), and false while none was heard.
+func (w *unitWatch) jobResult(job dbus.ObjectPath) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r, ok := w.jobs[job]
+	return r, ok
 }
 
 // prop answers the last value heard of property name.
@@ -148,6 +168,10 @@ func (w *unitWatch) wake() {
 // it; when the connection ends it wakes them all.
 func (b *boxBus) dispatch(signals chan *dbus.Signal) {
 	for s := range signals {
+		if s.Name == managerIf+".JobRemoved" {
+			b.jobRemoved(s)
+			continue
+		}
 		b.mu.Lock()
 		w := b.waiters[s.Path]
 		b.mu.Unlock()
@@ -173,6 +197,27 @@ func (b *boxBus) dispatch(signals chan *dbus.Signal) {
 		w.wake()
 	}
 	b.mu.Unlock()
+}
+
+// jobRemoved hands a JobRemoved signal (id, job, unit, result) to the
+// command waiting on its unit.
+func (b *boxBus) jobRemoved(s *dbus.Signal) {
+	if len(s.Body) < 4 {
+		return
+	}
+	job, _ := s.Body[1].(dbus.ObjectPath)
+	unit, _ := s.Body[2].(string)
+	result, _ := s.Body[3].(string)
+	b.mu.Lock()
+	w := b.waiters[unitPath(unit)]
+	b.mu.Unlock()
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	w.jobs[job] = result
+	w.mu.Unlock()
+	w.wake()
 }
 
 // busFor answers the box's bus, connecting at the first call and again

@@ -177,6 +177,48 @@ func TestALoginEnteredFromTheHostGetsItsSession(t *testing.T) {
 	}
 }
 
+// A TTY exec cancelled the moment it started ends, and leaves nothing
+// running (issue 40, Deliver 4: found as api/session's
+// TestBadInputIsRefusedNamingTheRule hanging under load). Two orderings
+// hung: a unit killed during systemd's set-up never opened the terminal,
+// and the read of the master, waiting for the last slave to close,
+// never ended; a kill before systemd began the unit found nothing, and
+// its start ran cat afterwards for ever. Each round cancels a little
+// later, so both orderings come.
+func TestATTYExecKilledBeforeItsCommandRanEnds(t *testing.T) {
+	t.Parallel()
+	m := boot(t, v1)
+	for i := range 20 {
+		ctx, cancel := context.WithCancel(context.Background())
+		p, err := sup.Exec(ctx, m.ID, sandbox.ExecRequest{Args: []string{"cat"}, TTY: &sandbox.WindowSize{Rows: 24, Cols: 80}})
+		if err != nil {
+			cancel()
+			t.Fatalf("round %d: %v", i, err)
+		}
+		if i > 0 {
+			time.Sleep(time.Duration(i) * 500 * time.Microsecond) // where the kill lands in the start: varied, not waited for
+		}
+		cancel()
+		ended := make(chan string, 1)
+		go func() {
+			_, _ = io.Copy(io.Discard, p.Stdout())
+			st, err := p.Wait()
+			ended <- fmt.Sprintf("%+v %v", st, err)
+		}()
+		select {
+		case got := <-ended:
+			t.Logf("round %d: %s", i, got)
+		case <-time.After(2 * time.Minute):
+			units, _ := sh(t, m.ID, "systemctl list-units --all --no-legend 'cocoonbox-door-*'")
+			t.Fatalf("round %d: the cancelled exec has not ended in 2 minutes; the box's door units:\n%s", i, units)
+		}
+	}
+	wait.Eventually(t, time.Minute, "no cat left in the box", func() (bool, string) {
+		out, code := sh(t, m.ID, "pgrep -a -x cat")
+		return code == 1, out
+	})
+}
+
 // hostPIDOf finds the host PID of a process of the box whose leader is
 // leader, known in the box as pid.
 func hostPIDOf(t *testing.T, leader int, pid string) string {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -99,11 +100,11 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		}
 	}()
 	if req.TTY != nil {
-		tty, n, err := d.openPTY(*req.TTY)
+		tty, slave, n, err := d.openPTY(*req.TTY)
 		if err != nil {
 			return nil, err
 		}
-		p.tty = tty
+		p.tty, p.slave = tty, slave
 		p.stdin = ttyStdin{tty}
 		p.stdout = ttyReader{tty}
 		p.stderr = strings.NewReader("")
@@ -151,14 +152,15 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		// Subscribed once per connection: the box's systemd sends the
 		// units' changes only while some client is. Early in a boot it is
 		// not on the bus yet, so this is where that shows.
+		var job dbus.ObjectPath
 		if err = p.bus.subscribe(ctx); err == nil {
-			var job dbus.ObjectPath
 			err = obj.CallWithContext(ctx, managerIf+".StartTransientUnit", 0, name, "fail", props, []struct {
 				Name  string
 				Props []unitProperty
 			}{}).Store(&job)
 		}
 		if err == nil {
+			p.startJob = job
 			break
 		}
 		p.unwatch()
@@ -182,6 +184,7 @@ func (d *unitDoor) start(ctx context.Context, req sandbox.ExecRequest) (*unitPro
 		}
 		if p.tty != nil {
 			p.tty.Close()
+			p.slave.Close()
 		}
 		return nil, err
 	}
@@ -228,12 +231,16 @@ func doorCommand(req sandbox.ExecRequest) []string {
 
 // openPTY opens a terminal in the box's own devpts (the command's
 // systemd opens its side by path, TTYPath, and makes it the controlling
-// terminal), as the box's root, sized; it answers the master side and
-// the terminal's number.
-func (d *unitDoor) openPTY(size sandbox.WindowSize) (*os.File, int, error) {
-	var master *os.File
-	var n int
-	err := asRangeRoot(d.base, func() error {
+// terminal), as the box's root, sized; it answers the master side, a
+// slave side of the supervisor's own and the terminal's number.
+//
+// The supervisor holds that slave until the unit has ended: a read of
+// the master ends (EIO) only once no slave is open, and one was never
+// opened when the unit is killed before its command opened TTYPath, so
+// the read, and the exec with it, waited for ever (a TTY exec cancelled
+// at its start, seen under load as a hung api/session test).
+func (d *unitDoor) openPTY(size sandbox.WindowSize) (master, slave *os.File, n int, err error) {
+	err = asRangeRoot(d.base, func() error {
 		fd, err := unix.Open(fmt.Sprintf("/proc/%d/root/dev/pts/ptmx", d.leader), unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return fmt.Errorf("open the box's ptmx: %w", err)
@@ -250,10 +257,16 @@ func (d *unitDoor) openPTY(size sandbox.WindowSize) (*os.File, int, error) {
 			unix.Close(fd)
 			return err
 		}
+		peer, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.TIOCGPTPEER, uintptr(unix.O_RDWR|unix.O_NOCTTY|unix.O_CLOEXEC))
+		if errno != 0 {
+			unix.Close(fd)
+			return fmt.Errorf("open the box's pty's slave side: %w", errno)
+		}
 		master = os.NewFile(uintptr(fd), "ptmx")
+		slave = os.NewFile(peer, "pts")
 		return nil
 	})
-	return master, n, err
+	return master, slave, n, err
 }
 
 // unitProcess is a command running as a transient unit of the box.
@@ -266,6 +279,9 @@ type unitProcess struct {
 	stdout, stderr io.Reader
 	pipes          []*os.File
 	tty            *os.File
+	slave          *os.File        // with tty: the supervisor's own slave side, closed once the unit ended
+	startJob       dbus.ObjectPath // StartTransientUnit's job
+	killed         atomic.Bool     // kill was called
 	done           chan struct{}
 	closeOnce      sync.Once
 	status         sandbox.ExitStatus
@@ -282,10 +298,17 @@ func (p *unitProcess) unwatch() {
 // from what the unit's signals carried (a property they did not carry is
 // asked for). Ended: exited (RemainAfterExit) or failed, with no job
 // left; right after StartTransientUnit the unit is inactive with its
-// start job queued, not yet begun.
+// start job queued, not yet begun. Once that start job is over, inactive
+// with no job is an end too (the start cancelled by a kill before the
+// unit began, or the unit stopped), read afresh from the unit: systemd
+// sends JobRemoved before the unit's own change, so what the signals
+// said of the state may still be the start's.
 func (p *unitProcess) wait() {
 	defer close(p.done)
 	defer p.unwatch()
+	if p.slave != nil {
+		defer p.slave.Close()
+	}
 	unit := p.bus.conn.Object(systemdName, p.path)
 	get := func(iface, name string) (dbus.Variant, error) {
 		if v, ok := p.watch.prop(name); ok {
@@ -293,17 +316,30 @@ func (p *unitProcess) wait() {
 		}
 		return unit.GetProperty(iface + "." + name)
 	}
+	ask := func(iface, name string) (dbus.Variant, error) { return unit.GetProperty(iface + "." + name) }
 	const unitIf, serviceIf = "org.freedesktop.systemd1.Unit", "org.freedesktop.systemd1.Service"
-	for {
+	ended := func(get func(iface, name string) (dbus.Variant, error), inactiveToo bool) (bool, error) {
 		state, err1 := get(unitIf, "ActiveState")
 		sub, err2 := get(unitIf, "SubState")
 		job, err3 := get(unitIf, "Job")
 		if err := errors.Join(err1, err2, err3); err != nil {
-			p.err = fmt.Errorf("the command's unit: %w", err)
-			return
+			return false, fmt.Errorf("the command's unit: %w", err)
 		}
 		s, _ := state.Value().(string)
-		if (s == "failed" || s == "active" && sub.Value() == "exited") && noJob(job) {
+		return (s == "failed" || s == "active" && sub.Value() == "exited" || inactiveToo && s == "inactive") && noJob(job), nil
+	}
+	for {
+		end, err := ended(get, false)
+		if err == nil && !end {
+			if _, over := p.watch.jobResult(p.startJob); over {
+				end, err = ended(ask, true)
+			}
+		}
+		if err != nil {
+			p.err = err
+			return
+		}
+		if end {
 			break
 		}
 		<-p.watch.changed
@@ -330,6 +366,14 @@ func (p *unitProcess) wait() {
 	c, _ := svc["ExecMainCode"].Value().(int32)
 	st, _ := svc["ExecMainStatus"].Value().(int32)
 	switch c {
+	case 0: // no main process ever ran
+		if p.killed.Load() {
+			p.status = sandbox.ExitStatus{Code: 128 + int(syscall.SIGKILL), Signal: unix.SignalName(syscall.SIGKILL)}
+			return
+		}
+		result, _ := svc["Result"].Value().(string)
+		start, _ := p.watch.jobResult(p.startJob)
+		p.err = fmt.Errorf("the command's unit ended before its command ran (start job %q, result %q)", start, result)
 	case 2, 3: // CLD_KILLED, CLD_DUMPED
 		sig := syscall.Signal(st)
 		p.status = sandbox.ExitStatus{Code: 128 + int(st), Signal: unix.SignalName(sig)}
@@ -348,8 +392,16 @@ func noJob(v dbus.Variant) bool {
 	return id == 0
 }
 
+// kill ends the command: SIGKILL to every process of its unit, then a
+// stop, since a kill before systemd began the unit finds no process and
+// its queued start would run the command afterwards, unattended; the
+// stop replaces that start job (cancelled) or stops a unit that began
+// meanwhile (KillMode=process: its main process).
 func (p *unitProcess) kill() {
-	_ = p.bus.conn.Object(systemdName, systemdPath).Call(managerIf+".KillUnit", 0, p.name, "all", int32(syscall.SIGKILL)).Err
+	p.killed.Store(true)
+	manager := p.bus.conn.Object(systemdName, systemdPath)
+	_ = manager.Call(managerIf+".KillUnit", 0, p.name, "all", int32(syscall.SIGKILL)).Err
+	manager.Go(managerIf+".StopUnit", dbus.FlagNoReplyExpected, nil, p.name, "replace")
 }
 
 func (p *unitProcess) Stdin() io.WriteCloser { return p.stdin }
