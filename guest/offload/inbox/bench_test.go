@@ -96,6 +96,47 @@ func BenchmarkSendLargeRepository(b *testing.B) {
 		}
 		e.mustVerb(nil, "end", "--repo", key)
 	}
+	reportSteps(b, steps)
+}
+
+// BenchmarkBeginPreflight: begin of a new repository (the box half of
+// the preflight: the tools in a login shell, the CLI's version and
+// sign-in; then the copy taken), the fixed cost every offload waits on
+// (issue 39, Deliver 4).
+func BenchmarkBeginPreflight(b *testing.B) {
+	e := newEnv(b)
+	for i := 0; i < b.N; i++ {
+		key := fmt.Sprintf("bp%d", i)
+		e.mustVerb(nil, "begin", "--repo", key, "--name", key, "--kind", "claude", "--id", "off1")
+	}
+}
+
+// BenchmarkSendSmallRepository: send of a small repository's stream (a
+// few files, a small bundle), the fixed cost of every first offload in
+// the box (issue 39, Deliver 4): reports timings_ms of each step, start
+// (the CLI's session made) and accepted (the wait until it takes its
+// first prompt) among them.
+func BenchmarkSendSmallRepository(b *testing.B) {
+	e := newEnv(b)
+	host := e.hostRepo("small")
+	steps := map[string][]float64{}
+	for i := 0; i < b.N; i++ {
+		key := fmt.Sprintf("small%d", i)
+		resp, code := e.macSide(host, key, key, "claude", fmt.Sprintf("off%d", i))
+		if code != 0 || resp["accepted"] != true {
+			b.Fatalf("send: exit %d, %v", code, resp)
+		}
+		for k, v := range resp["timings_ms"].(map[string]any) {
+			steps[k] = append(steps[k], v.(float64))
+		}
+		e.mustVerb(nil, "end", "--repo", key)
+	}
+	reportSteps(b, steps)
+}
+
+// reportSteps reports each step's mean, in milliseconds, and logs them
+// on one line.
+func reportSteps(b *testing.B, steps map[string][]float64) {
 	var names []string
 	for k := range steps {
 		names = append(names, k)
@@ -111,16 +152,4 @@ func BenchmarkSendLargeRepository(b *testing.B) {
 		fmt.Fprintf(&line, "%s=%.0f ", k, sum/float64(len(steps[k])))
 	}
 	b.Logf("timings_ms: %s", strings.TrimSpace(line.String()))
-}
-
-// BenchmarkBeginPreflight: begin of a new repository (the box half of
-// the preflight: the tools in a login shell, the CLI's version and
-// sign-in; then the copy taken), the fixed cost every offload waits on
-// (issue 39, Deliver 4).
-func BenchmarkBeginPreflight(b *testing.B) {
-	e := newEnv(b)
-	for i := 0; i < b.N; i++ {
-		key := fmt.Sprintf("bp%d", i)
-		e.mustVerb(nil, "begin", "--repo", key, "--name", key, "--kind", "claude", "--id", "off1")
-	}
 }

@@ -3,9 +3,11 @@ package verbs
 import (
 	"bufio"
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"path/filepath"
 	"sort"
@@ -153,17 +155,27 @@ func (p *Packer) Send(o SendOptions, r io.Reader, inbox Inbox) (*SendResult, err
 	res.Tmux = offload.TmuxSession(o.Key, o.Kind)
 	p.Progress("send: %s started in tmux session %s; waiting for it to take the first prompt", o.Kind, res.Tmux)
 	t = time.Now()
-	res.Accepted = waitAccepted(o.Key, inbox, 30*time.Second)
+	res.Accepted = waitAccepted(p.Paths.Socket, o.Key, inbox, 30*time.Second)
 	step("accepted", t)
 	return res, nil
 }
 
 // waitAccepted waits until the session has taken its first prompt (its
-// status leaves starting: the prompt hook, or a new transcript file).
-func waitAccepted(key string, inbox Inbox, limit time.Duration) bool {
+// status leaves starting: the prompt hook, or a new transcript file; at
+// most limit, the contract's 30 s). It is woken by the inbox's watch feed
+// (socket's watch op: a line per status change), so it answers as soon
+// as the status changes: the outbox read it waited on before wakes only
+// for an outbox entry, and a status change waited out its whole second
+// (send's accepted step was about 1.0 s for a CLI that took its prompt
+// at once; issue 39, Deliver 4). A watch line is only a wake-up: the
+// status op decides, at least once a second, so a change between the
+// watch's opening and its start is seen all the same, and without a
+// watch (the inbox refuses one) this is the status op every second.
+func waitAccepted(socket, key string, inbox Inbox, limit time.Duration) bool {
 	deadline := time.Now().Add(limit)
-	var since int64
-	for time.Now().Before(deadline) {
+	w := openWatch(socket)
+	defer w.close()
+	for {
 		resp, err := inbox(&offload.Request{Op: "status", Repo: key}, 10*time.Second)
 		if err == nil {
 			if ss, _ := resp["sessions"].([]any); len(ss) == 1 {
@@ -173,26 +185,67 @@ func waitAccepted(key string, inbox Inbox, limit time.Duration) bool {
 				}
 			}
 		}
-		// The outbox read long-polls on the inbox's change feed, so a status
-		// change wakes this at once instead of after a sleep.
-		wait := time.Until(deadline).Milliseconds()
-		if wait > 1000 {
-			wait = 1000
+		left := time.Until(deadline)
+		if left <= 0 {
+			return false
 		}
-		if wait <= 0 {
-			break
-		}
-		r, err := inbox(&offload.Request{Op: "read", Repo: key, Since: since, WaitMs: wait}, time.Duration(wait+5000)*time.Millisecond)
+		w.next(key, min(left, time.Second))
+	}
+}
+
+// watch is a connection to the inbox's watch op, or nil without one.
+type watch struct {
+	conn net.Conn
+	rd   *bufio.Reader
+}
+
+// openWatch opens the inbox's watch feed; nil when the inbox cannot be
+// reached (next then only waits).
+func openWatch(socket string) *watch {
+	conn, err := net.DialTimeout("unix", socket, 5*time.Second)
+	if err != nil {
+		return nil
+	}
+	if _, err := conn.Write([]byte(`{"op":"watch"}` + "\n")); err != nil {
+		conn.Close()
+		return nil
+	}
+	return &watch{conn: conn, rd: bufio.NewReaderSize(conn, 64<<10)}
+}
+
+// next returns at the first watch line about repo key, or after wait.
+func (w *watch) next(key string, wait time.Duration) {
+	if w == nil || w.conn == nil {
+		time.Sleep(wait)
+		return
+	}
+	w.conn.SetReadDeadline(time.Now().Add(wait))
+	for {
+		line, err := w.rd.ReadBytes('\n')
 		if err != nil {
-			time.Sleep(100 * time.Millisecond)
-			continue
+			var ne net.Error
+			if !errors.As(err, &ne) || !ne.Timeout() {
+				// The feed ended (an inbox restarting): wait out this
+				// round, then the status op alone.
+				w.conn.Close()
+				w.conn = nil
+				time.Sleep(wait)
+			}
+			return
 		}
-		if es, _ := r["entries"].([]any); len(es) > 0 {
-			seq, _ := es[len(es)-1].(map[string]any)["seq"].(float64)
-			since = int64(seq)
+		var ev struct {
+			Repo string `json:"repo"`
+		}
+		if json.Unmarshal(line, &ev) == nil && ev.Repo == key {
+			return
 		}
 	}
-	return false
+}
+
+func (w *watch) close() {
+	if w != nil && w.conn != nil {
+		w.conn.Close()
+	}
 }
 
 // sendRun is one send's state.
