@@ -89,7 +89,13 @@ type OffloadResult struct {
 	Accepted bool      `json:"accepted"`
 	Bundle   bool      `json:"bundle"`
 	Findings []Finding `json:"findings"`
-	// Timings are the host's steps, in milliseconds.
+	// Timings are the host's steps, in milliseconds, one after another
+	// but bundle: setup (the repository, the hand-over, a stale record),
+	// preflight (the host findings), local (the secrets and the linked
+	// worktrees), begin, account (what begin's answer still waited for
+	// the user's own CLI's account, asked beside the two), excludes,
+	// dry-run, snapshot (env.json, S, offload.json), rsync, bundle (made
+	// beside rsync), send.
 	Timings map[string]int64 `json:"timings_ms"`
 	// BoxTimings are send's steps in the box, in milliseconds.
 	BoxTimings map[string]any `json:"box_timings_ms"`
@@ -111,6 +117,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err := offload.CheckKind(o.Kind); err != nil {
 		return nil, &Refusal{Msg: err.Error()}
 	}
+	setup := time.Now()
 	name := o.Name
 	if name == "" {
 		name = DefaultName(repo.Top)
@@ -128,6 +135,17 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	}
 	res := &OffloadResult{Repo: repo.Key, Name: name, Timings: map[string]int64{}}
 	step := func(name string, t time.Time) { res.Timings[name] = time.Since(t).Milliseconds() }
+	step("setup", setup)
+	// The account of the user's own CLI here (the sign-in finding's
+	// other side) is asked while the preflight and begin run: the real
+	// claude's auth status is a node start (0.8 to 4 s on this 2-core
+	// host), which begin's answer waited behind before (issue 39,
+	// Deliver 4). It reads and changes nothing; an offload that ends
+	// before it is read cancels it.
+	actx, acancel := context.WithCancel(ctx)
+	defer acancel()
+	account := make(chan string, 1)
+	go func() { account <- HostAccount(actx, o.Kind) }()
 	t := time.Now()
 	repos, err := p.Dirs.LoadRepos()
 	if err != nil {
@@ -145,6 +163,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if blocked(findings) {
 		return nil, refusal(findings)
 	}
+	t = time.Now()
 	secrets, err := secretFiles(repo.Top, prefs.Secrets)
 	if err != nil {
 		return nil, &Refusal{Msg: err.Error() + " (cocoonbox offload secrets remove it, or put the file back)"}
@@ -157,6 +176,7 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 	if err != nil {
 		return nil, err
 	}
+	step("local", t)
 
 	res.ID = p.newID()
 	t = time.Now()
@@ -169,8 +189,12 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		m, _ := f.(map[string]any)
 		findings = append(findings, offload.Found(str(m, "check"), str(m, "outcome"), str(m, "detail")))
 	}
+	step("begin", t)
 	cli, _ := begin.resp["cli"].(map[string]any)
-	if f := AccountFinding(o.Kind, str(cli, "account"), HostAccount(ctx, o.Kind)); f != nil {
+	t = time.Now()
+	hostAccount := <-account
+	step("account", t)
+	if f := AccountFinding(o.Kind, str(cli, "account"), hostAccount); f != nil {
 		findings = append(findings, *f)
 	}
 	if str(cli, "hooks_blocked") != "" {
@@ -184,7 +208,6 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		return nil, err
 	}
 	res.Dir = begin.str("dir")
-	step("begin", t)
 
 	// From here on a failure rolls back what this host holds.
 	var bundle, excludes string
@@ -199,9 +222,11 @@ func (p *Packer) Offload(ctx context.Context, o OffloadOptions) (*OffloadResult,
 		}
 		return &Failure{Step: stepName, Err: err, Left: fmt.Sprintf("rolled back here (refs/cocoonbox/base/%s and offload.json removed); the box's copy %s may be partly synced: it holds nothing unreturned and the next offload syncs it again", res.ID, res.Dir)}
 	}
+	t = time.Now()
 	if excludes, err = p.writeExcludes(repo, begin, secretPaths); err != nil {
 		return nil, rollback("excludes", err)
 	}
+	step("excludes", t)
 	t = time.Now()
 	size, err := p.rsync(ctx, repo, excludes, worktrees, name, true)
 	if err != nil {
