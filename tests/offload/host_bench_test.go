@@ -122,13 +122,21 @@ func BenchmarkFirstOffloadAndBack(b *testing.B) {
 			write(b, top, "data/uncommitted.txt", "uncommitted work\n")
 		}},
 	} {
+		// The testing package calls the function again with a larger
+		// b.N (once with 1, then -benchtime's), in the one box: each
+		// round's copy, /workspace/<name>, is named by a count over all
+		// the calls, or the second call's first round found its name
+		// taken by the first call's ("the name small-real0 is taken").
+		rounds := 0
 		b.Run(c.name, func(b *testing.B) {
 			sums := map[string]float64{}
 			// Made once, copied for each round (each a first offload into a
 			// copy of its own name).
 			template := filepath.Join(b.TempDir(), c.name)
 			c.make(b, template)
-			for i := 0; i < b.N; i++ {
+			for range b.N {
+				i := rounds
+				rounds++
 				b.StopTimer()
 				p := r.packer(b, b.TempDir())
 				top := filepath.Join(b.TempDir(), fmt.Sprintf("%s%d", c.name, i))
