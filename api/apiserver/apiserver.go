@@ -181,7 +181,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
 	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
-	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, models, scheduleStore, schedules, log)
+	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxState(s.State, keys), models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)

@@ -45,13 +45,13 @@ const bridgeWait = 5 * time.Second
 // the rest of the api calls in process (its Service for Locate and
 // WaitOperation), the scheduler of wakes (nil without a supervisor); the
 // returned func stops the service and the local supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func()) {
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, state *boxes.State, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
 		}
 	}
-	h, sc, stop, err := startBoxes(ctx, cfg, sups, db, keys, models, wakes, log)
+	h, sc, stop, err := startBoxes(ctx, cfg, sups, db, keys, state, models, wakes, log)
 	if err != nil {
 		log.Warn("boxes: no supervisor; every Boxes call answers unavailable", "err", err)
 		h, stop = boxes.Unavailable(fmt.Errorf("this api has no box supervisor: %w", err)), func() {}
@@ -73,14 +73,14 @@ type supervisorsFunc = func(ctx context.Context, log *slog.Logger) (map[string]s
 // startBoxes starts the boxes service on sups' hosts and the scheduled
 // wake on schedules (the idle check asks them whether SleepAt is ahead),
 // answering the scheduler too.
-func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, models *usage.Service, schedules *wake.Store, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func(), error) {
+func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db *database.DB, keys boxes.Keys, state *boxes.State, models *usage.Service, schedules *wake.Store, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func(), error) {
 	hosts, closeHosts, err := sups(ctx, log)
 	if err != nil {
 		return nil, nil, nil, err
 	}
 	gwKey, _ := usageHooks(models)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
-		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, KeepUp: schedules.KeepUp, Log: log,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, KeepUp: schedules.KeepUp, State: state, Log: log,
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()

@@ -5,9 +5,12 @@ import (
 	"log/slog"
 	"path/filepath"
 
+	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/state/objects"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
+	"github.com/cocoonbox/cocoonbox/api/vault"
 )
 
 // openState opens the state store state.store names: the embedded one
@@ -37,4 +40,17 @@ func openState(ctx context.Context, srv *server.Server, cfg config.Config, log *
 	}
 	log.Info("state: the store", "store", st.String())
 	return st, nil
+}
+
+// boxState is where box saves go beside the supervisors' disks: the
+// state store, each user's objects sealed under the state key the vault
+// keeps for them (docs/state.md, "Box saves").
+func boxState(st store.Store, v *vault.Store) *boxes.State {
+	return &boxes.State{Store: st, Keys: func(ctx context.Context, userID string) (*objects.Keys, error) {
+		key, err := v.StateKey(ctx, userID)
+		if err != nil {
+			return nil, err
+		}
+		return objects.NewKeys(userID, key)
+	}}
 }

@@ -70,20 +70,33 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 		}
 	}
 	b := &Box{ID: newID("cb-"), UserID: c.UserID, Name: r.Name, State: Starting, seed: newSeed(), Agent: agent != nil}
-	restore := ""
+	// A restore takes the deleted box's disk-level save when its host is
+	// this api's (the fast path), else the newest snapshot of the name in
+	// the state store, on any host (docs/state.md, "Box saves").
+	restore, kept := "", false
 	if r.Restore {
-		var image string
-		err := tx.QueryRow(ctx, "SELECT save_id, host, image FROM box_saves WHERE user_id = $1 AND name = $2", c.UserID, r.Name).Scan(&restore, &b.Host, &image)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, nil, invalid("restore", "no save of a deleted box named %q is kept (Delete keeps a box's newest save; Save before Delete)", r.Name)
-		}
-		if err != nil {
+		var image, host string
+		err := tx.QueryRow(ctx, "SELECT save_id, host, image FROM box_saves WHERE user_id = $1 AND name = $2", c.UserID, r.Name).Scan(&restore, &host, &image)
+		if err != nil && !errors.Is(err, pgx.ErrNoRows) {
 			return nil, nil, fmt.Errorf("read the kept save: %w", err)
 		}
-		if r.Image == "" {
+		if err == nil && r.Image == "" {
 			r.Image = image
 		}
-	} else {
+		if err == nil && s.hosts[host] != nil {
+			b.Host, kept = host, true
+		} else {
+			snap, err := s.newestSnapshot(ctx, c.UserID, r.Name)
+			if err != nil {
+				return nil, nil, err
+			}
+			if snap == "" {
+				return nil, nil, invalid("restore", "no save of a deleted box named %q is kept (Delete keeps a box's newest save; Save before Delete)", r.Name)
+			}
+			restore = stateRestore + snap
+		}
+	}
+	if !kept {
 		host, err := s.placement(ctx, tx)
 		if err != nil {
 			return nil, nil, err
@@ -119,7 +132,7 @@ func (s *Service) planCreate(ctx context.Context, tx pgx.Tx, c Call, kind string
 		if _, err := tx.Exec(ctx, "UPDATE box_operations SET restore_save = $2 WHERE id = $1", op.ID, restore); err != nil {
 			return nil, nil, err
 		}
-		if _, err := tx.Exec(ctx, "DELETE FROM box_saves WHERE user_id = $1 AND name = $2", c.UserID, r.Name); err != nil {
+		if _, err := tx.Exec(ctx, "DELETE FROM box_saves WHERE user_id = $1 AND name = $2 AND $3", c.UserID, r.Name, kept); err != nil {
 			return nil, nil, err
 		}
 	}

@@ -71,7 +71,11 @@ type Config struct {
 	MaxOperations, MaxQueued int
 	// Idle is idle hibernate's (idle.go; zero: off).
 	Idle Idle
-	Log  *slog.Logger
+	// State, when set, is the state store box saves also go into and
+	// restores come from on any host (statesaves.go; nil: disk-level
+	// saves only).
+	State *State
+	Log   *slog.Logger
 }
 
 // The defaults of Config's bounds (api.yaml's boxes.max_operations and
@@ -102,6 +106,8 @@ type Service struct {
 	// idle and calls: idle.go.
 	idle  Idle
 	calls calls
+	// state: statesaves.go.
+	state *State
 	// idleChecks counts the idle checks done (the tests wait on it).
 	idleChecks atomic.Int64
 
@@ -148,7 +154,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
 		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW, keepUp: cfg.KeepUp,
-		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle,
+		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle, state: cfg.State,
 		calls: calls{open: map[string]int{}, moved: map[string]bool{}, written: map[string]time.Time{}}}
 	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings
 	pc.MaxConns, pc.MinConns = int32(cfg.MaxOperations), 0

@@ -37,7 +37,9 @@ func (r *run) toRunning(ctx context.Context) error {
 		}
 		made := steps.Begin(ctx, "make")
 		spec := sandbox.Spec{ID: r.b.ID, Tenant: r.b.UserID, Image: r.b.Image}
-		if r.op.restoreSave != "" {
+		if snap, ok := strings.CutPrefix(r.op.restoreSave, stateRestore); ok {
+			m, err = r.restoreState(ctx, spec, snap)
+		} else if r.op.restoreSave != "" {
 			m, err = r.sup.Restore(ctx, r.op.restoreSave, spec)
 		} else {
 			m, err = r.sup.Create(ctx, spec)
@@ -126,11 +128,16 @@ func (r *run) hibernate(ctx context.Context) error {
 	return r.state(ctx, Hibernated)
 }
 
-// save saves the machine (the supervisor flushes its file systems first)
-// and keeps only this newest save. The save is named after the operation,
-// so one run again after a crash replaces the save its first run may have
-// made instead of leaving it unrecorded on the supervisor.
+// save saves the machine into the state store (statesaves.go), then on
+// its supervisor (which flushes its file systems first), and keeps only
+// this newest disk-level save. The save is named after the operation, so
+// one run again after a crash replaces the save its first run may have
+// made instead of leaving it unrecorded on the supervisor. A store that
+// fails fails the save before the disk-level one, the box left as it was.
 func (r *run) save(ctx context.Context) error {
+	if err := r.saveState(ctx); err != nil {
+		return fmt.Errorf("save into the state store: %w", err)
+	}
 	info, err := r.sup.Save(ctx, r.b.ID, saveName(r.op.ID))
 	if err != nil {
 		return fmt.Errorf("save: %w", supervisorError(err))

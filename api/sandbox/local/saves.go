@@ -51,19 +51,11 @@ func (s *Supervisor) Save(ctx context.Context, id, saveID string) (sandbox.SaveI
 	// A running machine is flushed from inside, then frozen while its disk
 	// is read, so the save is one instant of it (no file changes under tar)
 	// and the box goes on where it was.
-	if d, err := m.door(); err == nil {
-		if _, _, err := runIn(ctx, d, sandbox.ExecRequest{Args: []string{"sync"}}, nil); err != nil {
-			return sandbox.SaveInfo{}, fmt.Errorf("flush %s before its save: %w", id, err)
-		}
-		m.mu.Lock()
-		cg := m.run.cg
-		m.mu.Unlock()
-		if err := cg.SetFrozen(ctx, true); err != nil {
-			_ = cg.SetFrozen(context.Background(), false)
-			return sandbox.SaveInfo{}, fmt.Errorf("freeze %s for its save: %w", id, err)
-		}
-		defer func() { _ = cg.SetFrozen(context.Background(), false) }()
+	thaw, err := quiesce(ctx, m, "its save")
+	if err != nil {
+		return sandbox.SaveInfo{}, err
 	}
+	defer thaw()
 	if err := syncFS(m.dir); err != nil {
 		return sandbox.SaveInfo{}, err
 	}

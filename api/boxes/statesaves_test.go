@@ -1,0 +1,179 @@
+//go:build booted
+
+package boxes
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
+	"github.com/cocoonbox/cocoonbox/api/state/objects"
+	"github.com/cocoonbox/cocoonbox/api/state/store"
+	"github.com/cocoonbox/cocoonbox/api/state/store/weedtest"
+)
+
+// Must show (issue 42, Deliver 3): save on one supervisor, restore on a
+// second supervisor with its own state directory (and its own api and
+// database) sharing only the state store, the embedded one and SeaweedFS.
+func TestSaveThenRestoreOnAnotherSupervisorThroughTheStore(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		open func(t *testing.T) store.Store
+	}{
+		{"embedded", func(t *testing.T) store.Store {
+			d, err := store.OpenDir(t.TempDir(), "http://127.0.0.1:1", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}},
+		{"s3", func(t *testing.T) store.Store {
+			w := weedtest.Start(t)
+			s3, err := store.OpenS3(context.Background(), w.S3Config)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s3
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { saveAndRestoreElsewhere(t, tc.open(t)) })
+	}
+}
+
+func saveAndRestoreElsewhere(t *testing.T, st store.Store) {
+	ctx := context.Background()
+	key := make([]byte, 32)
+	for i := range key {
+		key[i] = byte(i)
+	}
+	state := &State{Store: st, Keys: func(ctx context.Context, uid string) (*objects.Keys, error) { return objects.NewKeys(uid, key) }}
+
+	// The first api: the package's supervisor.
+	a := newEnvWith(t, func(c *Config) { c.State = state })
+	u := a.user("traveller", 1, 1)
+	b := a.create(u, "keeper")
+	sh(t, b.ID, `set -e
+echo "written just before the save" >/home/user/notes.txt
+chown user:user /home/user/notes.txt
+mkdir -p /workspace/app/node_modules /workspace/app/src
+echo 'package main' >/workspace/app/src/main.go
+echo ignored >/workspace/app/node_modules/dep.js
+ln -s src/main.go /workspace/app/main-link
+chown -R user:user /workspace/app
+mkdir -p /home/user/.local/share/cocoonbox/offload
+echo /workspace/app/node_modules/ >/home/user/.local/share/cocoonbox/offload/excludes
+rm -f /home/user/.bashrc`)
+	a.do(u, a.s.Save, b.Name)
+	snaps := listSnapshots(t, st, u, "keeper")
+	if len(snaps) != 1 {
+		t.Fatalf("snapshots of keeper after one save: %v", snaps)
+	}
+	// A second save after a small change stores a delta and few chunks.
+	chunks := countKeys(t, st, objects.ChunksPrefix(u))
+	sh(t, b.ID, `echo "a second line" >>/home/user/notes.txt`)
+	a.do(u, a.s.Save, b.Name)
+	if snaps = listSnapshots(t, st, u, "keeper"); len(snaps) != 2 {
+		t.Fatalf("snapshots of keeper after two saves: %v", snaps)
+	}
+	if more := countKeys(t, st, objects.ChunksPrefix(u)) - chunks; more < 1 || more > 4 {
+		t.Fatalf("the second save added %d chunks for one changed file", more)
+	}
+	saved := sh(t, b.ID, tree)
+	if !strings.Contains(saved, "workspace/app/src/main.go f user:user 644") {
+		t.Fatalf("the tree of the saved box:\n%s", saved)
+	}
+	a.do(u, a.s.Delete, b.Name)
+
+	// The second api: its own database, supervisor and state directory;
+	// the same user (its id and state key) and the same store.
+	sup2 := secondSupervisor(t)
+	bEnv := newEnvWith(t, func(c *Config) { c.State = state; c.Hosts = map[string]sandbox.Supervisor{"other": sup2} })
+	if _, err := bEnv.db.Pool.Exec(ctx, `INSERT INTO users (id, name, password_hash, max_boxes, max_running)
+ VALUES ($1, 'traveller', 'unused', 1, 1)`, u); err != nil {
+		t.Fatal(err)
+	}
+	r, op, err := bEnv.s.Create(ctx, Call{UserID: u, RequestID: rid()}, CreateRequest{Name: "keeper", Image: v1, Restore: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := sup2.Delete(context.Background(), r.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
+			t.Errorf("delete machine %s: %v", r.ID, err)
+		}
+	})
+	bEnv.wait(u, op)
+	if got := bEnv.box(u, r.ID); got.Host != "other" || got.State != Running {
+		t.Fatalf("the restored box: host %s state %s", got.Host, got.State)
+	}
+	if got := shOn(t, sup2, r.ID, "cat /home/user/notes.txt"); got != "written just before the save\na second line\n" {
+		t.Fatalf("notes.txt on the second supervisor: %q", got)
+	}
+	// The same tree, the excluded directory and the removed .bashrc
+	// left out (the image's /home/user does not show through).
+	want := strings.ReplaceAll(saved, "workspace/app/node_modules d user:user 755 \n", "")
+	want = strings.ReplaceAll(want, "workspace/app/node_modules/dep.js f user:user 644 \n", "")
+	if got := shOn(t, sup2, r.ID, tree); got != want {
+		t.Fatalf("the tree on the second supervisor:\n%s\nwant (the first's, node_modules left out):\n%s", got, want)
+	}
+}
+
+// tree lists a box's /home/user and /workspace: path, type, owner, mode
+// and a link's target, one entry a line, sorted.
+const tree = `cd / && find home/user workspace -printf '%p %y %u:%g %m %l\n' | sort`
+
+// shOn is sh on another supervisor.
+func shOn(t testing.TB, s sandbox.Supervisor, boxID, line string) string {
+	t.Helper()
+	out, err := ExecIn(context.Background(), s, boxID, nil, "sh", "-c", line)
+	if err != nil {
+		t.Fatalf("in %s: %q: %v", boxID, line, err)
+	}
+	return out
+}
+
+// secondSupervisor starts a supervisor beside the package's one: its own
+// state directory and bridge (cbboxes1, 10.205.0.1/16), the same images.
+func secondSupervisor(t *testing.T) *local.Supervisor {
+	t.Helper()
+	n := local.DefaultNetwork()
+	n.Bridge, n.Gateway = "cbboxes1", netip.MustParsePrefix("10.205.0.1/16")
+	s, err := local.New(context.Background(), local.Config{StateDir: filepath.Join(testRoot, "state2"), Images: filepath.Join(testRoot, "images"),
+		Network: n, EgressHosts: []string{"deb.debian.org"}, DefaultMaxClaims: 1000,
+		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		s.Close()
+		_ = os.RemoveAll(filepath.Join(testRoot, "state2"))
+	})
+	return s
+}
+
+func listSnapshots(t *testing.T, st store.Store, uid, box string) []string {
+	t.Helper()
+	var names []string
+	if err := st.List(context.Background(), objects.ManifestsPrefix(uid, box), func(key string) error {
+		names = append(names, filepath.Base(key))
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return names
+}
+
+func countKeys(t *testing.T, st store.Store, prefix string) int {
+	t.Helper()
+	n := 0
+	if err := st.List(context.Background(), prefix, func(string) error { n++; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
