@@ -55,14 +55,24 @@ func (s *Supervisor) ReadTrees(ctx context.Context, id string, read func(root st
 		return err
 	}
 	defer os.Remove(root)
-	// Two lower layers and no upper: read-only, whiteouts and opaque
-	// directories of the upper layer applied as the box's overlay does.
-	opts := fmt.Sprintf("lowerdir=%s:%s", filepath.Join(m.dir, "upper"), image)
-	if err := unix.Mount("overlay", root, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+	unmount, err := mountTrees(filepath.Join(m.dir, "upper"), image, root)
+	if err != nil {
 		return fmt.Errorf("mount the trees of %s read-only: %w", m.ID, err)
 	}
-	defer unix.Unmount(root, unix.MNT_DETACH)
+	defer unmount()
 	return read(root)
+}
+
+// mountTrees mounts on root a read-only overlay of upper over image: two
+// lower layers and no upper, whiteouts and opaque directories of upper
+// applied as the box's own overlay applies them, ids as the layers hold
+// them.
+func mountTrees(upper, image, root string) (unmount func(), err error) {
+	opts := fmt.Sprintf("lowerdir=%s:%s", upper, image)
+	if err := unix.Mount("overlay", root, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
+		return nil, err
+	}
+	return func() { _ = unix.Unmount(root, unix.MNT_DETACH) }, nil
 }
 
 // CreateFilled implements sandbox.Trees: fill writes into the new upper
@@ -70,36 +80,44 @@ func (s *Supervisor) ReadTrees(ctx context.Context, id string, read func(root st
 // the image's own /home/user shows nothing through it.
 func (s *Supervisor) CreateFilled(ctx context.Context, spec sandbox.Spec, fill func(root string) error) (sandbox.Machine, error) {
 	return s.newMachine(spec, func(m *machine) error {
-		upper := filepath.Join(m.dir, "upper")
-		// /home as the image has it (root, 0755): a parent fill makes
-		// would otherwise shadow it with its own mode.
-		if err := os.MkdirAll(filepath.Join(upper, "home"), 0o755); err != nil {
-			return err
-		}
-		if err := os.Chmod(upper, 0o755); err != nil {
-			return err
-		}
-		if err := fill(upper); err != nil {
+		if err := fillUpper(filepath.Join(m.dir, "upper"), fill); err != nil {
 			return fmt.Errorf("fill the disk of %s: %w", m.ID, err)
-		}
-		for _, d := range sandbox.TreeDirs {
-			p := filepath.Join(upper, d)
-			st, err := os.Lstat(p)
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if !st.IsDir() {
-				return fmt.Errorf("fill the disk of %s: /%s is not a directory", m.ID, d)
-			}
-			if err := unix.Lsetxattr(p, opaqueXattr, []byte("y"), 0); err != nil {
-				return fmt.Errorf("mark /%s of %s opaque: %w", d, m.ID, err)
-			}
 		}
 		return syncFS(m.dir)
 	})
+}
+
+// fillUpper makes the upper layer upper with fill, then marks each of
+// sandbox.TreeDirs fill made opaque.
+func fillUpper(upper string, fill func(root string) error) error {
+	// /home as the image has it (root, 0755): a parent fill makes would
+	// otherwise shadow it with its own mode.
+	if err := os.MkdirAll(filepath.Join(upper, "home"), 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(upper, 0o755); err != nil {
+		return err
+	}
+	if err := fill(upper); err != nil {
+		return err
+	}
+	for _, d := range sandbox.TreeDirs {
+		p := filepath.Join(upper, d)
+		st, err := os.Lstat(p)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if !st.IsDir() {
+			return fmt.Errorf("/%s is not a directory", d)
+		}
+		if err := unix.Lsetxattr(p, opaqueXattr, []byte("y"), 0); err != nil {
+			return fmt.Errorf("mark /%s opaque: %w", d, err)
+		}
+	}
+	return nil
 }
 
 // quiesce flushes a running machine from inside and freezes it, so its
