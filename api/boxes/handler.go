@@ -85,6 +85,8 @@ func Code(err error) connect.Code {
 		return connect.CodeResourceExhausted
 	case errors.Is(err, ErrUnavailable):
 		return connect.CodeUnavailable
+	case errors.Is(err, ErrOwnerOnly):
+		return connect.CodePermissionDenied
 	case errors.Is(err, context.Canceled):
 		return connect.CodeCanceled
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -121,6 +122,56 @@ rm -f /home/user/.bashrc`)
 	want = strings.ReplaceAll(want, "workspace/app/node_modules/dep.js f user:user 644 \n", "")
 	if got := shOn(t, sup2, r.ID, tree); got != want {
 		t.Fatalf("the tree on the second supervisor:\n%s\nwant (the first's, node_modules left out):\n%s", got, want)
+	}
+	userView(t, bEnv, sup2, u, r.ID)
+}
+
+// userView: the snapshots listed, one browsed, a file restored into the
+// running box in place and under another directory; a path outside the
+// trees and an agent's call refused (issue 42, Deliver 4).
+func userView(t *testing.T, e *env, s sandbox.Supervisor, u, boxID string) {
+	ctx := context.Background()
+	list, err := e.s.Snapshots(ctx, u, "keeper")
+	if err != nil || len(list) != 2 || list[1].Files < 2 || !(list[0].Name < list[1].Name) {
+		t.Fatalf("snapshots of keeper: %+v %v", list, err)
+	}
+	snap, entries, err := e.s.BrowseSnapshot(ctx, u, "keeper", "", "/home/user")
+	if err != nil || snap != list[1].Name {
+		t.Fatalf("browse the newest: %s %v", snap, err)
+	}
+	var names []string
+	for _, en := range entries {
+		names = append(names, en.Path)
+	}
+	if !slices.Contains(names, "home/user/notes.txt") || names[0] != "home/user" {
+		t.Fatalf("browse /home/user: %v", names)
+	}
+	if _, _, err := e.s.BrowseSnapshot(ctx, u, "keeper", list[0].Name, "/etc"); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "outside /home/user and /workspace") {
+		t.Fatalf("browse /etc: %v", err)
+	}
+	shOn(t, s, boxID, `echo changed >/home/user/notes.txt; rm -rf /workspace/app/src`)
+	if _, _, err := e.s.RestorePaths(ctx, u, "keeper", list[0].Name, []string{"/home/user/notes.txt", "/workspace/app/src"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := shOn(t, s, boxID, `stat -c %U /home/user/notes.txt /workspace/app/src/main.go; cat /home/user/notes.txt`); got != "user\nuser\nwritten just before the save\n" {
+		t.Fatalf("after restoring the first snapshot's notes.txt and src in place: %q", got)
+	}
+	if _, _, err := e.s.RestorePaths(ctx, u, "keeper", "", []string{"/home/user/notes.txt"}, "/home/user/back"); err != nil {
+		t.Fatal(err)
+	}
+	if got := shOn(t, s, boxID, `stat -c %U /home/user/back; cat /home/user/back/home/user/notes.txt /home/user/notes.txt`); got != "user\nwritten just before the save\na second line\nwritten just before the save\n" {
+		t.Fatalf("after restoring the newest notes.txt under /home/user/back: %q", got)
+	}
+	for _, bad := range [][]string{{"/etc/passwd"}, {"/home/user/../../etc/shadow"}, {"home/user/notes.txt"}} {
+		if _, _, err := e.s.RestorePaths(ctx, u, "keeper", "", bad, ""); !errors.Is(err, ErrInvalid) {
+			t.Fatalf("restore %v: %v", bad, err)
+		}
+	}
+	if _, _, err := e.s.RestorePaths(ctx, u, "keeper", "", []string{"/home/user/notes.txt"}, "/tmp"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("restore --to /tmp: %v", err)
+	}
+	if _, _, err := e.s.RestorePaths(WithAgent(ctx, &Agent{}), u, "keeper", "", []string{"/home/user/notes.txt"}, ""); !errors.Is(err, ErrOwnerOnly) {
+		t.Fatalf("an agent's restore: %v", err)
 	}
 }
 

@@ -211,6 +211,35 @@ schedules, --clear removes them (only --id's with --id). Give one of --at or
   cocoonbox box schedule demo --clear --id 3`,
 			Args: command.MaxArgs(1),
 		}, false, boxSchedule),
+		leaf(&cobra.Command{
+			Use:   "snapshots NAME",
+			Short: "List the snapshots its saves left in the state store",
+			Long: `List the snapshots of the box NAME in the state store, oldest first: those its
+saves made and those a deleted box of that NAME left. Each is NAME@SNAPSHOT
+for box ls and box restore.`,
+			Example: "  cocoonbox box snapshots demo\n  cocoonbox box snapshots demo --json",
+			Args:    command.MaxArgs(1),
+		}, false, boxSnapshots),
+		leaf(&cobra.Command{
+			Use:   "ls NAME[@SNAPSHOT] [PATH]",
+			Short: "List a path of a snapshot and what is directly under it",
+			Long: `List PATH (default /home/user; under /home/user or /workspace) of a snapshot
+and what is directly under it, as ls -l would: the newest snapshot of NAME, or
+NAME@SNAPSHOT (box snapshots lists them).`,
+			Example: "  cocoonbox box ls demo\n  cocoonbox box ls demo@20261207T213000Z-0123456789abcdef /workspace/app",
+			Args:    command.MaxArgs(2),
+		}, false, boxLs),
+		leaf(&cobra.Command{
+			Use:   "restore NAME[@SNAPSHOT] PATH...",
+			Short: "Put paths of a snapshot back into the running box",
+			Long: `Put each PATH (under /home/user or /workspace), with all under it, of a
+snapshot back into the running box NAME, without a reboot: the newest
+snapshot, or NAME@SNAPSHOT. In place, or under --to DIR with each path's whole
+path kept (DIR/home/user/notes.txt). Owners, modes and times come back as
+saved.`,
+			Example: "  cocoonbox box restore demo /home/user/notes.txt\n  cocoonbox box restore demo@20261207T213000Z-0123456789abcdef /workspace/app --to /home/user/old",
+			Args:    cobra.ArbitraryArgs,
+		}, false, boxRestore),
 	)
 	return in("boxes", c)
 }

@@ -1421,6 +1421,518 @@ func (x *ImagesResponse) GetLatest() string {
 	return ""
 }
 
+type BoxSnapshotsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// box: a box name (a deleted box's too) or a box id.
+	Box           string `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BoxSnapshotsRequest) Reset() {
+	*x = BoxSnapshotsRequest{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BoxSnapshotsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BoxSnapshotsRequest) ProtoMessage() {}
+
+func (x *BoxSnapshotsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BoxSnapshotsRequest.ProtoReflect.Descriptor instead.
+func (*BoxSnapshotsRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *BoxSnapshotsRequest) GetBox() string {
+	if x != nil {
+		return x.Box
+	}
+	return ""
+}
+
+type Snapshot struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// name is "<UTC start of its save>-<hex>".
+	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Created *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created,proto3" json:"created,omitempty"`
+	// files and bytes: regular files and their bytes in /home/user and
+	// /workspace.
+	Files         int64 `protobuf:"varint,3,opt,name=files,proto3" json:"files,omitempty"`
+	Bytes         int64 `protobuf:"varint,4,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Snapshot) Reset() {
+	*x = Snapshot{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Snapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Snapshot) ProtoMessage() {}
+
+func (x *Snapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
+func (*Snapshot) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *Snapshot) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *Snapshot) GetCreated() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Created
+	}
+	return nil
+}
+
+func (x *Snapshot) GetFiles() int64 {
+	if x != nil {
+		return x.Files
+	}
+	return 0
+}
+
+func (x *Snapshot) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
+type BoxSnapshotsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Snapshots     []*Snapshot            `protobuf:"bytes,1,rep,name=snapshots,proto3" json:"snapshots,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BoxSnapshotsResponse) Reset() {
+	*x = BoxSnapshotsResponse{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BoxSnapshotsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BoxSnapshotsResponse) ProtoMessage() {}
+
+func (x *BoxSnapshotsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BoxSnapshotsResponse.ProtoReflect.Descriptor instead.
+func (*BoxSnapshotsResponse) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *BoxSnapshotsResponse) GetSnapshots() []*Snapshot {
+	if x != nil {
+		return x.Snapshots
+	}
+	return nil
+}
+
+type BrowseSnapshotRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Box   string                 `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
+	// snapshot: a name from Snapshots; empty: the newest.
+	Snapshot string `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// path: absolute, under /home/user or /workspace; empty: /home/user.
+	Path          string `protobuf:"bytes,3,opt,name=path,proto3" json:"path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrowseSnapshotRequest) Reset() {
+	*x = BrowseSnapshotRequest{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrowseSnapshotRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrowseSnapshotRequest) ProtoMessage() {}
+
+func (x *BrowseSnapshotRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrowseSnapshotRequest.ProtoReflect.Descriptor instead.
+func (*BrowseSnapshotRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *BrowseSnapshotRequest) GetBox() string {
+	if x != nil {
+		return x.Box
+	}
+	return ""
+}
+
+func (x *BrowseSnapshotRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *BrowseSnapshotRequest) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+type SnapshotEntry struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// path is absolute (/home/user/...).
+	Path string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	// type: dir, file, symlink or hardlink.
+	Type     string                 `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	Mode     uint32                 `protobuf:"varint,3,opt,name=mode,proto3" json:"mode,omitempty"`
+	Uid      uint32                 `protobuf:"varint,4,opt,name=uid,proto3" json:"uid,omitempty"`
+	Gid      uint32                 `protobuf:"varint,5,opt,name=gid,proto3" json:"gid,omitempty"`
+	Size     int64                  `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	Modified *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=modified,proto3" json:"modified,omitempty"`
+	// target: a symlink's target, a hard link's path.
+	Target        string `protobuf:"bytes,8,opt,name=target,proto3" json:"target,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SnapshotEntry) Reset() {
+	*x = SnapshotEntry{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[23]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SnapshotEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SnapshotEntry) ProtoMessage() {}
+
+func (x *SnapshotEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[23]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SnapshotEntry.ProtoReflect.Descriptor instead.
+func (*SnapshotEntry) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{23}
+}
+
+func (x *SnapshotEntry) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *SnapshotEntry) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SnapshotEntry) GetMode() uint32 {
+	if x != nil {
+		return x.Mode
+	}
+	return 0
+}
+
+func (x *SnapshotEntry) GetUid() uint32 {
+	if x != nil {
+		return x.Uid
+	}
+	return 0
+}
+
+func (x *SnapshotEntry) GetGid() uint32 {
+	if x != nil {
+		return x.Gid
+	}
+	return 0
+}
+
+func (x *SnapshotEntry) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *SnapshotEntry) GetModified() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Modified
+	}
+	return nil
+}
+
+func (x *SnapshotEntry) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+type BrowseSnapshotResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// snapshot is the one browsed (the newest when the request named none).
+	Snapshot string `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// entries: path itself, then what is directly under it, in byte order.
+	Entries       []*SnapshotEntry `protobuf:"bytes,2,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BrowseSnapshotResponse) Reset() {
+	*x = BrowseSnapshotResponse{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[24]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BrowseSnapshotResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BrowseSnapshotResponse) ProtoMessage() {}
+
+func (x *BrowseSnapshotResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[24]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BrowseSnapshotResponse.ProtoReflect.Descriptor instead.
+func (*BrowseSnapshotResponse) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{24}
+}
+
+func (x *BrowseSnapshotResponse) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *BrowseSnapshotResponse) GetEntries() []*SnapshotEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type RestorePathsRequest struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Box      string                 `protobuf:"bytes,1,opt,name=box,proto3" json:"box,omitempty"`
+	Snapshot string                 `protobuf:"bytes,2,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// paths: absolute, each under /home/user or /workspace; at least one.
+	Paths []string `protobuf:"bytes,3,rep,name=paths,proto3" json:"paths,omitempty"`
+	// to: empty restores in place; else an absolute directory under
+	// /home/user or /workspace that each path lands under, its whole path
+	// kept (to/home/user/notes.txt).
+	To            string `protobuf:"bytes,4,opt,name=to,proto3" json:"to,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestorePathsRequest) Reset() {
+	*x = RestorePathsRequest{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestorePathsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestorePathsRequest) ProtoMessage() {}
+
+func (x *RestorePathsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestorePathsRequest.ProtoReflect.Descriptor instead.
+func (*RestorePathsRequest) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *RestorePathsRequest) GetBox() string {
+	if x != nil {
+		return x.Box
+	}
+	return ""
+}
+
+func (x *RestorePathsRequest) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *RestorePathsRequest) GetPaths() []string {
+	if x != nil {
+		return x.Paths
+	}
+	return nil
+}
+
+func (x *RestorePathsRequest) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+type RestorePathsResponse struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Snapshot string                 `protobuf:"bytes,1,opt,name=snapshot,proto3" json:"snapshot,omitempty"`
+	// entries and bytes written into the box.
+	Entries       int64 `protobuf:"varint,2,opt,name=entries,proto3" json:"entries,omitempty"`
+	Bytes         int64 `protobuf:"varint,3,opt,name=bytes,proto3" json:"bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RestorePathsResponse) Reset() {
+	*x = RestorePathsResponse{}
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RestorePathsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RestorePathsResponse) ProtoMessage() {}
+
+func (x *RestorePathsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_cocoonbox_control_v1_boxes_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RestorePathsResponse.ProtoReflect.Descriptor instead.
+func (*RestorePathsResponse) Descriptor() ([]byte, []int) {
+	return file_cocoonbox_control_v1_boxes_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *RestorePathsResponse) GetSnapshot() string {
+	if x != nil {
+		return x.Snapshot
+	}
+	return ""
+}
+
+func (x *RestorePathsResponse) GetEntries() int64 {
+	if x != nil {
+		return x.Entries
+	}
+	return 0
+}
+
+func (x *RestorePathsResponse) GetBytes() int64 {
+	if x != nil {
+		return x.Bytes
+	}
+	return 0
+}
+
 var File_cocoonbox_control_v1_boxes_proto protoreflect.FileDescriptor
 
 const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
@@ -1517,7 +2029,41 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"\x04tier\x18\x03 \x01(\tR\x04tier\"]\n" +
 	"\x0eImagesResponse\x123\n" +
 	"\x06images\x18\x01 \x03(\v2\x1b.cocoonbox.control.v1.ImageR\x06images\x12\x16\n" +
-	"\x06latest\x18\x02 \x01(\tR\x06latest*\xb5\x01\n" +
+	"\x06latest\x18\x02 \x01(\tR\x06latest\"'\n" +
+	"\x13BoxSnapshotsRequest\x12\x10\n" +
+	"\x03box\x18\x01 \x01(\tR\x03box\"\x80\x01\n" +
+	"\bSnapshot\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x124\n" +
+	"\acreated\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\acreated\x12\x14\n" +
+	"\x05files\x18\x03 \x01(\x03R\x05files\x12\x14\n" +
+	"\x05bytes\x18\x04 \x01(\x03R\x05bytes\"T\n" +
+	"\x14BoxSnapshotsResponse\x12<\n" +
+	"\tsnapshots\x18\x01 \x03(\v2\x1e.cocoonbox.control.v1.SnapshotR\tsnapshots\"Y\n" +
+	"\x15BrowseSnapshotRequest\x12\x10\n" +
+	"\x03box\x18\x01 \x01(\tR\x03box\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\x12\x12\n" +
+	"\x04path\x18\x03 \x01(\tR\x04path\"\xd3\x01\n" +
+	"\rSnapshotEntry\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x12\n" +
+	"\x04mode\x18\x03 \x01(\rR\x04mode\x12\x10\n" +
+	"\x03uid\x18\x04 \x01(\rR\x03uid\x12\x10\n" +
+	"\x03gid\x18\x05 \x01(\rR\x03gid\x12\x12\n" +
+	"\x04size\x18\x06 \x01(\x03R\x04size\x126\n" +
+	"\bmodified\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\bmodified\x12\x16\n" +
+	"\x06target\x18\b \x01(\tR\x06target\"s\n" +
+	"\x16BrowseSnapshotResponse\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12=\n" +
+	"\aentries\x18\x02 \x03(\v2#.cocoonbox.control.v1.SnapshotEntryR\aentries\"i\n" +
+	"\x13RestorePathsRequest\x12\x10\n" +
+	"\x03box\x18\x01 \x01(\tR\x03box\x12\x1a\n" +
+	"\bsnapshot\x18\x02 \x01(\tR\bsnapshot\x12\x14\n" +
+	"\x05paths\x18\x03 \x03(\tR\x05paths\x12\x0e\n" +
+	"\x02to\x18\x04 \x01(\tR\x02to\"b\n" +
+	"\x14RestorePathsResponse\x12\x1a\n" +
+	"\bsnapshot\x18\x01 \x01(\tR\bsnapshot\x12\x18\n" +
+	"\aentries\x18\x02 \x01(\x03R\aentries\x12\x14\n" +
+	"\x05bytes\x18\x03 \x01(\x03R\x05bytes*\xb5\x01\n" +
 	"\bBoxState\x12\x19\n" +
 	"\x15BOX_STATE_UNSPECIFIED\x10\x00\x12\x14\n" +
 	"\x10BOX_STATE_ABSENT\x10\x01\x12\x16\n" +
@@ -1537,7 +2083,8 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"\n" +
 	"PHASE_DONE\x10\a\x12\x10\n" +
 	"\fPHASE_FAILED\x10\b\x12\x19\n" +
-	"\x15PHASE_RESTORING_FILES\x10\t2\xfc\a\n" +
+	"\x15PHASE_RESTORING_FILES\x10\t2\xba\n" +
+	"\n" +
 	"\x05Boxes\x12Y\n" +
 	"\x04List\x12&.cocoonbox.control.v1.ListBoxesRequest\x1a'.cocoonbox.control.v1.ListBoxesResponse\"\x00\x12[\n" +
 	"\x06Status\x12&.cocoonbox.control.v1.BoxStatusRequest\x1a'.cocoonbox.control.v1.BoxStatusResponse\"\x00\x12[\n" +
@@ -1549,7 +2096,10 @@ const file_cocoonbox_control_v1_boxes_proto_rawDesc = "" +
 	"\x06Delete\x12).cocoonbox.control.v1.ConfirmedBoxRequest\x1a'.cocoonbox.control.v1.OperationResponse\"\x00\x12R\n" +
 	"\x05Usage\x12\".cocoonbox.control.v1.UsageRequest\x1a#.cocoonbox.control.v1.UsageResponse\"\x00\x12T\n" +
 	"\x06Events\x12&.cocoonbox.control.v1.BoxEventsRequest\x1a\x1e.cocoonbox.control.v1.BoxEvent\"\x000\x01\x12U\n" +
-	"\x06Images\x12#.cocoonbox.control.v1.ImagesRequest\x1a$.cocoonbox.control.v1.ImagesResponse\"\x00BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
+	"\x06Images\x12#.cocoonbox.control.v1.ImagesRequest\x1a$.cocoonbox.control.v1.ImagesResponse\"\x00\x12d\n" +
+	"\tSnapshots\x12).cocoonbox.control.v1.BoxSnapshotsRequest\x1a*.cocoonbox.control.v1.BoxSnapshotsResponse\"\x00\x12m\n" +
+	"\x0eBrowseSnapshot\x12+.cocoonbox.control.v1.BrowseSnapshotRequest\x1a,.cocoonbox.control.v1.BrowseSnapshotResponse\"\x00\x12g\n" +
+	"\fRestorePaths\x12).cocoonbox.control.v1.RestorePathsRequest\x1a*.cocoonbox.control.v1.RestorePathsResponse\"\x00BIZGgithub.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1;controlv1b\x06proto3"
 
 var (
 	file_cocoonbox_control_v1_boxes_proto_rawDescOnce sync.Once
@@ -1564,74 +2114,92 @@ func file_cocoonbox_control_v1_boxes_proto_rawDescGZIP() []byte {
 }
 
 var file_cocoonbox_control_v1_boxes_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_cocoonbox_control_v1_boxes_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
+var file_cocoonbox_control_v1_boxes_proto_msgTypes = make([]protoimpl.MessageInfo, 27)
 var file_cocoonbox_control_v1_boxes_proto_goTypes = []any{
-	(BoxState)(0),                 // 0: cocoonbox.control.v1.BoxState
-	(Phase)(0),                    // 1: cocoonbox.control.v1.Phase
-	(*Box)(nil),                   // 2: cocoonbox.control.v1.Box
-	(*Operation)(nil),             // 3: cocoonbox.control.v1.Operation
-	(*ListBoxesRequest)(nil),      // 4: cocoonbox.control.v1.ListBoxesRequest
-	(*ListBoxesResponse)(nil),     // 5: cocoonbox.control.v1.ListBoxesResponse
-	(*BoxStatusRequest)(nil),      // 6: cocoonbox.control.v1.BoxStatusRequest
-	(*BoxStatusResponse)(nil),     // 7: cocoonbox.control.v1.BoxStatusResponse
-	(*CreateBoxRequest)(nil),      // 8: cocoonbox.control.v1.CreateBoxRequest
-	(*EnsureBoxRequest)(nil),      // 9: cocoonbox.control.v1.EnsureBoxRequest
-	(*BoxOperationRequest)(nil),   // 10: cocoonbox.control.v1.BoxOperationRequest
-	(*ConfirmedBoxRequest)(nil),   // 11: cocoonbox.control.v1.ConfirmedBoxRequest
-	(*OperationResponse)(nil),     // 12: cocoonbox.control.v1.OperationResponse
-	(*UsageRequest)(nil),          // 13: cocoonbox.control.v1.UsageRequest
-	(*ModelUsage)(nil),            // 14: cocoonbox.control.v1.ModelUsage
-	(*UsageResponse)(nil),         // 15: cocoonbox.control.v1.UsageResponse
-	(*BoxEventsRequest)(nil),      // 16: cocoonbox.control.v1.BoxEventsRequest
-	(*BoxEvent)(nil),              // 17: cocoonbox.control.v1.BoxEvent
-	(*ImagesRequest)(nil),         // 18: cocoonbox.control.v1.ImagesRequest
-	(*Image)(nil),                 // 19: cocoonbox.control.v1.Image
-	(*ImagesResponse)(nil),        // 20: cocoonbox.control.v1.ImagesResponse
-	(*timestamppb.Timestamp)(nil), // 21: google.protobuf.Timestamp
+	(BoxState)(0),                  // 0: cocoonbox.control.v1.BoxState
+	(Phase)(0),                     // 1: cocoonbox.control.v1.Phase
+	(*Box)(nil),                    // 2: cocoonbox.control.v1.Box
+	(*Operation)(nil),              // 3: cocoonbox.control.v1.Operation
+	(*ListBoxesRequest)(nil),       // 4: cocoonbox.control.v1.ListBoxesRequest
+	(*ListBoxesResponse)(nil),      // 5: cocoonbox.control.v1.ListBoxesResponse
+	(*BoxStatusRequest)(nil),       // 6: cocoonbox.control.v1.BoxStatusRequest
+	(*BoxStatusResponse)(nil),      // 7: cocoonbox.control.v1.BoxStatusResponse
+	(*CreateBoxRequest)(nil),       // 8: cocoonbox.control.v1.CreateBoxRequest
+	(*EnsureBoxRequest)(nil),       // 9: cocoonbox.control.v1.EnsureBoxRequest
+	(*BoxOperationRequest)(nil),    // 10: cocoonbox.control.v1.BoxOperationRequest
+	(*ConfirmedBoxRequest)(nil),    // 11: cocoonbox.control.v1.ConfirmedBoxRequest
+	(*OperationResponse)(nil),      // 12: cocoonbox.control.v1.OperationResponse
+	(*UsageRequest)(nil),           // 13: cocoonbox.control.v1.UsageRequest
+	(*ModelUsage)(nil),             // 14: cocoonbox.control.v1.ModelUsage
+	(*UsageResponse)(nil),          // 15: cocoonbox.control.v1.UsageResponse
+	(*BoxEventsRequest)(nil),       // 16: cocoonbox.control.v1.BoxEventsRequest
+	(*BoxEvent)(nil),               // 17: cocoonbox.control.v1.BoxEvent
+	(*ImagesRequest)(nil),          // 18: cocoonbox.control.v1.ImagesRequest
+	(*Image)(nil),                  // 19: cocoonbox.control.v1.Image
+	(*ImagesResponse)(nil),         // 20: cocoonbox.control.v1.ImagesResponse
+	(*BoxSnapshotsRequest)(nil),    // 21: cocoonbox.control.v1.BoxSnapshotsRequest
+	(*Snapshot)(nil),               // 22: cocoonbox.control.v1.Snapshot
+	(*BoxSnapshotsResponse)(nil),   // 23: cocoonbox.control.v1.BoxSnapshotsResponse
+	(*BrowseSnapshotRequest)(nil),  // 24: cocoonbox.control.v1.BrowseSnapshotRequest
+	(*SnapshotEntry)(nil),          // 25: cocoonbox.control.v1.SnapshotEntry
+	(*BrowseSnapshotResponse)(nil), // 26: cocoonbox.control.v1.BrowseSnapshotResponse
+	(*RestorePathsRequest)(nil),    // 27: cocoonbox.control.v1.RestorePathsRequest
+	(*RestorePathsResponse)(nil),   // 28: cocoonbox.control.v1.RestorePathsResponse
+	(*timestamppb.Timestamp)(nil),  // 29: google.protobuf.Timestamp
 }
 var file_cocoonbox_control_v1_boxes_proto_depIdxs = []int32{
 	0,  // 0: cocoonbox.control.v1.Box.state:type_name -> cocoonbox.control.v1.BoxState
-	21, // 1: cocoonbox.control.v1.Box.created_at:type_name -> google.protobuf.Timestamp
+	29, // 1: cocoonbox.control.v1.Box.created_at:type_name -> google.protobuf.Timestamp
 	1,  // 2: cocoonbox.control.v1.Operation.phase:type_name -> cocoonbox.control.v1.Phase
-	21, // 3: cocoonbox.control.v1.Operation.started_at:type_name -> google.protobuf.Timestamp
-	21, // 4: cocoonbox.control.v1.Operation.ended_at:type_name -> google.protobuf.Timestamp
+	29, // 3: cocoonbox.control.v1.Operation.started_at:type_name -> google.protobuf.Timestamp
+	29, // 4: cocoonbox.control.v1.Operation.ended_at:type_name -> google.protobuf.Timestamp
 	2,  // 5: cocoonbox.control.v1.ListBoxesResponse.boxes:type_name -> cocoonbox.control.v1.Box
 	2,  // 6: cocoonbox.control.v1.BoxStatusResponse.box:type_name -> cocoonbox.control.v1.Box
 	3,  // 7: cocoonbox.control.v1.BoxStatusResponse.operation:type_name -> cocoonbox.control.v1.Operation
 	2,  // 8: cocoonbox.control.v1.OperationResponse.box:type_name -> cocoonbox.control.v1.Box
 	3,  // 9: cocoonbox.control.v1.OperationResponse.operation:type_name -> cocoonbox.control.v1.Operation
 	14, // 10: cocoonbox.control.v1.UsageResponse.models:type_name -> cocoonbox.control.v1.ModelUsage
-	21, // 11: cocoonbox.control.v1.BoxEvent.at:type_name -> google.protobuf.Timestamp
+	29, // 11: cocoonbox.control.v1.BoxEvent.at:type_name -> google.protobuf.Timestamp
 	0,  // 12: cocoonbox.control.v1.BoxEvent.state:type_name -> cocoonbox.control.v1.BoxState
 	3,  // 13: cocoonbox.control.v1.BoxEvent.operation:type_name -> cocoonbox.control.v1.Operation
 	19, // 14: cocoonbox.control.v1.ImagesResponse.images:type_name -> cocoonbox.control.v1.Image
-	4,  // 15: cocoonbox.control.v1.Boxes.List:input_type -> cocoonbox.control.v1.ListBoxesRequest
-	6,  // 16: cocoonbox.control.v1.Boxes.Status:input_type -> cocoonbox.control.v1.BoxStatusRequest
-	8,  // 17: cocoonbox.control.v1.Boxes.Create:input_type -> cocoonbox.control.v1.CreateBoxRequest
-	9,  // 18: cocoonbox.control.v1.Boxes.Ensure:input_type -> cocoonbox.control.v1.EnsureBoxRequest
-	10, // 19: cocoonbox.control.v1.Boxes.Hibernate:input_type -> cocoonbox.control.v1.BoxOperationRequest
-	10, // 20: cocoonbox.control.v1.Boxes.Save:input_type -> cocoonbox.control.v1.BoxOperationRequest
-	11, // 21: cocoonbox.control.v1.Boxes.Upgrade:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
-	11, // 22: cocoonbox.control.v1.Boxes.Delete:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
-	13, // 23: cocoonbox.control.v1.Boxes.Usage:input_type -> cocoonbox.control.v1.UsageRequest
-	16, // 24: cocoonbox.control.v1.Boxes.Events:input_type -> cocoonbox.control.v1.BoxEventsRequest
-	18, // 25: cocoonbox.control.v1.Boxes.Images:input_type -> cocoonbox.control.v1.ImagesRequest
-	5,  // 26: cocoonbox.control.v1.Boxes.List:output_type -> cocoonbox.control.v1.ListBoxesResponse
-	7,  // 27: cocoonbox.control.v1.Boxes.Status:output_type -> cocoonbox.control.v1.BoxStatusResponse
-	12, // 28: cocoonbox.control.v1.Boxes.Create:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 29: cocoonbox.control.v1.Boxes.Ensure:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 30: cocoonbox.control.v1.Boxes.Hibernate:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 31: cocoonbox.control.v1.Boxes.Save:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 32: cocoonbox.control.v1.Boxes.Upgrade:output_type -> cocoonbox.control.v1.OperationResponse
-	12, // 33: cocoonbox.control.v1.Boxes.Delete:output_type -> cocoonbox.control.v1.OperationResponse
-	15, // 34: cocoonbox.control.v1.Boxes.Usage:output_type -> cocoonbox.control.v1.UsageResponse
-	17, // 35: cocoonbox.control.v1.Boxes.Events:output_type -> cocoonbox.control.v1.BoxEvent
-	20, // 36: cocoonbox.control.v1.Boxes.Images:output_type -> cocoonbox.control.v1.ImagesResponse
-	26, // [26:37] is the sub-list for method output_type
-	15, // [15:26] is the sub-list for method input_type
-	15, // [15:15] is the sub-list for extension type_name
-	15, // [15:15] is the sub-list for extension extendee
-	0,  // [0:15] is the sub-list for field type_name
+	29, // 15: cocoonbox.control.v1.Snapshot.created:type_name -> google.protobuf.Timestamp
+	22, // 16: cocoonbox.control.v1.BoxSnapshotsResponse.snapshots:type_name -> cocoonbox.control.v1.Snapshot
+	29, // 17: cocoonbox.control.v1.SnapshotEntry.modified:type_name -> google.protobuf.Timestamp
+	25, // 18: cocoonbox.control.v1.BrowseSnapshotResponse.entries:type_name -> cocoonbox.control.v1.SnapshotEntry
+	4,  // 19: cocoonbox.control.v1.Boxes.List:input_type -> cocoonbox.control.v1.ListBoxesRequest
+	6,  // 20: cocoonbox.control.v1.Boxes.Status:input_type -> cocoonbox.control.v1.BoxStatusRequest
+	8,  // 21: cocoonbox.control.v1.Boxes.Create:input_type -> cocoonbox.control.v1.CreateBoxRequest
+	9,  // 22: cocoonbox.control.v1.Boxes.Ensure:input_type -> cocoonbox.control.v1.EnsureBoxRequest
+	10, // 23: cocoonbox.control.v1.Boxes.Hibernate:input_type -> cocoonbox.control.v1.BoxOperationRequest
+	10, // 24: cocoonbox.control.v1.Boxes.Save:input_type -> cocoonbox.control.v1.BoxOperationRequest
+	11, // 25: cocoonbox.control.v1.Boxes.Upgrade:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
+	11, // 26: cocoonbox.control.v1.Boxes.Delete:input_type -> cocoonbox.control.v1.ConfirmedBoxRequest
+	13, // 27: cocoonbox.control.v1.Boxes.Usage:input_type -> cocoonbox.control.v1.UsageRequest
+	16, // 28: cocoonbox.control.v1.Boxes.Events:input_type -> cocoonbox.control.v1.BoxEventsRequest
+	18, // 29: cocoonbox.control.v1.Boxes.Images:input_type -> cocoonbox.control.v1.ImagesRequest
+	21, // 30: cocoonbox.control.v1.Boxes.Snapshots:input_type -> cocoonbox.control.v1.BoxSnapshotsRequest
+	24, // 31: cocoonbox.control.v1.Boxes.BrowseSnapshot:input_type -> cocoonbox.control.v1.BrowseSnapshotRequest
+	27, // 32: cocoonbox.control.v1.Boxes.RestorePaths:input_type -> cocoonbox.control.v1.RestorePathsRequest
+	5,  // 33: cocoonbox.control.v1.Boxes.List:output_type -> cocoonbox.control.v1.ListBoxesResponse
+	7,  // 34: cocoonbox.control.v1.Boxes.Status:output_type -> cocoonbox.control.v1.BoxStatusResponse
+	12, // 35: cocoonbox.control.v1.Boxes.Create:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 36: cocoonbox.control.v1.Boxes.Ensure:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 37: cocoonbox.control.v1.Boxes.Hibernate:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 38: cocoonbox.control.v1.Boxes.Save:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 39: cocoonbox.control.v1.Boxes.Upgrade:output_type -> cocoonbox.control.v1.OperationResponse
+	12, // 40: cocoonbox.control.v1.Boxes.Delete:output_type -> cocoonbox.control.v1.OperationResponse
+	15, // 41: cocoonbox.control.v1.Boxes.Usage:output_type -> cocoonbox.control.v1.UsageResponse
+	17, // 42: cocoonbox.control.v1.Boxes.Events:output_type -> cocoonbox.control.v1.BoxEvent
+	20, // 43: cocoonbox.control.v1.Boxes.Images:output_type -> cocoonbox.control.v1.ImagesResponse
+	23, // 44: cocoonbox.control.v1.Boxes.Snapshots:output_type -> cocoonbox.control.v1.BoxSnapshotsResponse
+	26, // 45: cocoonbox.control.v1.Boxes.BrowseSnapshot:output_type -> cocoonbox.control.v1.BrowseSnapshotResponse
+	28, // 46: cocoonbox.control.v1.Boxes.RestorePaths:output_type -> cocoonbox.control.v1.RestorePathsResponse
+	33, // [33:47] is the sub-list for method output_type
+	19, // [19:33] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_cocoonbox_control_v1_boxes_proto_init() }
@@ -1649,7 +2217,7 @@ func file_cocoonbox_control_v1_boxes_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_cocoonbox_control_v1_boxes_proto_rawDesc), len(file_cocoonbox_control_v1_boxes_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   19,
+			NumMessages:   27,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

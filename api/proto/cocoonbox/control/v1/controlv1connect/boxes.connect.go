@@ -73,6 +73,12 @@ const (
 	BoxesEventsProcedure = "/cocoonbox.control.v1.Boxes/Events"
 	// BoxesImagesProcedure is the fully-qualified name of the Boxes's Images RPC.
 	BoxesImagesProcedure = "/cocoonbox.control.v1.Boxes/Images"
+	// BoxesSnapshotsProcedure is the fully-qualified name of the Boxes's Snapshots RPC.
+	BoxesSnapshotsProcedure = "/cocoonbox.control.v1.Boxes/Snapshots"
+	// BoxesBrowseSnapshotProcedure is the fully-qualified name of the Boxes's BrowseSnapshot RPC.
+	BoxesBrowseSnapshotProcedure = "/cocoonbox.control.v1.Boxes/BrowseSnapshot"
+	// BoxesRestorePathsProcedure is the fully-qualified name of the Boxes's RestorePaths RPC.
+	BoxesRestorePathsProcedure = "/cocoonbox.control.v1.Boxes/RestorePaths"
 )
 
 // BoxesClient is a client for the cocoonbox.control.v1.Boxes service.
@@ -111,6 +117,20 @@ type BoxesClient interface {
 	// Images answers the images the api can boot, oldest first, and the
 	// latest.
 	Images(context.Context, *connect.Request[v1.ImagesRequest]) (*connect.Response[v1.ImagesResponse], error)
+	// Snapshots answers the snapshots of a box's name in the state store,
+	// oldest first (docs/state.md, Box saves): the box's and those its
+	// deleted namesakes left. The owner only.
+	Snapshots(context.Context, *connect.Request[v1.BoxSnapshotsRequest]) (*connect.Response[v1.BoxSnapshotsResponse], error)
+	// BrowseSnapshot answers the entries of one snapshot (the newest when
+	// snapshot is empty) at path and directly under it (Contract: State
+	// objects (agent ↔ api)). The owner only.
+	BrowseSnapshot(context.Context, *connect.Request[v1.BrowseSnapshotRequest]) (*connect.Response[v1.BrowseSnapshotResponse], error)
+	// RestorePaths writes paths of one snapshot (the newest when snapshot is
+	// empty), each with all under it, back into the running box without a
+	// reboot: in place, or under to. Every path and to must be under
+	// /home/user or /workspace (INVALID_ARGUMENT naming the one that is
+	// not). The owner only.
+	RestorePaths(context.Context, *connect.Request[v1.RestorePathsRequest]) (*connect.Response[v1.RestorePathsResponse], error)
 }
 
 // NewBoxesClient constructs a client for the cocoonbox.control.v1.Boxes service. By default, it
@@ -190,22 +210,43 @@ func NewBoxesClient(httpClient connect.HTTPClient, baseURL string, opts ...conne
 			connect.WithSchema(boxesMethods.ByName("Images")),
 			connect.WithClientOptions(opts...),
 		),
+		snapshots: connect.NewClient[v1.BoxSnapshotsRequest, v1.BoxSnapshotsResponse](
+			httpClient,
+			baseURL+BoxesSnapshotsProcedure,
+			connect.WithSchema(boxesMethods.ByName("Snapshots")),
+			connect.WithClientOptions(opts...),
+		),
+		browseSnapshot: connect.NewClient[v1.BrowseSnapshotRequest, v1.BrowseSnapshotResponse](
+			httpClient,
+			baseURL+BoxesBrowseSnapshotProcedure,
+			connect.WithSchema(boxesMethods.ByName("BrowseSnapshot")),
+			connect.WithClientOptions(opts...),
+		),
+		restorePaths: connect.NewClient[v1.RestorePathsRequest, v1.RestorePathsResponse](
+			httpClient,
+			baseURL+BoxesRestorePathsProcedure,
+			connect.WithSchema(boxesMethods.ByName("RestorePaths")),
+			connect.WithClientOptions(opts...),
+		),
 	}
 }
 
 // boxesClient implements BoxesClient.
 type boxesClient struct {
-	list      *connect.Client[v1.ListBoxesRequest, v1.ListBoxesResponse]
-	status    *connect.Client[v1.BoxStatusRequest, v1.BoxStatusResponse]
-	create    *connect.Client[v1.CreateBoxRequest, v1.OperationResponse]
-	ensure    *connect.Client[v1.EnsureBoxRequest, v1.OperationResponse]
-	hibernate *connect.Client[v1.BoxOperationRequest, v1.OperationResponse]
-	save      *connect.Client[v1.BoxOperationRequest, v1.OperationResponse]
-	upgrade   *connect.Client[v1.ConfirmedBoxRequest, v1.OperationResponse]
-	delete    *connect.Client[v1.ConfirmedBoxRequest, v1.OperationResponse]
-	usage     *connect.Client[v1.UsageRequest, v1.UsageResponse]
-	events    *connect.Client[v1.BoxEventsRequest, v1.BoxEvent]
-	images    *connect.Client[v1.ImagesRequest, v1.ImagesResponse]
+	list           *connect.Client[v1.ListBoxesRequest, v1.ListBoxesResponse]
+	status         *connect.Client[v1.BoxStatusRequest, v1.BoxStatusResponse]
+	create         *connect.Client[v1.CreateBoxRequest, v1.OperationResponse]
+	ensure         *connect.Client[v1.EnsureBoxRequest, v1.OperationResponse]
+	hibernate      *connect.Client[v1.BoxOperationRequest, v1.OperationResponse]
+	save           *connect.Client[v1.BoxOperationRequest, v1.OperationResponse]
+	upgrade        *connect.Client[v1.ConfirmedBoxRequest, v1.OperationResponse]
+	delete         *connect.Client[v1.ConfirmedBoxRequest, v1.OperationResponse]
+	usage          *connect.Client[v1.UsageRequest, v1.UsageResponse]
+	events         *connect.Client[v1.BoxEventsRequest, v1.BoxEvent]
+	images         *connect.Client[v1.ImagesRequest, v1.ImagesResponse]
+	snapshots      *connect.Client[v1.BoxSnapshotsRequest, v1.BoxSnapshotsResponse]
+	browseSnapshot *connect.Client[v1.BrowseSnapshotRequest, v1.BrowseSnapshotResponse]
+	restorePaths   *connect.Client[v1.RestorePathsRequest, v1.RestorePathsResponse]
 }
 
 // List calls cocoonbox.control.v1.Boxes.List.
@@ -263,6 +304,21 @@ func (c *boxesClient) Images(ctx context.Context, req *connect.Request[v1.Images
 	return c.images.CallUnary(ctx, req)
 }
 
+// Snapshots calls cocoonbox.control.v1.Boxes.Snapshots.
+func (c *boxesClient) Snapshots(ctx context.Context, req *connect.Request[v1.BoxSnapshotsRequest]) (*connect.Response[v1.BoxSnapshotsResponse], error) {
+	return c.snapshots.CallUnary(ctx, req)
+}
+
+// BrowseSnapshot calls cocoonbox.control.v1.Boxes.BrowseSnapshot.
+func (c *boxesClient) BrowseSnapshot(ctx context.Context, req *connect.Request[v1.BrowseSnapshotRequest]) (*connect.Response[v1.BrowseSnapshotResponse], error) {
+	return c.browseSnapshot.CallUnary(ctx, req)
+}
+
+// RestorePaths calls cocoonbox.control.v1.Boxes.RestorePaths.
+func (c *boxesClient) RestorePaths(ctx context.Context, req *connect.Request[v1.RestorePathsRequest]) (*connect.Response[v1.RestorePathsResponse], error) {
+	return c.restorePaths.CallUnary(ctx, req)
+}
+
 // BoxesHandler is an implementation of the cocoonbox.control.v1.Boxes service.
 type BoxesHandler interface {
 	// List answers the caller's boxes, oldest first.
@@ -299,6 +355,20 @@ type BoxesHandler interface {
 	// Images answers the images the api can boot, oldest first, and the
 	// latest.
 	Images(context.Context, *connect.Request[v1.ImagesRequest]) (*connect.Response[v1.ImagesResponse], error)
+	// Snapshots answers the snapshots of a box's name in the state store,
+	// oldest first (docs/state.md, Box saves): the box's and those its
+	// deleted namesakes left. The owner only.
+	Snapshots(context.Context, *connect.Request[v1.BoxSnapshotsRequest]) (*connect.Response[v1.BoxSnapshotsResponse], error)
+	// BrowseSnapshot answers the entries of one snapshot (the newest when
+	// snapshot is empty) at path and directly under it (Contract: State
+	// objects (agent ↔ api)). The owner only.
+	BrowseSnapshot(context.Context, *connect.Request[v1.BrowseSnapshotRequest]) (*connect.Response[v1.BrowseSnapshotResponse], error)
+	// RestorePaths writes paths of one snapshot (the newest when snapshot is
+	// empty), each with all under it, back into the running box without a
+	// reboot: in place, or under to. Every path and to must be under
+	// /home/user or /workspace (INVALID_ARGUMENT naming the one that is
+	// not). The owner only.
+	RestorePaths(context.Context, *connect.Request[v1.RestorePathsRequest]) (*connect.Response[v1.RestorePathsResponse], error)
 }
 
 // NewBoxesHandler builds an HTTP handler from the service implementation. It returns the path on
@@ -374,6 +444,24 @@ func NewBoxesHandler(svc BoxesHandler, opts ...connect.HandlerOption) (string, h
 		connect.WithSchema(boxesMethods.ByName("Images")),
 		connect.WithHandlerOptions(opts...),
 	)
+	boxesSnapshotsHandler := connect.NewUnaryHandler(
+		BoxesSnapshotsProcedure,
+		svc.Snapshots,
+		connect.WithSchema(boxesMethods.ByName("Snapshots")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boxesBrowseSnapshotHandler := connect.NewUnaryHandler(
+		BoxesBrowseSnapshotProcedure,
+		svc.BrowseSnapshot,
+		connect.WithSchema(boxesMethods.ByName("BrowseSnapshot")),
+		connect.WithHandlerOptions(opts...),
+	)
+	boxesRestorePathsHandler := connect.NewUnaryHandler(
+		BoxesRestorePathsProcedure,
+		svc.RestorePaths,
+		connect.WithSchema(boxesMethods.ByName("RestorePaths")),
+		connect.WithHandlerOptions(opts...),
+	)
 	return "/cocoonbox.control.v1.Boxes/", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch r.URL.Path {
 		case BoxesListProcedure:
@@ -398,6 +486,12 @@ func NewBoxesHandler(svc BoxesHandler, opts ...connect.HandlerOption) (string, h
 			boxesEventsHandler.ServeHTTP(w, r)
 		case BoxesImagesProcedure:
 			boxesImagesHandler.ServeHTTP(w, r)
+		case BoxesSnapshotsProcedure:
+			boxesSnapshotsHandler.ServeHTTP(w, r)
+		case BoxesBrowseSnapshotProcedure:
+			boxesBrowseSnapshotHandler.ServeHTTP(w, r)
+		case BoxesRestorePathsProcedure:
+			boxesRestorePathsHandler.ServeHTTP(w, r)
 		default:
 			http.NotFound(w, r)
 		}
@@ -449,4 +543,16 @@ func (UnimplementedBoxesHandler) Events(context.Context, *connect.Request[v1.Box
 
 func (UnimplementedBoxesHandler) Images(context.Context, *connect.Request[v1.ImagesRequest]) (*connect.Response[v1.ImagesResponse], error) {
 	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Boxes.Images is not implemented"))
+}
+
+func (UnimplementedBoxesHandler) Snapshots(context.Context, *connect.Request[v1.BoxSnapshotsRequest]) (*connect.Response[v1.BoxSnapshotsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Boxes.Snapshots is not implemented"))
+}
+
+func (UnimplementedBoxesHandler) BrowseSnapshot(context.Context, *connect.Request[v1.BrowseSnapshotRequest]) (*connect.Response[v1.BrowseSnapshotResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Boxes.BrowseSnapshot is not implemented"))
+}
+
+func (UnimplementedBoxesHandler) RestorePaths(context.Context, *connect.Request[v1.RestorePathsRequest]) (*connect.Response[v1.RestorePathsResponse], error) {
+	return nil, connect.NewError(connect.CodeUnimplemented, errors.New("cocoonbox.control.v1.Boxes.RestorePaths is not implemented"))
 }
