@@ -68,7 +68,10 @@ func (s *Supervisor) ReadTrees(ctx context.Context, id string, read func(root st
 // applied as the box's own overlay applies them, ids as the layers hold
 // them.
 func mountTrees(upper, image, root string) (unmount func(), err error) {
-	opts := fmt.Sprintf("lowerdir=%s:%s", upper, image)
+	// index=off: with the index on, a lower layer that is another
+	// overlay's upper (the running box's) is refused; off, the kernel
+	// only warns, and the box is frozen while its trees are read.
+	opts := fmt.Sprintf("lowerdir=%s:%s,index=off", upper, image)
 	if err := unix.Mount("overlay", root, "overlay", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV, opts); err != nil {
 		return nil, err
 	}

@@ -45,6 +45,13 @@ func TestTreesSaveThroughTheOverlayAndFillOpaque(t *testing.T) {
 	check(t, err)
 	k, err := objects.NewKeys("u1", make([]byte, 32))
 	check(t, err)
+	// The box's own overlay holds upper as its upper layer, as a running
+	// machine's does while its trees are read.
+	live, work := filepath.Join(tmp, "live"), filepath.Join(tmp, "work")
+	check(t, os.Mkdir(live, 0o755))
+	check(t, os.Mkdir(work, 0o755))
+	check(t, unix.Mount("overlay", live, "overlay", 0, "lowerdir="+image+",upperdir="+upper+",workdir="+work+",index=off"))
+	defer unix.Unmount(live, unix.MNT_DETACH)
 	root := filepath.Join(tmp, "root")
 	check(t, os.Mkdir(root, 0o755))
 	unmount, err := mountTrees(upper, image, root)
