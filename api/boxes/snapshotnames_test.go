@@ -53,7 +53,7 @@ func TestSnapshotNamesSortAndTheParentIsOlder(t *testing.T) {
 	var names []string
 	for i, op := range []*Operation{
 		{ID: "op-ffffffffffffffff", Started: t0},
-		{ID: "op-0000000000000000", Started: t0.Add(time.Second)},
+		{ID: "op-0000000000000000", Started: t0.Add(1500 * time.Microsecond)}, // within the same second
 		{ID: "op-8888888888888888", Started: t0.Add(time.Hour).In(time.FixedZone("east", 5*3600))},
 	} {
 		n := snapshotName(op)

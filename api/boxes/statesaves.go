@@ -32,12 +32,13 @@ type State struct {
 // restore holds the supervisor's save id ("save-…").
 const stateRestore = "state/"
 
-// snapshotName is the snapshot an operation saves: its start (UTC, so
-// a box's snapshots sort by it) and its id's hex digits, the same when
+// snapshotName is the snapshot an operation saves: its start (UTC, to
+// the microsecond the database keeps, so a box's snapshots sort by it,
+// two saves within a second too) and its id's hex digits, the same when
 // the operation runs again after a crash, so it replaces its own
 // snapshot and nobody else's.
 func snapshotName(op *Operation) string {
-	return op.Started.UTC().Format("20060102T150405Z") + "-" + strings.TrimPrefix(op.ID, "op-")
+	return op.Started.UTC().Format("20060102T150405.000000Z") + "-" + strings.TrimPrefix(op.ID, "op-")
 }
 
 // latestSnapshot answers the name of box's newest snapshot in the store

@@ -226,7 +226,7 @@ for box ls and box restore.`,
 			Long: `List PATH (default /home/user; under /home/user or /workspace) of a snapshot
 and what is directly under it, as ls -l would: the newest snapshot of NAME, or
 NAME@SNAPSHOT (box snapshots lists them).`,
-			Example: "  cocoonbox box ls demo\n  cocoonbox box ls demo@20261207T213000Z-0123456789abcdef /workspace/app",
+			Example: "  cocoonbox box ls demo\n  cocoonbox box ls demo@20261207T213000.123456Z-0123456789abcdef /workspace/app",
 			Args:    command.MaxArgs(2),
 		}, false, boxLs),
 		leaf(&cobra.Command{
@@ -237,7 +237,7 @@ snapshot back into the running box NAME, without a reboot: the newest
 snapshot, or NAME@SNAPSHOT. In place, or under --to DIR with each path's whole
 path kept (DIR/home/user/notes.txt). Owners, modes and times come back as
 saved.`,
-			Example: "  cocoonbox box restore demo /home/user/notes.txt\n  cocoonbox box restore demo@20261207T213000Z-0123456789abcdef /workspace/app --to /home/user/old",
+			Example: "  cocoonbox box restore demo /home/user/notes.txt\n  cocoonbox box restore demo@20261207T213000.123456Z-0123456789abcdef /workspace/app --to /home/user/old",
 			Args:    cobra.ArbitraryArgs,
 		}, false, boxRestore),
 	)

@@ -1468,7 +1468,8 @@ func (x *BoxSnapshotsRequest) GetBox() string {
 
 type Snapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// name is "<UTC start of its save>-<hex>".
+	// name is "<UTC start of its save, to the microsecond>-<hex>"
+	// (20261207T213000.123456Z-0123456789abcdef).
 	Name    string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
 	Created *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=created,proto3" json:"created,omitempty"`
 	// files and bytes: regular files and their bytes in /home/user and
