@@ -46,4 +46,30 @@ func TestCreateRestoreBringsTheSavedHomeBack(t *testing.T) {
 	if got := ok(t, "rsh", "--box", "kept", "--", "cat /home/user/kept.txt"); got != "restored-by-boxcli\n" {
 		t.Fatalf("/home/user/kept.txt after create --restore: %q", got)
 	}
+	snapshotsLsAndRestore(t)
+}
+
+// snapshotsLsAndRestore: the save went into the state store too (issue
+// 42, Deliver 4): box snapshots lists it, box ls shows the file in it,
+// box restore puts the file back into the running box after a change,
+// and refuses a path outside /home/user and /workspace, naming the rule.
+func snapshotsLsAndRestore(t *testing.T) {
+	t.Helper()
+	if got := ok(t, "box", "snapshots", "kept"); strings.Count(got, "kept@") != 1 {
+		t.Fatalf("box snapshots kept:\n%s", got)
+	}
+	if got := ok(t, "box", "ls", "kept"); !strings.Contains(got, " /home/user/kept.txt\n") || !strings.HasPrefix(got, "kept@") {
+		t.Fatalf("box ls kept:\n%s", got)
+	}
+	ok(t, "rsh", "--box", "kept", "--", "echo overwritten > /home/user/kept.txt")
+	if got := ok(t, "box", "restore", "kept", "/home/user/kept.txt"); !strings.HasPrefix(got, "Restored ") || !strings.Contains(got, " in place.") {
+		t.Fatalf("box restore kept /home/user/kept.txt: %q", got)
+	}
+	if got := ok(t, "rsh", "--box", "kept", "--", "stat -c %U /home/user/kept.txt; cat /home/user/kept.txt"); got != "user\nrestored-by-boxcli\n" {
+		t.Fatalf("/home/user/kept.txt after box restore: %q", got)
+	}
+	r := cli(t, "box", "restore", "kept", "/etc/passwd")
+	if r.code != 1 || !strings.Contains(r.stderr, "outside /home/user and /workspace") {
+		t.Fatalf("box restore kept /etc/passwd: exit %d %s", r.code, r.stderr)
+	}
 }
