@@ -12,7 +12,9 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
 	"github.com/cocoonbox/cocoonbox/api/state/objects"
@@ -227,4 +229,43 @@ func countKeys(t *testing.T, st store.Store, prefix string) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// Issue 42, Deliver 5: a store that is down fails the save with an error
+// naming the state store, the box left running, and no disk-level save
+// recorded without its snapshot.
+func TestSaveFailsWhenTheStoreIsDownAndTheBoxRuns(t *testing.T) {
+	ctx := context.Background()
+	w := weedtest.Start(t)
+	s3, err := store.OpenS3(ctx, w.S3Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := make([]byte, 32)
+	state := &State{Store: s3, Keys: func(ctx context.Context, uid string) (*objects.Keys, error) { return objects.NewKeys(uid, key) }}
+	e := newEnvWith(t, func(c *Config) { c.State = state })
+	u := e.user("stranded", 1, 1)
+	b := e.create(u, "stranded")
+	w.Kill()
+	_, op, err := e.s.Save(ctx, Call{UserID: u, RequestID: rid(), Box: b.Name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	last, err := e.s.WaitOperation(wctx, u, op.ID, func(*controlv1.Operation) {})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Phase != controlv1.Phase_PHASE_FAILED || !strings.Contains(last.Error, "save into the state store") {
+		t.Fatalf("a save with the store down ended %s: %q", last.Phase, last.Error)
+	}
+	t.Logf("the failed save said: %s", last.Error)
+	after := e.box(u, b.ID)
+	if after.State != Running || after.SaveID != "" {
+		t.Fatalf("after the failed save: state %s, save %q", after.State, after.SaveID)
+	}
+	if got := sh(t, b.ID, "echo still here"); got != "still here\n" {
+		t.Fatalf("the box after the failed save: %q", got)
+	}
 }
