@@ -1,6 +1,7 @@
 package apiserver
 
 import (
+	"context"
 	"log/slog"
 
 	"github.com/cocoonbox/cocoonbox/api/config"
@@ -15,7 +16,8 @@ import (
 
 // mountConnect mounts Connect when connect.public_url is set: the broker,
 // cocoonbox.control.v1.Connectors behind the token check, the mode B
-// door and the console's calls (Contract: Connect (design §16)). It answers the broker (nil with
+// door and the console's calls (Contract: Connect (design §16)), and
+// the sweep of connect_audit (every auditSweepEvery, by the api's clock). It answers the broker (nil with
 // Connect off) and what stops it; an error is the outbound dialer's.
 func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConfig, db *database.DB, keys *vault.Store,
 	index *tokens.Index, con *console.Console, log *slog.Logger) (*connect.Broker, func(), error) {
@@ -32,5 +34,7 @@ func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConf
 	connect.NewConsole(b, connect.Sessions{User: con.UserID, Live: con.SessionLive}, cfg.Connect.PublicURL, log).Mount(srv)
 	con.AddSection(console.Section{Title: "Connect", Path: "/cb/connect", Page: &connect.Page,
 		Blurb: "MCP servers your own agents use through cocoonbox, with a policy per tool; the keys stay sealed here."})
-	return b, b.Close, nil
+	ctx, stop := context.WithCancel(context.Background())
+	go b.RunSweeper(ctx, auditSweepEvery, func(err error) { log.Warn("connect: audit sweep", "err", err) })
+	return b, func() { stop(); b.Close() }, nil
 }

@@ -46,8 +46,9 @@ type approvals struct {
 	byID map[string]*Approval
 }
 
-// await registers an approval of user's call and waits for its answer,
-// ctx's end or ApprovalTimeout (both deny).
+// await registers an approval of user's call and waits for its answer;
+// ctx's end or ApprovalTimeout answer "" (unanswered, refused as a deny
+// is, audited as approval_required).
 func (a *approvals) await(ctx context.Context, user, connector, tool string) Decision {
 	var raw [16]byte
 	rand.Read(raw[:])
@@ -72,7 +73,7 @@ func (a *approvals) await(ctx context.Context, user, connector, tool string) Dec
 	case <-ctx.Done():
 	case <-t.C:
 	}
-	return DecisionDeny
+	return ""
 }
 
 // Pending answers user's pending approvals, oldest first.

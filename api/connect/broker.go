@@ -194,16 +194,20 @@ func (b *Broker) SetPolicy(ctx context.Context, user, connector, tool string, p 
 	return err
 }
 
-// Disconnect deletes a grant with its secrets and policies and ends every
-// door call open on it in this api (ErrDisconnected); false when there
-// was none.
-func (b *Broker) Disconnect(ctx context.Context, user, connector string) (bool, error) {
+// Disconnect deletes a grant with its secrets and policies, writes its
+// audit row (door DoorConsole or DoorApp, which is also the caller) and
+// ends every door call open on it in this api (ErrDisconnected); false
+// when there was none.
+func (b *Broker) Disconnect(ctx context.Context, user, connector, door string) (bool, error) {
 	tag, err := b.pool.Exec(ctx, "DELETE FROM connect_grants WHERE user_id = $1 AND connector = $2", user, connector)
 	if err != nil {
 		return false, err
 	}
 	b.open.end(user, connector)
-	return tag.RowsAffected() == 1, nil
+	if tag.RowsAffected() != 1 {
+		return false, nil
+	}
+	return true, b.audit(ctx, user, Activity{Connector: connector, Door: door, Caller: door, Decision: AuditDisconnect, Outcome: OutcomeOK})
 }
 
 // Check lists the server's tools again with the grant, stores them and

@@ -5,8 +5,8 @@
 //
 // Built today: custom MCP servers with a header key or through OAuth
 // (MCP discovery and the console flow, flow.go), per-tool policies, the
-// Connectors gRPC service, the console calls, check and disconnect, and
-// the door. No
+// Connectors gRPC service, the console calls, check and disconnect, the
+// door, and the audit of its calls and of disconnects (audit.go). No
 // message, page or log carries a key, and no door reads a grant back:
 // the key leaves the api only in the header of a call to the server it
 // was given for, through the api's one outbound dialer (egress.Dialer:
@@ -28,7 +28,7 @@ import (
 var migrations embed.FS
 
 // Schema is the package's migrations (connect_grants, connect_policies,
-// connect_flows);
+// connect_flows, connect_audit);
 // they refer to users (users.Schema first).
 var Schema = database.NewSchema("connect_schema_migrations", migrations, "migrations")
 

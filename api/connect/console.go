@@ -21,6 +21,7 @@ import (
 //	PUT    /cb/api/connect/{connector}/policy    {tool, policy}; 204
 //	POST   /cb/api/connect/{connector}/check     200 {"account"}
 //	DELETE /cb/api/connect/{connector}           200 {"revoked"}
+//	GET    /cb/api/connect/activity[?connector=] 200 {"activity": [Activity...]}, the caller's own, newest first
 //	POST   /cb/api/connect/approvals/{id}/answer {decision: once|always|deny}; 204
 //	GET    /cocoonbox.connect/callback?code&state&iss  200, a page going on to /cb/connect?connected=<id> or ?error=<message>
 //
@@ -57,6 +58,7 @@ func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("PUT /cb/api/connect/{connector}/policy", c.sessions.User.Calls(c.policy))
 	mux.Handle("POST /cb/api/connect/{connector}/check", c.sessions.User.Calls(c.check))
 	mux.Handle("DELETE /cb/api/connect/{connector}", c.sessions.User.Calls(c.disconnect))
+	mux.Handle("GET /cb/api/connect/activity", c.sessions.User.Calls(c.activity))
 	mux.Handle("POST /cb/api/connect/approvals/{id}/answer", c.sessions.User.Calls(c.answer))
 	mux.Handle("GET "+CallbackPath, http.HandlerFunc(c.callback))
 }
@@ -201,7 +203,7 @@ func (c *Console) check(w http.ResponseWriter, r *http.Request, userID string) {
 }
 
 func (c *Console) disconnect(w http.ResponseWriter, r *http.Request, userID string) {
-	ok, err := c.broker.Disconnect(r.Context(), userID, r.PathValue("connector"))
+	ok, err := c.broker.Disconnect(r.Context(), userID, r.PathValue("connector"), DoorConsole)
 	if err == nil && !ok {
 		err = ErrNotFound
 	}
@@ -210,6 +212,17 @@ func (c *Console) disconnect(w http.ResponseWriter, r *http.Request, userID stri
 		return
 	}
 	server.WriteJSON(w, http.StatusOK, map[string]bool{"revoked": true})
+}
+
+// activity is the caller's audit rows (Contract: Connect, Console calls
+// and Audit), of one connector with ?connector=.
+func (c *Console) activity(w http.ResponseWriter, r *http.Request, userID string) {
+	rows, err := c.broker.Activity(r.Context(), userID, r.URL.Query().Get("connector"))
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"activity": rows})
 }
 
 func (c *Console) answer(w http.ResponseWriter, r *http.Request, userID string) {

@@ -2,11 +2,14 @@ package connect
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -87,42 +90,80 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 			if tool.InputSchema == nil {
 				tool.InputSchema = map[string]any{"type": "object"}
 			}
-			s.AddTool(tool, b.callHandler(ctx, user, c, t.Name, p))
+			s.AddTool(tool, b.callHandler(ctx, user, c, t.Name, p, log))
 		}
 	}
 	return s
 }
 
-// callHandler calls tool of c for user. reqCtx is the door request's
-// context, which ends with its token (tokens.Bind): the sdk runs a
-// stateless request's handler under a context of its own, so the call is
-// tied to reqCtx here.
-func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, tool string, p Policy) sdk.ToolHandler {
-	return func(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+// callHandler calls tool of c for user and writes the call's audit row
+// (Contract: Connect, Audit). reqCtx is the door request's context,
+// which ends with its token (tokens.Bind): the sdk runs a stateless
+// request's handler under a context of its own, so the call is tied to
+// reqCtx here.
+func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, tool string, p Policy, log *slog.Logger) sdk.ToolHandler {
+	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
+		start := time.Now()
+		name := ""
+		if ci := req.ClientInfo(); ci != nil {
+			name = ci.Name
+		}
+		a := Activity{Connector: c.ID, Tool: tool, Door: DoorMCP, Caller: caller(name), Decision: AuditAllow, Outcome: OutcomeError,
+			RequestBytes: int64(len(req.Params.Arguments)), args: append([]byte{}, req.Params.Arguments...)}
+		var status atomic.Int32
+		defer func() {
+			a.LatencyMS = time.Since(start).Milliseconds()
+			if s := int(status.Load()); s > 0 {
+				a.UpstreamStatus = &s
+			}
+			if res != nil {
+				if j, jerr := json.Marshal(res); jerr == nil {
+					a.ResponseBytes = int64(len(j))
+				}
+			}
+			if aerr := b.audit(ctx, user, a); aerr != nil {
+				log.Warn("connect door: audit", "user", user, "connector", c.ID, "tool", tool, "err", aerr)
+			}
+		}()
 		ctx, done := b.open.begin(ctx, user, c.ID)
 		defer done()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })()
 		if p == PolicyAsk {
-			switch b.pending.await(ctx, user, c.ID, tool) {
+			switch d := b.pending.await(ctx, user, c.ID, tool); d {
 			case DecisionAlways:
+				a.Decision = AuditApproved
 				if err := b.SetPolicy(ctx, user, c.ID, tool, PolicyAllow); err != nil {
 					return nil, err
 				}
 			case DecisionOnce:
+				a.Decision = AuditApproved
 			default:
+				a.Decision = AuditApprovalRequired
+				if d == DecisionDeny {
+					a.Decision = AuditDenied
+				}
 				if errors.Is(context.Cause(ctx), ErrDisconnected) {
 					return toolError(ErrDisconnected.Error()), nil
 				}
 				return toolError(fmt.Sprintf("%s%s%s needs your approval, and it was denied or not given within %s", c.ID, toolSep, tool, ApprovalTimeout)), nil
 			}
 		}
-		var res *sdk.CallToolResult
-		err := b.use(ctx, user, c, func(cu Custom) (err error) {
-			res, err = b.up.callTool(ctx, cu, tool, req.Params.Arguments)
+		err = b.use(ctx, user, c, func(cu Custom) (err error) {
+			res, err = b.up.callTool(ctx, cu, tool, req.Params.Arguments, &status)
 			return err
 		})
+		switch {
+		case err == nil && !res.IsError:
+			a.Outcome = OutcomeOK
+		case err != nil && (status.Load() < 0 || status.Load() > 0 && ctx.Err() != nil):
+			// The server had the call and did not answer it.
+			a.Outcome = OutcomeUnknown
+		}
+		if errors.Is(err, ErrNeedsReconnect) {
+			a.Decision = AuditNeedsReconnect
+		}
 		if errors.Is(context.Cause(ctx), ErrDisconnected) {
 			return toolError(ErrDisconnected.Error()), nil
 		}

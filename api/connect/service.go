@@ -144,7 +144,7 @@ func (s *Service) Disconnect(ctx context.Context, req *connectrpc.Request[contro
 	if err != nil {
 		return nil, err
 	}
-	ok, err := s.broker.Disconnect(ctx, user, req.Msg.GetConnector())
+	ok, err := s.broker.Disconnect(ctx, user, req.Msg.GetConnector(), DoorApp)
 	if err != nil {
 		return nil, s.status(ctx, "disconnect", err)
 	}

@@ -62,11 +62,14 @@ func (u *upstream) close() {
 }
 
 // withHeader sends one header on every request: the grant's key. It
-// notes a 401 answer (refused).
+// notes a 401 answer (refused) and, when status is set, the status of
+// the last POST's answer (the audit's upstream status: a session's
+// DELETE at its close is not the call's).
 type withHeader struct {
 	base        http.RoundTripper
 	name, value string
 	refused     *atomic.Bool
+	status      *atomic.Int32
 }
 
 func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -76,14 +79,24 @@ func (h withHeader) RoundTrip(r *http.Request) (*http.Response, error) {
 	if err == nil && resp.StatusCode == http.StatusUnauthorized {
 		h.refused.Store(true)
 	}
+	if h.status != nil && r.Method == http.MethodPost {
+		switch {
+		case err == nil:
+			h.status.Store(int32(resp.StatusCode))
+		case h.status.Load() > 0:
+			// A POST of a session the server answered before went
+			// unanswered: the call may have reached it (-1, unknown).
+			h.status.Store(-1)
+		}
+	}
 	return resp, err
 }
 
 // session opens an MCP client session on a custom server with its key.
 // Redirects are refused: the key is for the URL the user gave.
-func (u *upstream) session(ctx context.Context, c Custom, refused *atomic.Bool) (*sdk.ClientSession, error) {
+func (u *upstream) session(ctx context.Context, c Custom, refused *atomic.Bool, status *atomic.Int32) (*sdk.ClientSession, error) {
 	hc := &http.Client{
-		Transport:     withHeader{u.tr, c.Header, c.Key, refused},
+		Transport:     withHeader{u.tr, c.Header, c.Key, refused, status},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "cocoonbox-connect", Version: "1"}, nil)
@@ -119,7 +132,7 @@ func (u *upstream) listTools(ctx context.Context, c Custom) ([]*sdk.Tool, string
 	ctx, cancel := outbound(ctx)
 	defer cancel()
 	var refused atomic.Bool
-	cs, err := u.session(ctx, c, &refused)
+	cs, err := u.session(ctx, c, &refused, nil)
 	if err != nil {
 		return nil, "", err
 	}
@@ -144,12 +157,13 @@ func (u *upstream) listTools(ctx context.Context, c Custom) ([]*sdk.Tool, string
 // maxTools bounds what one server may list.
 const maxTools = 512
 
-// callTool calls one tool with the arguments as the door got them.
-func (u *upstream) callTool(ctx context.Context, c Custom, name string, args any) (*sdk.CallToolResult, error) {
+// callTool calls one tool with the arguments as the door got them;
+// status gets the HTTP status of the server's last answer to a POST.
+func (u *upstream) callTool(ctx context.Context, c Custom, name string, args any, status *atomic.Int32) (*sdk.CallToolResult, error) {
 	ctx, cancel := outbound(ctx)
 	defer cancel()
 	var refused atomic.Bool
-	cs, err := u.session(ctx, c, &refused)
+	cs, err := u.session(ctx, c, &refused, status)
 	if err != nil {
 		return nil, err
 	}
