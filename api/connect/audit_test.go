@@ -282,3 +282,52 @@ func TestActivityListsOnlyTheCallersRows(t *testing.T) {
 		t.Fatalf("activity of a bad connector id: %d %s, want 400 naming connector", resp.StatusCode, body)
 	}
 }
+
+// Issue 44, Deliver 2 (Contract: Connect, Audit: off, needs_reconnect):
+// a tool left off the door is still refused and audited when a client
+// calls it by name: one whose policy is off as off, one of a connector
+// that needs reconnecting as needs_reconnect; neither reaches the
+// server, and neither row carries the arguments.
+func TestACallOfAToolOffTheDoorIsAudited(t *testing.T) {
+	ev, a, token, svc := withEverything(t)
+	ctx := context.Background()
+	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
+		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
+		t.Fatalf("ConnectCustom: %v", err)
+	}
+	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "echo",
+		Policy: controlv1.Policy_POLICY_OFF})); err != nil {
+		t.Fatalf("SetPolicy echo off: %v", err)
+	}
+	const secret = "pw-off-81c2-never-in-the-audit"
+	before := ev.keyed.Load()
+	res, err := door(t, a, token).CallTool(ctx, &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": secret}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "off") {
+		t.Fatalf("everything__echo off: %v %+v, want a tool error saying off", err, res)
+	}
+	if _, err := a.DB.Pool.Exec(ctx, "UPDATE connect_grants SET needs_reconnect = true"); err != nil {
+		t.Fatal(err)
+	}
+	res, err = door(t, a, token).CallTool(ctx, &sdk.CallToolParams{Name: "everything__get-sum", Arguments: map[string]any{"a": 1, "b": 2}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "reconnect") {
+		t.Fatalf("everything__get-sum needing reconnect: %v %+v, want a tool error saying reconnect", err, res)
+	}
+	if ev.keyed.Load() != before {
+		t.Fatal("a call of a tool off the door reached the server")
+	}
+	got := auditRows(t, a)
+	if len(got) != 2 {
+		t.Fatalf("connect_audit: %v, want 2 rows", got)
+	}
+	for i, want := range []struct{ tool, decision string }{{"echo", "off"}, {"get-sum", "needs_reconnect"}} {
+		noSecretIn(t, got[i], secret)
+		var row auditRow
+		if err := json.Unmarshal([]byte(got[i]), &row); err != nil {
+			t.Fatal(err)
+		}
+		if row.Tool != want.tool || row.Decision != want.decision || row.Outcome != "error" || row.Caller != "mcp:connect-test" ||
+			row.UpstreamStatus != nil || row.ArgumentsHMAC == nil {
+			t.Fatalf("the audit row of %s: %s, want %s", want.tool, got[i], want.decision)
+		}
+	}
+}

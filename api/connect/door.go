@@ -36,8 +36,9 @@ type userKey struct{}
 // body. Every request ends when its token is revoked (tokens.Bind). Each
 // POST is served by an MCP server (stateless, the official Go SDK's)
 // made of the user's connectors at that moment: tools named
-// <connector>__<tool>, those off left out, those ask waiting for the
-// user's answer (Broker.Answer).
+// <connector>__<tool>, those off (or of a connector that needs
+// reconnecting) left out, a call of them by name refused and audited,
+// those ask waiting for the user's answer (Broker.Answer).
 func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 	mcpH := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		user, _ := r.Context().Value(userKey{}).(string)
@@ -75,13 +76,17 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 		log.Warn("connect door: the user's connectors", "user", user, "err", err)
 		return s
 	}
+	hidden := map[string]hiddenTool{}
+	s.AddReceivingMiddleware(b.refuseHidden(user, hidden, log))
 	for _, c := range cs {
-		if c.NeedsReconnect {
-			continue
-		}
 		for i, t := range c.Tools {
 			p := t.Policy.effective()
+			if c.NeedsReconnect {
+				hidden[c.ID+toolSep+t.Name] = hiddenTool{c.ID, t.Name, AuditNeedsReconnect}
+				continue
+			}
 			if p == PolicyOff {
+				hidden[c.ID+toolSep+t.Name] = hiddenTool{c.ID, t.Name, AuditOff}
 				continue
 			}
 			up := c.schemas[i]
@@ -104,27 +109,9 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, tool string, p Policy, log *slog.Logger) sdk.ToolHandler {
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		start := time.Now()
-		name := ""
-		if ci := req.ClientInfo(); ci != nil {
-			name = ci.Name
-		}
-		a := Activity{Connector: c.ID, Tool: tool, Door: DoorMCP, Caller: caller(name), Decision: AuditAllow, Outcome: OutcomeError,
-			RequestBytes: int64(len(req.Params.Arguments)), args: append([]byte{}, req.Params.Arguments...)}
+		a := callActivity(req, c.ID, tool, AuditAllow)
 		var status atomic.Int32
-		defer func() {
-			a.LatencyMS = time.Since(start).Milliseconds()
-			if s := int(status.Load()); s > 0 {
-				a.UpstreamStatus = &s
-			}
-			if res != nil {
-				if j, jerr := json.Marshal(res); jerr == nil {
-					a.ResponseBytes = int64(len(j))
-				}
-			}
-			if aerr := b.audit(ctx, user, a); aerr != nil {
-				log.Warn("connect door: audit", "user", user, "connector", c.ID, "tool", tool, "err", aerr)
-			}
-		}()
+		defer func() { b.auditCall(ctx, user, &a, start, &status, res, log) }()
 		ctx, done := b.open.begin(ctx, user, c.ID)
 		defer done()
 		ctx, cancel := context.WithCancelCause(ctx)
@@ -171,6 +158,69 @@ func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, t
 			return toolError(err.Error()), nil
 		}
 		return res, err
+	}
+}
+
+// callActivity is the audit row of a door call of tool of connector, as
+// it begins: an error until it is known to be ok.
+func callActivity(req *sdk.CallToolRequest, connector, tool, decision string) Activity {
+	name := ""
+	if ci := req.ClientInfo(); ci != nil {
+		name = ci.Name
+	}
+	return Activity{Connector: connector, Tool: tool, Door: DoorMCP, Caller: caller(name), Decision: decision, Outcome: OutcomeError,
+		RequestBytes: int64(len(req.Params.Arguments)), args: append([]byte{}, req.Params.Arguments...)}
+}
+
+// auditCall writes a, a door call begun at start whose server last
+// answered status (nil, or 0, when it was never reached) and which
+// answered res; a failure to write is logged.
+func (b *Broker) auditCall(ctx context.Context, user string, a *Activity, start time.Time, status *atomic.Int32, res *sdk.CallToolResult, log *slog.Logger) {
+	a.LatencyMS = time.Since(start).Milliseconds()
+	if status != nil {
+		if s := int(status.Load()); s > 0 {
+			a.UpstreamStatus = &s
+		}
+	}
+	if res != nil {
+		if j, err := json.Marshal(res); err == nil {
+			a.ResponseBytes = int64(len(j))
+		}
+	}
+	if err := b.audit(ctx, user, *a); err != nil {
+		log.Warn("connect door: audit", "user", user, "connector", a.Connector, "tool", a.Tool, "err", err)
+	}
+}
+
+// hiddenTool is a tool the door leaves out (policy off, or its connector
+// needs reconnecting), which a client may still call by name: the call
+// is refused and audited with decision.
+type hiddenTool struct{ connector, tool, decision string }
+
+// refuseHidden is the door's receiving middleware: a tools/call of a
+// hidden tool answers a tool error saying why and writes its audit row
+// (Contract: Connect, Audit: off, needs_reconnect), where the sdk would
+// answer an unknown tool and nothing would be written.
+func (b *Broker) refuseHidden(user string, hidden map[string]hiddenTool, log *slog.Logger) sdk.Middleware {
+	return func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			call, ok := req.(*sdk.CallToolRequest)
+			if method != "tools/call" || !ok || call.Params == nil {
+				return next(ctx, method, req)
+			}
+			h, ok := hidden[call.Params.Name]
+			if !ok {
+				return next(ctx, method, req)
+			}
+			start := time.Now()
+			a := callActivity(call, h.connector, h.tool, h.decision)
+			res := toolError(fmt.Sprintf("%s is off in your Connect policies", call.Params.Name))
+			if h.decision == AuditNeedsReconnect {
+				res = toolError(fmt.Sprintf("%s: %s needs reconnecting in the console", call.Params.Name, h.connector))
+			}
+			b.auditCall(ctx, user, &a, start, nil, res, log)
+			return res, nil
+		}
 	}
 }
 
