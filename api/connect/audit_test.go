@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -18,12 +19,22 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/connect"
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // auditColumns are connect_audit's columns, the contract's in its order
 // (Contract: Connect, Audit) after the row's id.
 var auditColumns = []string{"id", "at", "user_id", "connector", "tool", "door", "caller", "decision", "outcome",
 	"upstream_status", "latency_ms", "request_bytes", "response_bytes", "arguments_hmac"}
+
+// connectEverything connects ev as the custom server everything.
+func connectEverything(t *testing.T, svc controlv1connect.ConnectorsClient, ev *everything) {
+	t.Helper()
+	if _, err := svc.ConnectCustom(context.Background(), connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
+		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
+		t.Fatalf("ConnectCustom: %v", err)
+	}
+}
 
 // auditRows answers every connect_audit row as its JSON text, oldest
 // first.
@@ -83,10 +94,7 @@ func noSecretIn(t *testing.T, row string, secrets ...string) {
 func TestADoorCallIsAuditedWithoutItsArgumentsOrResult(t *testing.T) {
 	ev, a, token, svc := withEverything(t)
 	ctx := context.Background()
-	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
-		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
-		t.Fatalf("ConnectCustom: %v", err)
-	}
+	connectEverything(t, svc, ev)
 	var cols []string
 	rows, err := a.DB.Pool.Query(ctx, "SELECT column_name FROM information_schema.columns WHERE table_name = 'connect_audit' ORDER BY ordinal_position")
 	if err != nil {
@@ -192,10 +200,7 @@ func TestTheAuditSweepKeeps90DaysByTheApisClock(t *testing.T) {
 	a := apitest.New(t, apitest.WithConnect(ev.Upstream()), apitest.WithClock(now))
 	token := string(a.PersonalToken(a.User.ID))
 	ctx := context.Background()
-	if _, err := connectors(a, token).ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
-		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
-		t.Fatalf("ConnectCustom: %v", err)
-	}
+	connectEverything(t, connectors(a, token), ev)
 	cs := door(t, a, token)
 	call := func(msg string) {
 		t.Helper()
@@ -291,10 +296,7 @@ func TestActivityListsOnlyTheCallersRows(t *testing.T) {
 func TestACallOfAToolOffTheDoorIsAudited(t *testing.T) {
 	ev, a, token, svc := withEverything(t)
 	ctx := context.Background()
-	if _, err := svc.ConnectCustom(ctx, connectrpc.NewRequest(&controlv1.ConnectCustomRequest{
-		Name: "everything", Url: ev.URL, Header: ev.Header, Key: ev.Key})); err != nil {
-		t.Fatalf("ConnectCustom: %v", err)
-	}
+	connectEverything(t, svc, ev)
 	if _, err := svc.SetPolicy(ctx, connectrpc.NewRequest(&controlv1.SetPolicyRequest{Connector: "everything", Tool: "echo",
 		Policy: controlv1.Policy_POLICY_OFF})); err != nil {
 		t.Fatalf("SetPolicy echo off: %v", err)
@@ -329,5 +331,48 @@ func TestACallOfAToolOffTheDoorIsAudited(t *testing.T) {
 			row.UpstreamStatus != nil || row.ArgumentsHMAC == nil {
 			t.Fatalf("the audit row of %s: %s, want %s", want.tool, got[i], want.decision)
 		}
+	}
+}
+
+// Issue 44, Deliver 2 (Contract: Connect, Audit: outcome_unknown): a
+// call whose client goes away while the server holds it is audited as
+// outcome_unknown: whether the server acted is not known.
+func TestACallEndedWhileTheServerHoldsItIsOutcomeUnknown(t *testing.T) {
+	ev, a, token, svc := withEverything(t)
+	connectEverything(t, svc, ev)
+	cs := door(t, a, token)
+	before := ev.keyed.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "everything__trigger-long-running-operation",
+			Arguments: map[string]any{"duration": 600, "steps": 1}})
+		ended <- err
+	}()
+	// initialize, notifications/initialized, tools/call.
+	wait.Eventually(t, 60*time.Second, "the call at the server", func() (bool, string) {
+		n := ev.keyed.Load() - before
+		return n >= 3, fmt.Sprintf("%d keyed requests at the server", n)
+	})
+	cancel()
+	select {
+	case err := <-ended:
+		if err == nil {
+			t.Fatal("the call ended by its client answered")
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end within 60 s of its client going away")
+	}
+	var row auditRow
+	wait.Eventually(t, 60*time.Second, "the call's audit row", func() (bool, string) {
+		got := auditRows(t, a)
+		if len(got) != 1 {
+			return false, fmt.Sprintf("rows %v", got)
+		}
+		return json.Unmarshal([]byte(got[0]), &row) == nil, got[0]
+	})
+	if row.Tool != "trigger-long-running-operation" || row.Decision != "allow" || row.Outcome != "outcome_unknown" {
+		t.Fatalf("the audit row of a call ended at the server: %+v, want allow, outcome_unknown", row)
 	}
 }
