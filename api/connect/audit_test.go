@@ -27,6 +27,21 @@ import (
 var auditColumns = []string{"id", "at", "user_id", "connector", "tool", "door", "caller", "decision", "outcome",
 	"upstream_status", "latency_ms", "request_bytes", "response_bytes", "arguments_hmac"}
 
+// waitAuditRow waits for the one audit row of a call ended by its
+// client (written as its handler returns) and answers it.
+func waitAuditRow(t *testing.T, a *apitest.API) auditRow {
+	t.Helper()
+	var row auditRow
+	wait.Eventually(t, 60*time.Second, "the call's audit row", func() (bool, string) {
+		got := auditRows(t, a)
+		if len(got) != 1 {
+			return false, fmt.Sprintf("rows %v", got)
+		}
+		return json.Unmarshal([]byte(got[0]), &row) == nil, got[0]
+	})
+	return row
+}
+
 // connectEverything connects ev as the custom server everything.
 func connectEverything(t *testing.T, svc controlv1connect.ConnectorsClient, ev *everything) {
 	t.Helper()
@@ -364,15 +379,37 @@ func TestACallEndedWhileTheServerHoldsItIsOutcomeUnknown(t *testing.T) {
 	case <-time.After(60 * time.Second):
 		t.Fatal("the call did not end within 60 s of its client going away")
 	}
-	var row auditRow
-	wait.Eventually(t, 60*time.Second, "the call's audit row", func() (bool, string) {
-		got := auditRows(t, a)
-		if len(got) != 1 {
-			return false, fmt.Sprintf("rows %v", got)
-		}
-		return json.Unmarshal([]byte(got[0]), &row) == nil, got[0]
-	})
+	row := waitAuditRow(t, a)
 	if row.Tool != "trigger-long-running-operation" || row.Decision != "allow" || row.Outcome != "outcome_unknown" {
 		t.Fatalf("the audit row of a call ended at the server: %+v, want allow, outcome_unknown", row)
+	}
+}
+
+// Issue 44, Deliver 2 (Contract: Connect, Audit: approval_required): a
+// call of an ask tool whose client goes away before the user answers is
+// audited as approval_required, not as denied, the server never reached.
+func TestACallLeftUnapprovedIsAuditedApprovalRequired(t *testing.T) {
+	ev, a, _, cs := withEchoOnAsk(t)
+	before := ev.keyed.Load()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ended := make(chan error, 1)
+	go func() {
+		_, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "everything__echo", Arguments: map[string]any{"message": "waiting"}})
+		ended <- err
+	}()
+	waitApproval(t, a)
+	cancel()
+	select {
+	case <-ended:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the call did not end within 60 s of its client going away")
+	}
+	row := waitAuditRow(t, a)
+	if row.Tool != "echo" || row.Decision != "approval_required" || row.Outcome != "error" || row.UpstreamStatus != nil {
+		t.Fatalf("the audit row of a call left unapproved: %+v, want approval_required, error, no upstream status", row)
+	}
+	if ev.keyed.Load() != before {
+		t.Fatal("a call left unapproved reached the server")
 	}
 }
