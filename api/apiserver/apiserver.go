@@ -186,6 +186,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSession(srv, bh, index, con, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
+	mountBoxesConsole(srv, bh, con, log)
 	mountWakeConsole(srv, scheduleStore, con, log)
 	mountUsageConsole(srv, models, con, log)
 	if _, err := bh.Service(); err == nil { // else the home page says boxes are not available

@@ -15,6 +15,7 @@ import (
 	"connectrpc.com/connect"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/boxpage"
 	"github.com/cocoonbox/cocoonbox/api/config"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
@@ -105,6 +106,14 @@ func mountWakeConsole(srv *server.Server, st *wake.Store, con *console.Console, 
 	con.AddSection(console.Section{Title: "Schedules", Path: "/cb/schedules", Blurb: "When your boxes wake by themselves, and how long they stay up after.", Page: &wake.Page})
 }
 
+// mountBoxesConsole serves the console's Boxes page and its calls
+// (package boxpage) on bh's service; without a supervisor too, where the
+// page says boxes are not available and each call answers so.
+func mountBoxesConsole(srv *server.Server, bh *boxes.Handler, con *console.Console, log *slog.Logger) {
+	boxpage.NewConsole(bh.Service, con.UserID, log).Mount(srv)
+	con.AddSection(console.Section{Title: "Boxes", Path: boxpage.Path, Blurb: "Your boxes and their screens: wake, hibernate, save, upgrade and delete them.", Page: &boxpage.Page})
+}
+
 // wakeEvery is how often each api looks for due scheduled wakes (Contract:
 // Scheduled wake; a box wakes within about this of its time).
 const wakeEvery = time.Second
@@ -161,8 +170,9 @@ func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.
 	return hosts, func() {}, nil
 }
 
-// homeBoxes lists a user's boxes for the console's home page: each box's
-// state, image, last save and the kind of its operation under way.
+// homeBoxes lists a user's boxes for the console's home and Boxes pages:
+// each box's state, image, last save, the kind of its operation under
+// way and the newer image of its tier, when there is one.
 func homeBoxes(h *boxes.Handler) console.BoxLister {
 	return func(ctx context.Context, userID string) ([]console.BoxSummary, error) {
 		svc, err := h.Service()
@@ -179,6 +189,10 @@ func homeBoxes(h *boxes.Handler) console.BoxLister {
 			if !b.SavedAt.IsZero() {
 				saved := b.SavedAt
 				s.SavedAt = &saved
+			}
+			// A host that does not answer leaves the notice out, not the list.
+			if latest, newer, err := svc.LatestFor(ctx, b); err == nil && newer {
+				s.Upgrade = latest
 			}
 			if b.OperationID != "" {
 				// Ended between the list and this read: none to show.

@@ -407,7 +407,7 @@ func (c *Console) home(w http.ResponseWriter, r *http.Request) {
 			notices = append(notices, notice{Text: text, Path: s.Path})
 		}
 	}
-	c.renderOwn(w, r, "home.html", Page{Title: "Boxes", Script: Asset{Name: "home.js"}}, &u,
+	c.renderOwn(w, r, "home.html", Page{Title: "Home", Script: Asset{Name: "home.js"}}, &u,
 		homeData{User: u, Sections: sections, Notices: notices}, nil)
 }
 

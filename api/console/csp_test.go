@@ -38,7 +38,7 @@ func TestEveryPageCarriesThePolicyAndHoldsNoInlineScript(t *testing.T) {
 		path string
 	}{
 		{signedOut, "/cb/"}, {signedOut, "/cb/queue"}, {signedOut, cli}, {signedOut, "/cb/oauth/authorize?client_id=cocoonbox-cli"},
-		{alice, "/cb/"}, {alice, "/cb/token"}, {alice, "/cb/keys"}, {alice, "/cb/connect"}, {alice, "/cb/devices"}, {alice, "/cb/agents"},
+		{alice, "/cb/"}, {alice, "/cb/boxes"}, {alice, "/cb/token"}, {alice, "/cb/keys"}, {alice, "/cb/connect"}, {alice, "/cb/devices"}, {alice, "/cb/agents"},
 		{alice, "/cb/identities"}, {alice, "/cb/account"}, {alice, "/cb/admin"}, {alice, "/cb/queue"}, {alice, cli},
 		{alice, "/cb/oauth/authorize?" + agent.Encode()}, {boss, "/cb/admin"},
 		{alice, "/cb/api/me"}, {signedOut, "/cb/api/me"}, {signedOut, "/cb/assets/console.js"}, {signedOut, "/nowhere"},
@@ -116,7 +116,7 @@ func TestEveryPageWithoutASessionGoesToTheSignInAndBack(t *testing.T) {
 	t.Parallel()
 	a := apitest.New(t, apitest.WithoutSession(), apitest.WithConnect(connect.UpstreamConfig{}))
 	out := a.Browser()
-	for _, p := range []string{"/cb/token", "/cb/keys", "/cb/connect", "/cb/devices", "/cb/agents", "/cb/identities", "/cb/account", "/cb/admin"} {
+	for _, p := range []string{"/cb/boxes", "/cb/token", "/cb/keys", "/cb/connect", "/cb/devices", "/cb/agents", "/cb/identities", "/cb/account", "/cb/admin"} {
 		if resp, _ := out.Send("GET", p, "", ""); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/cb/?return_to="+p {
 			t.Errorf("%s signed out: %d to %q, want the sign-in coming back", p, resp.StatusCode, resp.Header.Get("Location"))
 		}

@@ -9,7 +9,8 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/users"
 )
 
-// BoxSummary is one of the user's boxes as the home page shows it.
+// BoxSummary is one of the user's boxes as the home page and the Boxes
+// page (package boxpage) show it.
 type BoxSummary struct {
 	Name  string `json:"name"`
 	State string `json:"state"` // boxes' state: running, hibernated, ...
@@ -21,6 +22,10 @@ type BoxSummary struct {
 	Operation string `json:"operation,omitempty"`
 	// Agent: an agent's grant made the box.
 	Agent bool `json:"agent"`
+	// Upgrade is the newer image of the box's tier the Boxes service
+	// would upgrade it to ("" when it runs the latest, or its host did
+	// not answer): the Boxes page's upgrade notice.
+	Upgrade string `json:"upgrade,omitempty"`
 }
 
 // BoxLister answers a user's boxes, oldest first (api/apiserver's, over

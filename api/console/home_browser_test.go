@@ -33,7 +33,8 @@ type savesSlowly struct {
 }
 
 func (s savesSlowly) Images(context.Context) ([]sandbox.Image, error) {
-	return []sandbox.Image{{Ref: "cbdesk:v23-desk", Version: 23, Tier: "desk"}}, nil
+	// v24-desk: main (v23-desk) has an upgrade, which the Boxes page tells.
+	return []sandbox.Image{{Ref: "cbdesk:v23-desk", Version: 23, Tier: "desk"}, {Ref: "cbdesk:v24-desk", Version: 24, Tier: "desk"}}, nil
 }
 
 func (s savesSlowly) List(context.Context, string) ([]sandbox.Machine, error) { return nil, nil }

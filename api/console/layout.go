@@ -62,11 +62,10 @@ type Page struct {
 }
 
 // navOrder is the navigation's entries in order; an entry shows when a
-// section of its path was added (AddSection), Boxes (the home page)
-// always, Admin to admins only. A section that is not built is left out
+// section of its path was added (AddSection), Home always, Admin to admins only. A section that is not built is left out
 // rather than linked to a page that says so.
 var navOrder = []struct{ Title, Path string }{
-	{"Boxes", "/cb/"}, {"Schedules", "/cb/schedules"}, {"Usage", "/cb/usage"}, {"Keys", "/cb/keys"}, {"Connect", "/cb/connect"}, {"Agents", "/cb/agents"}, {"Devices", "/cb/devices"},
+	{"Home", "/cb/"}, {"Boxes", "/cb/boxes"}, {"Schedules", "/cb/schedules"}, {"Usage", "/cb/usage"}, {"Keys", "/cb/keys"}, {"Connect", "/cb/connect"}, {"Agents", "/cb/agents"}, {"Devices", "/cb/devices"},
 	{"Connected accounts", "/cb/identities"}, {"Account", "/cb/account"}, {"Admin", "/cb/admin"},
 }
 

@@ -115,6 +115,15 @@ func TestEveryPageInEveryState(t *testing.T) {
 	}
 	asAlice := []pageState{
 		{name: "home", path: "/cb/", ready: "Saving now", shot: true},
+		// Issue 43, Deliver 3: the Boxes page, full (main with its upgrade
+		// notice, a save under way) and with a refusal (Save of the box
+		// mid-save); empty as boss, below.
+		{name: "boxes", path: "/cb/boxes", ready: "A newer image, cbdesk:v24-desk", act: func(u *ui) { u.waitText("Saving now") }, shot: true},
+		{name: "boxes-refused", path: "/cb/boxes", ready: "Saving now", act: func(u *ui) {
+			u.click(`button[aria-label="Save scratch-for-a-long-experiment"]`)
+			u.waitText("cannot be saved now")
+			u.plain("#error-summary li")
+		}},
 		{name: "token", path: "/cb/token", ready: "You have no personal token", act: func(u *ui) {
 			u.click("#token-generate")
 			u.waitText("Copy it now")
@@ -171,6 +180,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 		u.signIn("alice")
 	}})
 	asBoss := []pageState{
+		{name: "boxes-empty", path: "/cb/boxes", ready: "You have no boxes yet"},
 		{name: "admin", path: "/cb/admin", ready: "p1@example.com", act: func(u *ui) {
 			u.click("#invite-create")
 			u.waitText("The link, shown once")
