@@ -1,11 +1,11 @@
 // The Boxes page (/cb/boxes): the user's boxes, each with its screen,
-// woken, hibernated, saved, upgraded and deleted through the console's
+// made, woken, hibernated, saved, upgraded and deleted through the console's
 // calls to the Boxes service (docs/console.md, Boxes). While an operation
 // is under way the page reads the list again every 2 s, so each box's
 // state follows it.
 "use strict";
 (() => {
-  const { $, call, button, clearErrors, fail, confirm, row, el, when } = cb;
+  const { $, call, busy, button, clearErrors, showError, fail, plain, confirm, row, el, when } = cb;
   const states = { running: "Running", hibernated: "Hibernated", starting: "Starting", saving: "Saving",
                    hibernating: "Hibernating", waking: "Waking", deleting: "Deleting", failed: "Failed" };
   const doing = { create: "Being made now", ensure: "Starting now", hibernate: "Hibernating now", save: "Saving now",
@@ -30,8 +30,9 @@
       body.append(row(table, [name, state, image, b.saved_at ? when(b.saved_at) : "Never saved", actions(b)]));
     }
     table.hidden = answer.boxes.length === 0;
+    $("make-section").hidden = !answer.available;
     $("state").textContent = answer.boxes.length ? (answer.boxes.length === 1 ? "1 box." : answer.boxes.length + " boxes.")
-      : (answer.available ? "You have no boxes yet. Make one with the cocoonbox CLI (cocoonbox box create NAME) or the app." : "Boxes are not available on this api.");
+      : (answer.available ? "You have no boxes yet. Make one below." : "Boxes are not available on this api.");
     // Follow each operation under way: its box's state changes as it goes.
     if (answer.boxes.some((b) => b.operation)) timer = setTimeout(load, 2000);
   }
@@ -66,6 +67,19 @@
     if (!await confirm("Delete " + b.name + "?", "It removes " + b.name + " for good, keeping only its newest save (cocoonbox box create " + b.name + " --restore brings that back).", "Delete")) return;
     await act(b, "delete", "Deleting", true);
   }
+
+  $("make").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    busy($("make-submit"), async () => {
+      clearErrors();
+      const name = $("name").value.trim();
+      if (!name) { showError("Name: give the new box a name.", $("name")); return; }
+      const { status, answer } = await call("POST", "/cb/api/boxes", { name });
+      if (status !== 202) { showError(plain(answer, status, "Making " + name), answer.field === "name" ? $("name") : undefined); return; }
+      $("name").value = "";
+      await load();
+    });
+  });
 
   load();
 })();

@@ -1,9 +1,9 @@
 // Package boxpage is the console's Boxes section, /cb/boxes (issue 43,
 // Deliver 3; docs/console.md, Boxes): the user's boxes with their state,
 // image, last save and an upgrade notice, each linking to its screen page
-// (package screenpage), and Wake, Hibernate, Save, Upgrade and Delete
-// through JSON calls of the console to the same Boxes service the CLI's
-// calls reach (package boxes), owner only. Upgrade and Delete ask first,
+// (package screenpage), a form making a box, and Wake, Hibernate, Save,
+// Upgrade and Delete, through JSON calls of the console to the same Boxes
+// service the CLI's calls reach (package boxes), owner only. Upgrade and Delete ask first,
 // as the CLI's --confirm does; the page follows each operation by reading
 // the list again until none is under way.
 //
@@ -48,15 +48,16 @@ type Services func() (*boxes.Service, error)
 
 // Console serves the page's calls for the user of the console session:
 //
+//	POST /cb/api/boxes                  {name, request_id}; 202 as below, the box starting (boxes.Service.Create, the latest image)
 //	POST /cb/api/boxes/{box}/{action}   {request_id, confirm}; 202 {box: {name, state}, operation: {id, kind, phase} | null}
 //
 // box is the box's name; action one of wake (boxes.Service.Ensure),
 // hibernate, save, upgrade and delete, the last two with confirm true (as
 // the CLI's --confirm). request_id is optional (the Boxes API's grammar;
 // one is made when empty). Refusals are {error, message}, message a plain
-// sentence naming the box: 400 invalid or confirm, 404 not_found (no such
-// box or action), 409 busy or state, 429 limit, 503 unavailable; 401
-// without a session.
+// sentence naming the box: 400 invalid (with field "name" for a bad
+// name) or confirm, 404 not_found (no such box or action), 409 busy,
+// state or exists, 429 limit, 503 unavailable; 401 without a session.
 type Console struct {
 	boxes   Services
 	session console.SessionUser
@@ -71,6 +72,7 @@ func NewConsole(svc Services, session console.SessionUser, log *slog.Logger) *Co
 
 // Mount puts the calls on mux.
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("POST /cb/api/boxes", c.session.Calls(c.create))
 	mux.Handle("POST /cb/api/boxes/{box}/{action}", c.session.Calls(c.act))
 }
 
@@ -100,6 +102,77 @@ var actions = map[string]action{
 		return s.Delete
 	}, "deleted",
 		"a delete removes the box for good, keeping only its newest save"},
+}
+
+// create is POST /cb/api/boxes.
+func (c *Console) create(w http.ResponseWriter, r *http.Request, userID string) {
+	var req struct {
+		Name      string `json:"name"`
+		RequestID string `json:"request_id"`
+	}
+	if !console.ReadCall(w, r, 4<<10, &req) {
+		return
+	}
+	if boxes.CheckName(req.Name) != nil {
+		server.WriteJSON(w, http.StatusBadRequest, fieldRefusal{"invalid", "name",
+			"Name: use 1 to 63 lower-case letters, digits and dashes, starting with a letter and not ending with a dash."})
+		return
+	}
+	svc, id, ok := c.begin(w, req.RequestID)
+	if !ok {
+		return
+	}
+	b, op, err := svc.Create(r.Context(), boxes.Call{UserID: userID, RequestID: id}, boxes.CreateRequest{Name: req.Name})
+	if errors.Is(err, boxes.ErrExists) {
+		server.WriteJSON(w, http.StatusConflict, fieldRefusal{"exists", "name", "Name: you have a box called " + req.Name + " already."})
+		return
+	}
+	c.answer(w, r, req.Name, created, b, op, err)
+}
+
+// created is Create's words in its refusals.
+var created = action{doing: "made"}
+
+// fieldRefusal is a refusal of one field of the page's form.
+type fieldRefusal struct {
+	Error   string `json:"error"`
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// begin answers the service and the call's request id (req's, or a new
+// one), or refuses the call and answers false.
+func (c *Console) begin(w http.ResponseWriter, req string) (*boxes.Service, string, bool) {
+	svc, err := c.boxes()
+	if err != nil {
+		refuse(w, http.StatusServiceUnavailable, "unavailable", "Boxes are not available on this api now. Try again later.")
+		return nil, "", false
+	}
+	switch {
+	case req == "":
+		req = newRequestID()
+	case !client.RequestID.MatchString(req):
+		refuse(w, http.StatusBadRequest, "invalid", "The request id must be 1 to 64 letters, digits, dots, colons, dashes or underscores.")
+		return nil, "", false
+	}
+	return svc, req, true
+}
+
+// answer answers a call's outcome: 202 with the box and its operation,
+// or the refusal of err.
+func (c *Console) answer(w http.ResponseWriter, r *http.Request, name string, a action, b *boxes.Box, op *boxes.Operation, err error) {
+	if err != nil {
+		c.refused(w, r, name, a, err)
+		return
+	}
+	var out answer
+	if b != nil {
+		out.Box.Name, out.Box.State = b.Name, b.State
+	}
+	if op != nil {
+		out.Operation = &operation{ID: op.ID, Kind: op.Kind, Phase: op.Phase}
+	}
+	server.WriteJSON(w, http.StatusAccepted, out)
 }
 
 // request is the body of a call.
@@ -143,31 +216,12 @@ func (c *Console) act(w http.ResponseWriter, r *http.Request, userID string) {
 		refuse(w, http.StatusBadRequest, "confirm", "Confirm first: "+a.confirm+".")
 		return
 	}
-	svc, err := c.boxes()
-	if err != nil {
-		refuse(w, http.StatusServiceUnavailable, "unavailable", "Boxes are not available on this api now. Try again later.")
+	svc, id, ok := c.begin(w, req.RequestID)
+	if !ok {
 		return
 	}
-	switch {
-	case req.RequestID == "":
-		req.RequestID = newRequestID()
-	case !client.RequestID.MatchString(req.RequestID):
-		refuse(w, http.StatusBadRequest, "invalid", "The request id must be 1 to 64 letters, digits, dots, colons, dashes or underscores.")
-		return
-	}
-	b, op, err := a.call(svc)(r.Context(), boxes.Call{UserID: userID, RequestID: req.RequestID, Box: name})
-	if err != nil {
-		c.refused(w, r, name, a, err)
-		return
-	}
-	var out answer
-	if b != nil {
-		out.Box.Name, out.Box.State = b.Name, b.State
-	}
-	if op != nil {
-		out.Operation = &operation{ID: op.ID, Kind: op.Kind, Phase: op.Phase}
-	}
-	server.WriteJSON(w, http.StatusAccepted, out)
+	b, op, err := a.call(svc)(r.Context(), boxes.Call{UserID: userID, RequestID: id, Box: name})
+	c.answer(w, r, name, a, b, op, err)
 }
 
 // refused answers a Boxes service's error as a sentence a person reads.

@@ -76,6 +76,46 @@ func TestTheBoxesPageHibernatesAndDeletesABox(t *testing.T) {
 	}
 }
 
+// Issue 43, Deliver 3: the Boxes page's form makes a box through the
+// Boxes service, as box create does: a bad name and a taken one are
+// refused beside the field, nothing made; a good one shows Starting, then
+// Running, without a reload.
+func TestTheBoxesPageMakesABox(t *testing.T) {
+	t.Parallel()
+	sup := sandboxtest.New("cbdesk:v23-desk")
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sup))
+	u := newUI(t, a.URL)
+	u.signIn("alice")
+	u.open("/cb/boxes")
+	u.waitText("You have no boxes yet")
+	u.typeIn("#name", "Not OK")
+	u.click("#make-submit")
+	u.waitText("Name: use 1 to 63 lower-case letters")
+	var invalid string
+	u.js(`return document.getElementById("name").getAttribute("aria-invalid") || "";`, &invalid)
+	if invalid != "true" {
+		t.Errorf("the bad name's field is not marked invalid (%q)", invalid)
+	}
+	release := sup.Hold()
+	defer release()
+	u.clear("#name")
+	u.typeIn("#name", "demo")
+	u.click("#make-submit")
+	u.waitText("Being made now")
+	release()
+	u.waitText("Running")
+	u.without("Being made now")
+	u.typeIn("#name", "demo")
+	u.click("#make-submit")
+	u.waitText("you have a box called demo already")
+	boxesAPI := controlv1connect.NewBoxesClient(http.DefaultClient, a.URL,
+		connect.WithInterceptors(client.BearerInterceptor(string(a.PersonalToken(a.User.ID)))))
+	resp, err := boxesAPI.List(context.Background(), connect.NewRequest(&controlv1.ListBoxesRequest{}))
+	if err != nil || len(resp.Msg.Boxes) != 1 || resp.Msg.Boxes[0].Name != "demo" || resp.Msg.Boxes[0].State != controlv1.BoxState_BOX_STATE_RUNNING {
+		t.Fatalf("the boxes after making demo: %v, %v; want demo running alone", resp, err)
+	}
+}
+
 // without waits, for 30 s at most, until the page's text no longer holds s.
 func (u *ui) without(s string) {
 	u.t.Helper()

@@ -11,7 +11,7 @@ import (
 
 // Issue 43, Deliver 3: every refusal of the Boxes page's calls is a plain
 // sentence in "message" naming the box (the machine code in "error"):
-// signed out, another user's box, no such action, Delete and Upgrade
+// signed out, another user's box, no such action, a bad or taken name, Delete and Upgrade
 // without the confirmation, a box in the wrong state, a box busy with
 // another operation, an api without a supervisor.
 func TestTheBoxesCallsRefuseInPlainSentences(t *testing.T) {
@@ -52,6 +52,9 @@ func TestTheBoxesCallsRefuseInPlainSentences(t *testing.T) {
 		{"upgrade of a hibernated box", "/cb/api/boxes/spare/upgrade", `{"confirm":true}`, alice, 409, "state"},
 		{"a bad request id", "/cb/api/boxes/main/wake", `{"request_id":"not one!"}`, alice, 400, "invalid"},
 		{"no supervisor", "/cb/api/boxes/main/wake", `{}`, bare.SignIn("alice"), 503, "unavailable"},
+		{"make, a bad name", "/cb/api/boxes", `{"name":"Not OK"}`, alice, 400, "invalid"},
+		{"make, a name taken", "/cb/api/boxes", `{"name":"main"}`, alice, 409, "exists"},
+		{"make, no supervisor", "/cb/api/boxes", `{"name":"demo"}`, bare.SignIn("alice"), 503, "unavailable"},
 		{"not JSON", "/cb/api/boxes/main/wake", "", alice, 415, "bad_request"},
 	}
 	for _, c := range cases {
