@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/sandbox/sandboxtest"
 )
 
@@ -22,6 +23,18 @@ func TestTheBoxesCallsRefuseInPlainSentences(t *testing.T) {
 	ctx := context.Background()
 	for _, b := range []struct{ id, user, name string }{
 		{"cb-00000000000000a1", a.User.ID, "main"}, {"cb-00000000000000a2", a.User.ID, "spare"}, {"cb-00000000000000b1", bob.ID, "bobs"}} {
+		// The machine exists, hibernated, before its row: the api's
+		// reconcile at start fails a row whose machine is missing, and
+		// under load it ran after the rows were written (main failed).
+		if _, err := sup.Create(ctx, sandbox.Spec{ID: b.id, Tenant: b.user, Image: "cbdesk:v23-desk"}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sup.Boot(ctx, b.id); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := sup.Hibernate(ctx, b.id); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := a.DB.Pool.Exec(ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed)
 			VALUES ($1, $2, $3, 'cbdesk:v23-desk', 'hibernated', 'host1', $4)`, b.id, b.user, b.name, make([]byte, 32)); err != nil {
 			t.Fatal(err)
