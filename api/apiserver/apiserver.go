@@ -22,6 +22,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/shares"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/state"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
@@ -178,12 +179,14 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 		return nil, err
 	}
 	s.closing(stopOAuth)
-	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, log)
+	viewers := &shares.Viewers{} // the open viewers of shares: sign out everywhere ends them
+	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, viewers, log)
 	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
 	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxState(s.State, keys), models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
-	mountSession(srv, bh, index, con, log)
+	screens := mountSession(srv, bh, index, con, log)
+	mountShares(srv, db.Pool, viewers, screens, bh, index, cfg.Issuer(), opts.Now, log)
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
 	mountBoxesConsole(srv, bh, con, log)

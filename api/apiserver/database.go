@@ -11,6 +11,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/oauth"
 	"github.com/cocoonbox/cocoonbox/api/ratelimit"
+	"github.com/cocoonbox/cocoonbox/api/shares"
 	"github.com/cocoonbox/cocoonbox/api/signin"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/state"
@@ -21,7 +22,7 @@ import (
 )
 
 // Schemas are every package's migrations, in the order their tables refer to each other.
-var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema, connect.Schema, usage.Schema, wake.Schema}
+var Schemas = []database.Schema{users.Schema, console.Schema, ratelimit.Schema, signin.Schema, boxes.Schema, vault.Schema, oauth.Schema, signup.Schema, state.Schema, connect.Schema, usage.Schema, wake.Schema, shares.Schema}
 
 // OpenDB opens and migrates the configured database. shared: an admin
 // command beside a serving api uses that api's embedded cluster.

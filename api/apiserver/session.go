@@ -21,12 +21,14 @@ import (
 //
 // The screen's WebSocket form (session.ScreenSocketPath) takes the console
 // session instead of a token, and ends with it (console.BindSession); the
-// console's screen page (package screenpage) is its browser client.
-func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, con *console.Console, log *slog.Logger) {
+// console's screen page (package screenpage) is its browser client. It
+// answers the service, which the shares' socket relays through.
+func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, con *console.Console, log *slog.Logger) *session.Service {
 	svc := session.New(bh, tokens.UserID, log)
 	// A stream: its messages are bounded by the service, not its total.
 	path, h := svc.Handler(connect.WithInterceptors(index.Interceptor(), bh.CallInterceptor()))
 	srv.HandleStream(path, index.Guard(h))
 	srv.HandleStream(session.ScreenSocketPath, svc.ScreenSocket(con.BindSession, bh.Call))
 	screenpage.Mount(srv, con.UserID)
+	return svc
 }

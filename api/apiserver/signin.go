@@ -13,6 +13,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/devices"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/shares"
 	"github.com/cocoonbox/cocoonbox/api/signin"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 )
@@ -24,8 +25,8 @@ import (
 // shared endpoints go to agents.
 //
 // Contract: Browser sign-in and device tokens.
-func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *tokens.Index, personal *tokens.Store, con *console.Console, agents *agentsOAuth, log *slog.Logger) {
-	dev := devices.NewStore(pool, signIns{con, personal}, index.Reload)
+func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *tokens.Index, personal *tokens.Store, con *console.Console, agents *agentsOAuth, viewers *shares.Viewers, log *slog.Logger) {
+	dev := devices.NewStore(pool, signIns{con, personal, viewers}, index.Reload)
 	index.OnChange(dev.Changed)
 
 	principal := func(r *http.Request) (signin.Principal, bool) {
@@ -56,14 +57,18 @@ func mountSignIn(srv *server.Server, pool *pgxpool.Pool, issuer string, index *t
 type signIns struct {
 	con      *console.Console
 	personal *tokens.Store
+	viewers  *shares.Viewers
 }
 
-// EndSessions ends the console sessions and the agents' grants (OAuth
-// for agents: sign out everywhere ends every grant too).
+// EndSessions ends the console sessions, the viewers open on the user's
+// shares (the shares stay) and the agents' grants (OAuth for agents: sign
+// out everywhere ends every grant too). Contract: Sign out everywhere, "A
+// named share's screen open in the console ends with its viewer too".
 func (s signIns) EndSessions(ctx context.Context, tx pgx.Tx, userID string) error {
 	if err := s.con.EndSessions(ctx, tx, userID); err != nil {
 		return err
 	}
+	s.viewers.EndUser(userID)
 	return useragents.EndAll(ctx, tx, userID)
 }
 

@@ -14,10 +14,14 @@ import (
 	"net/http"
 
 	"github.com/cocoonbox/cocoonbox/api/console"
+	"github.com/cocoonbox/cocoonbox/api/shares"
 )
 
 //go:embed page.html
 var page []byte
+
+//go:embed share.html
+var sharePage []byte
 
 //go:embed static
 var static embed.FS
@@ -62,5 +66,25 @@ func Mount(mux interface{ Handle(string, http.Handler) }, user console.SessionUs
 		w.Header().Set("X-Content-Type-Options", "nosniff")
 		w.Header().Set("Cache-Control", "no-cache")
 		serve.ServeHTTP(w, r)
+	}))
+}
+
+// MountShare puts the share page (shares.PagePath) on mux: the screen of
+// the share whose secret is the link's fragment, to anyone who holds the
+// link, no sign-in (issue 43, Deliver 4; docs/screen.md, "Shares"). The
+// page is the same for every link: the server never sees the fragment,
+// so the page itself tells nothing; the share's socket (shares.Socket)
+// says, by its close code, whether the secret opens a screen. It runs
+// under the screen page's strict policy, and closes its screen while its
+// tab is hidden (Contract: Idle user boxes, "The share page does the same
+// while its tab is hidden, a tab hidden from the start included").
+// Its files are Mount's (StaticPath).
+func MountShare(mux interface{ Handle(string, http.Handler) }) {
+	mux.Handle("GET "+shares.PagePath, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Header().Set("X-Frame-Options", "DENY")
+		w.Header().Set("Content-Security-Policy", csp)
+		w.Header().Set("Cache-Control", "no-store")
+		w.Write(sharePage)
 	}))
 }

@@ -3,6 +3,7 @@ package session
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
@@ -45,7 +46,7 @@ type SessionBinder func(r *http.Request) (ctx context.Context, userID string, do
 // docs/screen.md.
 func (s *Service) ScreenSocket(bind SessionBinder, call func(context.Context) (context.Context, func())) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if err := sameOrigin(r); err != nil {
+		if err := SameOrigin(r); err != nil {
 			http.Error(w, err.Error(), http.StatusForbidden)
 			return
 		}
@@ -68,30 +69,76 @@ func (s *Service) ScreenSocket(bind SessionBinder, call func(context.Context) (c
 			ws.Close(closeCode(err), reason(err))
 			return
 		}
-		// The WebSocket's own reads and writes outlive ctx by closeGrace:
-		// coder/websocket closes the connection at once when their
-		// context ends, and the close frame saying why must go first. A
-		// viewer that does not read is cut after closeGrace all the same.
-		wsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
-		defer stop()
-		cut := context.AfterFunc(ctx, func() { time.AfterFunc(closeGrace, stop) })
-		defer cut()
-		err = s.splice(ctx, conn, box, wsViewer{ws, wsCtx})
-		switch {
-		case err == nil:
-			ws.Close(websocket.StatusNormalClosure, "the box's screen closed")
-		case ctx.Err() != nil:
-			ws.Close(CloseEnded, "the console session ended (sign in again) or the api stops")
-		default:
-			ws.Close(websocket.StatusGoingAway, "the screen was closed")
-		}
+		s.RelaySocket(ctx, ws, conn, box, nil, func(err error) (websocket.StatusCode, string) {
+			switch {
+			case err == nil:
+				return websocket.StatusNormalClosure, "the box's screen closed"
+			case ctx.Err() != nil:
+				return CloseEnded, "the console session ended (sign in again) or the api stops"
+			}
+			return websocket.StatusGoingAway, "the screen was closed"
+		})
 	})
 }
 
-// sameOrigin requires a browser's Origin, and the api's own: the cookie
+// RelaySocket carries the RFB bytes of conn (DialScreen's) to ws as
+// binary messages and ws's binary messages to conn until the box's server
+// closes (nil), the viewer goes or ctx ends (an error), then closes ws
+// with the code and reason end answers for that error (while ws's reads
+// still run: the close frame goes first) and answers the error; conn is
+// closed when it returns. With
+// filter, each viewer message passes through it first and only what it
+// answers reaches the box; its error ends the screen (a view-only share's
+// RFB filter, shares.ViewOnly). The box is box's id, for the log.
+func (s *Service) RelaySocket(ctx context.Context, ws *websocket.Conn, conn net.Conn, box string, filter func([]byte) ([]byte, error),
+	end func(error) (websocket.StatusCode, string)) error {
+	// The WebSocket's own reads and writes outlive ctx by closeGrace:
+	// coder/websocket closes the connection at once when their
+	// context ends, and the close frame saying why must go first. A
+	// viewer that does not read is cut after closeGrace all the same.
+	wsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	cut := context.AfterFunc(ctx, func() { time.AfterFunc(closeGrace, stop) })
+	defer cut()
+	var v viewer = wsViewer{ws, wsCtx}
+	if filter != nil {
+		v = filtered{v, filter}
+	}
+	err := s.splice(ctx, conn, box, v)
+	ws.Close(end(err))
+	return err
+}
+
+// filtered is a viewer whose messages pass through f first.
+type filtered struct {
+	viewer
+	f func([]byte) ([]byte, error)
+}
+
+func (v filtered) receive(ctx context.Context) ([]byte, error) {
+	for {
+		b, err := v.viewer.receive(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if b, err = v.f(b); err != nil {
+			return nil, err
+		}
+		if len(b) > 0 {
+			return b, nil
+		}
+	}
+}
+
+// CloseCode is the close code of a DialScreen error (CloseNotFound,
+// CloseNotRunning, CloseUnavail) and its reason cut to a close frame's
+// 123 bytes.
+func CloseCode(err error) (websocket.StatusCode, string) { return closeCode(err), reason(err) }
+
+// SameOrigin requires a browser's Origin, and the api's own: the cookie
 // goes along with a page of any site's WebSocket, so this is the check
 // that a page of ours opened it (Cross-Site WebSocket Hijacking).
-func sameOrigin(r *http.Request) error {
+func SameOrigin(r *http.Request) error {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return errors.New("origin: the screen's WebSocket is for browsers, which send Origin; a client without one calls Session.Screen")

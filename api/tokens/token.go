@@ -24,8 +24,13 @@ var (
 	// refused before any lookup: it works on the MCPs alone (Contract:
 	// OAuth for agents, what a grant reaches).
 	ErrAgentToken = errors.New("an agent's access token (cba_) works only on the MCPs it was granted")
-	ErrMalformed  = errors.New("malformed token: a token is cb_ and 64 lowercase hex digits")
-	ErrUnknown    = errors.New("unknown or revoked token: sign in again (cocoonbox login)")
+	// ErrShareSecret: a share link's secret (cbs_, api/shares) is refused
+	// before any lookup: it opens its share's screen on the share page
+	// alone (Contract: Flows, "a share secret is no gRPC token at the
+	// edge").
+	ErrShareSecret = errors.New("a share link's secret (cbs_) is no token: it opens its share's screen on the share page alone")
+	ErrMalformed   = errors.New("malformed token: a token is cb_ and 64 lowercase hex digits")
+	ErrUnknown     = errors.New("unknown or revoked token: sign in again (cocoonbox login)")
 )
 
 // Prefix starts every personal and device token.
@@ -59,6 +64,9 @@ func parse(bearer string) ([32]byte, error) {
 	}
 	if strings.HasPrefix(bearer, "cba_") {
 		return [32]byte{}, ErrAgentToken
+	}
+	if strings.HasPrefix(bearer, "cbs_") {
+		return [32]byte{}, ErrShareSecret
 	}
 	if len(bearer) != Len || bearer[:len(Prefix)] != Prefix {
 		return [32]byte{}, ErrMalformed
