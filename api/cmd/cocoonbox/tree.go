@@ -105,6 +105,7 @@ api not running, 74 the stream broke, 1 other), 130 on Ctrl-C.`,
 			Example: "  cocoonbox screen demo --open\n  cocoonbox screen demo --port 5901",
 			Args:    screenArgs,
 		}, false, screen)),
+		shareCommand(),
 		keysCommand(),
 		inviteCommand(),
 		in("agents", leaf(&cobra.Command{
