@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"strings"
@@ -23,6 +24,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
 	"github.com/cocoonbox/cocoonbox/api/shares"
+	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 func TestMain(m *testing.M) { dbtest.Main(m) }
@@ -38,6 +40,9 @@ type vncHost struct {
 	user string
 	mu   sync.Mutex
 	got  bytes.Buffer
+	// rfb, when set, serves each Dial's box side in place of the banner
+	// and the recording (a real RFB server's handshake: rfbServer).
+	rfb func(box net.Conn)
 }
 
 func (h *vncHost) Images(context.Context) ([]sandbox.Image, error) {
@@ -59,6 +64,10 @@ func (h *vncHost) Dial(_ context.Context, id string, port int) (net.Conn, error)
 		return nil, errors.New("no such port")
 	}
 	api, box := net.Pipe()
+	if h.rfb != nil {
+		go h.rfb(box)
+		return api, nil
+	}
 	go func() {
 		defer box.Close()
 		if _, err := box.Write([]byte("RFB 003.008\n")); err != nil {
@@ -81,19 +90,14 @@ func (h *vncHost) Dial(_ context.Context, id string, port int) (net.Conn, error)
 // received waits until the box has n bytes from its viewers and answers them.
 func (h *vncHost) received(t *testing.T, n int) []byte {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	var got []byte
+	wait.Eventually(t, 30*time.Second, fmt.Sprintf("the box received %d bytes", n), func() (bool, string) {
 		h.mu.Lock()
-		got := append([]byte(nil), h.got.Bytes()...)
+		got = append([]byte(nil), h.got.Bytes()...)
 		h.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the box received %d bytes in 30 s, want %d: %q", len(got), n, got)
-		}
-		time.Sleep(10 * time.Millisecond) // polling a fake's buffer: no event to wait on
-	}
+		return len(got) >= n, fmt.Sprintf("%d bytes: %q", len(got), got)
+	})
+	return got
 }
 
 func (h *vncHost) reset() {

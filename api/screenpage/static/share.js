@@ -73,6 +73,10 @@ function close() {
     }
 }
 
+// Another link pasted into this tab changes the fragment alone, which
+// loads no page: load it, so the new secret is the one sent.
+window.addEventListener('hashchange', () => location.reload());
+
 if (!/^cbs_[0-9a-f]{64}$/.test(secret)) {
     ended = true;
     say(closed[4404]);
