@@ -23,6 +23,7 @@ import (
 	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/session"
 	"github.com/cocoonbox/cocoonbox/api/shares"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
@@ -251,8 +252,9 @@ func TestTheSecretIsHashedAtRestAndNoToken(t *testing.T) {
 	}
 }
 
-// A guessed, a malformed, a revoked and an expired secret each close the
-// socket with CloseNoShare and the same words, leaking nothing of which;
+// A guessed, a malformed, a revoked, an expired secret and one of a
+// deleted box each close the socket with CloseNoShare and the same words,
+// leaking nothing of which;
 // the share page is the same for every link (the server never sees the
 // fragment) and runs under the strict policy. The control: the live
 // secret opens the screen.
@@ -264,11 +266,24 @@ func TestALinkThatOpensNothingSaysNothingMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	banner(t, w.ctx, w.open(t, live))
+	// A second box, shared and then deleted.
+	if _, err := w.a.DB.Pool.Exec(w.ctx, `INSERT INTO boxes (id, user_id, name, image, state, host, identity_seed)
+		VALUES ('cb-00000000000000d2', $1, 'gone', 'cbdesk:v23-desk', 'running', 'host1', $2)`, w.a.User.ID, make([]byte, 32)); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := w.shares.CreateShare(w.ctx, connect.NewRequest(&controlv1.CreateShareRequest{Box: "gone"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.a.DB.Pool.Exec(w.ctx, `DELETE FROM boxes WHERE id = 'cb-00000000000000d2'`); err != nil {
+		t.Fatal(err)
+	}
 	reasons := map[string]string{}
 	for what, secret := range map[string]string{
-		"guessed":   shares.SecretPrefix + strings.Repeat("0", 64),
-		"malformed": "cbs_nope",
-		"revoked":   revokedSecret,
+		"guessed":         shares.SecretPrefix + strings.Repeat("0", 64),
+		"malformed":       "cbs_nope",
+		"revoked":         revokedSecret,
+		"its box deleted": strings.TrimPrefix(resp.Msg.Link, w.a.URL+shares.PagePath+"#"),
 	} {
 		code, why := closed(t, w.ctx, w.open(t, secret))
 		if code != shares.CloseNoShare {
@@ -285,10 +300,10 @@ func TestALinkThatOpensNothingSaysNothingMore(t *testing.T) {
 	if len(reasons) != 1 {
 		t.Errorf("the links that open nothing say different things: %v", reasons)
 	}
-	resp, body := w.a.Browser().Send("GET", shares.PagePath, "", "")
-	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `src="/cb/screen/share.js"`) ||
-		!strings.Contains(resp.Header.Get("Content-Security-Policy"), "default-src 'none'") {
-		t.Errorf("the share page: %d %q %s", resp.StatusCode, resp.Header.Get("Content-Security-Policy"), body)
+	page, body := w.a.Browser().Send("GET", shares.PagePath, "", "")
+	if page.StatusCode != http.StatusOK || !strings.Contains(body, `src="/cb/screen/share.js"`) ||
+		!strings.Contains(page.Header.Get("Content-Security-Policy"), "default-src 'none'") {
+		t.Errorf("the share page: %d %q %s", page.StatusCode, page.Header.Get("Content-Security-Policy"), body)
 	}
 }
 
@@ -338,5 +353,19 @@ func TestRevokeAndSignOutEverywhereEndAnOpenViewer(t *testing.T) {
 	list, err := owner.ListShares(w.ctx, connect.NewRequest(&controlv1.ListSharesRequest{}))
 	if err != nil || len(list.Msg.Shares) != 2 || list.Msg.Shares[0].RevokedAtMs != 0 || list.Msg.Shares[1].RevokedAtMs == 0 {
 		t.Errorf("after sign out everywhere the shares stay, the revoked one marked: %v %v", list, err)
+	}
+}
+
+// A live share of a box that is not running closes with the screen's
+// CloseNotRunning, which the page turns into "ask its owner to wake it":
+// the link works, the box sleeps (the screen does not wake a box).
+func TestAShareOfAHibernatedBoxSaysItSleeps(t *testing.T) {
+	w := newWorld(t)
+	_, secret := w.create(t, true)
+	if _, err := w.a.DB.Pool.Exec(w.ctx, `UPDATE boxes SET state = 'hibernated' WHERE id = $1`, boxID); err != nil {
+		t.Fatal(err)
+	}
+	if code, why := closed(t, w.ctx, w.open(t, secret)); code != session.CloseNotRunning {
+		t.Errorf("a hibernated box's share: close %d %q, want %d", code, why, session.CloseNotRunning)
 	}
 }
