@@ -186,7 +186,11 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxState(s.State, keys), models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	screens := mountSession(srv, bh, index, con, log)
-	mountShares(srv, db.Pool, viewers, screens, bh, index, cfg.Issuer(), opts.Now, log)
+	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, cfg.Issuer(), opts.Now, log)
+	if err != nil {
+		return nil, err
+	}
+	s.closing(followed) // Close cancels ctx first
 	mountKeys(srv, keys, pushKeys.to(bh), index, con, log)
 	mountControlMCP(srv, bh, schedules, index, agents, log, cfg.Issuer())
 	mountBoxesConsole(srv, bh, con, log)

@@ -1,12 +1,13 @@
 package apiserver
 
 import (
+	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/screenpage"
 	"github.com/cocoonbox/cocoonbox/api/server"
@@ -23,10 +24,19 @@ import (
 // viewer a client call of its box (bh.Call). viewers are the open viewers
 // a revoke and sign out everywhere end; origin is the links' (the api's
 // public origin).
-func mountShares(srv *server.Server, pool *pgxpool.Pool, viewers *shares.Viewers, screens *session.Service, bh *boxes.Handler, index *tokens.Index, origin string, now func() time.Time, log *slog.Logger) {
-	st := shares.NewStore(pool, now)
+//
+// A revoke ends the share's viewers on every api: each follows the
+// revokes (shares.Follow); the returned func stops that when ctx has
+// ended.
+func mountShares(ctx context.Context, srv *server.Server, db *database.DB, viewers *shares.Viewers, screens *session.Service, bh *boxes.Handler, index *tokens.Index, origin string, now func() time.Time, log *slog.Logger) (func(), error) {
+	st := shares.NewStore(db.Pool, now)
+	followed, err := shares.Follow(ctx, db.URL, st, viewers, log)
+	if err != nil {
+		return nil, fmt.Errorf("follow the shares' revokes: %w", err)
+	}
 	path, h := controlv1connect.NewSharesHandler(shares.NewService(st, viewers, tokens.UserID, origin), callOptions(index)...)
 	srv.Handle(path, index.Guard(h))
 	srv.HandleStream(shares.SocketPath, shares.Socket(st, viewers, screens, bh.Call, log))
 	screenpage.MountShare(srv)
+	return followed, nil
 }

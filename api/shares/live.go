@@ -72,6 +72,21 @@ func (v *Viewers) Count(share string) int {
 	return n
 }
 
+// Shares answers the shares with a viewer open now, each once.
+func (v *Viewers) Shares() []string {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	seen := map[string]bool{}
+	var ids []string
+	for w := range v.open {
+		if !seen[w.share] {
+			seen[w.share] = true
+			ids = append(ids, w.share)
+		}
+	}
+	return ids
+}
+
 func (v *Viewers) end(match func(*viewer) bool, why error) {
 	v.mu.Lock()
 	defer v.mu.Unlock()

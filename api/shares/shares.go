@@ -159,7 +159,7 @@ func (s *Store) List(ctx context.Context, userID string) ([]Share, error) {
 }
 
 // Revoke marks userID's share id revoked (once: a second revoke keeps
-// the first time) and answers it. ErrNotFound for a share of another user
+// the first time), NOTIFYs Channel of it, and answers it. ErrNotFound for a share of another user
 // or none.
 func (s *Store) Revoke(ctx context.Context, userID, id string) (Share, error) {
 	sh, err := scan(s.pool.QueryRow(ctx, `UPDATE box_shares SET revoked_at = coalesce(revoked_at, $3)
@@ -169,6 +169,10 @@ func (s *Store) Revoke(ctx context.Context, userID, id string) (Share, error) {
 	}
 	if err != nil {
 		return Share{}, fmt.Errorf("revoke share %s: %w", id, err)
+	}
+	// Every api ends its viewers of the share (Follow); this one's too.
+	if _, err := s.pool.Exec(ctx, `SELECT pg_notify($1, $2)`, Channel, sh.ID); err != nil {
+		return Share{}, fmt.Errorf("tell the apis of share %s's revoke: %w", id, err)
 	}
 	return sh, nil
 }

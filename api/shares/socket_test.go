@@ -369,3 +369,28 @@ func TestAShareOfAHibernatedBoxSaysItSleeps(t *testing.T) {
 		t.Errorf("a hibernated box's share: close %d %q, want %d", code, why, session.CloseNotRunning)
 	}
 }
+
+// A revoke served by one api ends the share's viewer open on another api
+// of the same database (Follow: the revoke is NOTIFYed), at once.
+func TestARevokeOnOneApiEndsAViewerOnAnother(t *testing.T) {
+	w := newWorld(t)
+	other := apitest.New(t, apitest.WithDatabaseOf(w.a), apitest.WithSupervisor("host1", w.host))
+	sh, secret := w.create(t, true)
+	h := http.Header{"Origin": {other.URL}}
+	ws, _, err := websocket.Dial(w.ctx, "ws"+strings.TrimPrefix(other.URL, "http")+"/cb/api/share/screen",
+		&websocket.DialOptions{HTTPHeader: h, Subprotocols: []string{"binary"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.CloseNow()
+	if err := ws.Write(w.ctx, websocket.MessageText, []byte(secret)); err != nil {
+		t.Fatal(err)
+	}
+	banner(t, w.ctx, ws)
+	if _, err := w.shares.RevokeShare(w.ctx, connect.NewRequest(&controlv1.RevokeShareRequest{Id: sh.Id})); err != nil {
+		t.Fatal(err)
+	}
+	if code, why := closed(t, w.ctx, ws); code != shares.CloseShareEnded || !strings.Contains(why, "revoked") {
+		t.Errorf("the other api's viewer: close %d %q, want %d, revoked", code, why, shares.CloseShareEnded)
+	}
+}
