@@ -192,11 +192,11 @@ func shOn(t testing.TB, s sandbox.Supervisor, boxID, line string) string {
 }
 
 // secondSupervisor starts a supervisor beside the package's one: its own
-// state directory and bridge (cbboxes1, 10.205.0.1/16), the same images.
+// state directory and bridge (cbboxes3, 10.216.0.1/16), the same images.
 func secondSupervisor(t *testing.T) *local.Supervisor {
 	t.Helper()
 	n := local.DefaultNetwork()
-	n.Bridge, n.Gateway = "cbboxes1", netip.MustParsePrefix("10.205.0.1/16")
+	n.Bridge, n.Gateway = "cbboxes3", netip.MustParsePrefix("10.216.0.1/16")
 	s, err := local.New(context.Background(), local.Config{StateDir: filepath.Join(testRoot, "state2"), Images: filepath.Join(testRoot, "images"),
 		Network: n, EgressHosts: []string{"deb.debian.org"}, DefaultMaxClaims: 1000,
 		Log: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))})
