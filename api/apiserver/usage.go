@@ -82,7 +82,7 @@ func revokeOnChange(ctx context.Context, u *usage.Service, index *tokens.Index, 
 	index.OnChange(func(user string) {
 		revoked, err := u.Revoke(ctx, user)
 		if err != nil {
-			log.Warn("usage: the gw key was not revoked; the next change of the user tries again", "user", user, "err", err)
+			log.Warn("usage: the gw key was not revoked at gw; it stays in gw_revoke, and the next change of a user tries again", "user", user, "err", err)
 		}
 		if revoked {
 			push(user)

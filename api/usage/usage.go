@@ -213,37 +213,52 @@ func (s *Service) PushCap(ctx context.Context, q interface {
 	return err
 }
 
-// Revoke deletes user's key at gw and here, when the user is disabled:
+// Revoke deletes user's key here and at gw, when the user is disabled:
 // their boxes' calls are refused from the next one on (the caller pushes
 // the machines' entries without it). An enabled user is left alone. It
 // also revokes the keys of deleted users (gw_revoke). It answers whether
 // user's key was revoked.
+//
+// The row goes first, its token into gw_revoke in the same transaction,
+// and gw is told after: told first, gw refused the key while the row
+// still named it, and an Entry in between (the user enabled again at
+// once) handed out the dead key. A gw that fails meanwhile leaves the
+// token in gw_revoke, for the next Revoke.
 func (s *Service) Revoke(ctx context.Context, user string) (bool, error) {
-	if err := s.revokeDeleted(ctx); err != nil {
-		return false, err
-	}
 	if _, _, err := s.capOf(ctx, s.pool, user); !errors.Is(err, ErrDisabled) {
+		if err == nil {
+			err = s.revokeDeleted(ctx)
+		}
 		return false, err
 	}
-	var token string
-	err := s.pool.QueryRow(ctx, "SELECT token FROM gw_keys WHERE user_id = $1", user).Scan(&token)
-	if errors.Is(err, pgx.ErrNoRows) {
-		return false, nil
-	}
+	var revoked bool
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) error {
+		var token string
+		err := tx.QueryRow(ctx, "DELETE FROM gw_keys WHERE user_id = $1 RETURNING token", user).Scan(&token)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		revoked = true
+		_, err = tx.Exec(ctx, "INSERT INTO gw_revoke (token) VALUES ($1) ON CONFLICT DO NOTHING", token)
+		return err
+	})
 	if err != nil {
-		return false, err
-	}
-	if err := s.gw.Delete(ctx, token); err != nil && !errors.Is(err, gw.ErrNotFound) {
 		return false, fmt.Errorf("revoke the gw key of user %s: %w", user, err)
 	}
-	if _, err := s.pool.Exec(ctx, "DELETE FROM gw_keys WHERE user_id = $1 AND token = $2", user, token); err != nil {
-		return false, err
+	if err := s.revokeDeleted(ctx); err != nil {
+		return revoked, fmt.Errorf("revoke the gw key of user %s: %w", user, err)
 	}
-	s.log.Info("usage: gw key revoked", "user", user)
-	return true, nil
+	if revoked {
+		s.log.Info("usage: gw key revoked", "user", user)
+	}
+	return revoked, nil
 }
 
-// revokeDeleted revokes at gw the keys deleted users left.
+// revokeDeleted revokes at gw the keys in gw_revoke: those deleted users
+// left, and those Revoke took from disabled ones.
 func (s *Service) revokeDeleted(ctx context.Context) error {
 	rows, err := s.pool.Query(ctx, "SELECT token FROM gw_revoke")
 	if err != nil {
@@ -260,7 +275,7 @@ func (s *Service) revokeDeleted(ctx context.Context) error {
 		if _, err := s.pool.Exec(ctx, "DELETE FROM gw_revoke WHERE token = $1", t); err != nil {
 			return err
 		}
-		s.log.Info("usage: a deleted user's gw key revoked")
+		s.log.Info("usage: a gw key in gw_revoke revoked")
 	}
 	return nil
 }

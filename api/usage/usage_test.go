@@ -175,6 +175,38 @@ func TestAnAdminsCapChangeReachesGWForTheNextCall(t *testing.T) {
 
 // Contract: Model usage; issue 46, Deliver 1: the key goes with the user
 // (disable, delete), and comes back new with an enable.
+// A disabled user's key leaves the api before gw refuses it (issue 46's
+// revoke; found in a CI-like run as TestADisabledOrDeletedUsersGWKeyIsRevoked
+// failing "same key: true"): Revoke told gw first and deleted the row
+// after, so an Entry in between, the user enabled again at once, handed
+// out the dead key. At gw's delete the row must be gone already.
+func TestARevokedGWKeyIsGoneHereBeforeGWRefusesIt(t *testing.T) {
+	a, g := env(t)
+	ctx := context.Background()
+	if _, err := a.Server.Usage.Entry(ctx, a.User.ID); err != nil {
+		t.Fatal(err)
+	}
+	rows := make(chan int, 8)
+	g.BeforeDelete(func([]string) {
+		var n int
+		if err := a.Server.DB.Pool.QueryRow(ctx, "SELECT count(*) FROM gw_keys WHERE user_id = $1", a.User.ID).Scan(&n); err != nil {
+			t.Error(err)
+		}
+		rows <- n
+	})
+	if _, err := a.Server.Users.SetDisabled(ctx, "alice", true); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case n := <-rows:
+		if n != 0 {
+			t.Fatalf("when gw was told to delete alice's key the api still held %d row of it", n)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("gw was not told to delete alice's key within 30 s of her disable")
+	}
+}
+
 func TestADisabledOrDeletedUsersGWKeyIsRevoked(t *testing.T) {
 	a, g := env(t)
 	ctx := context.Background()

@@ -99,6 +99,18 @@ type Server struct {
 	keys  map[string]*key // by value
 	spend map[dayKey]*meter
 	calls []Call
+	// beforeDelete, when set, is called with a key delete's keys before
+	// they go (BeforeDelete).
+	beforeDelete func(keys []string)
+}
+
+// BeforeDelete has f called with the keys of every key delete the admin
+// API takes, before they go: a test reads then what the api holds at the
+// moment gw refuses a key.
+func (s *Server) BeforeDelete(f func(keys []string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.beforeDelete = f
 }
 
 // New starts a stand-in on loopback; Close stops it.
@@ -388,6 +400,12 @@ func (s *Server) deleteKeys(w http.ResponseWriter, r *http.Request) {
 	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
 		fail(w, http.StatusBadRequest, "invalid_request_error", "400", "give keys")
 		return
+	}
+	s.mu.Lock()
+	before := s.beforeDelete
+	s.mu.Unlock()
+	if before != nil {
+		before(req.Keys)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
