@@ -192,11 +192,11 @@ func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Ide
 func execSteps(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, step string, started func(), args []string) (string, error) {
 	tl := steps.From(ctx)
 	if tl == nil {
-		return execIn(ctx, sup, id, stdin, started, nil, args...)
+		return execIn(ctx, sup, id, "", stdin, started, nil, args...)
 	}
 	start := tl.Since()
 	var written time.Duration
-	out, err := execIn(ctx, sup, id, stdin, started, func(seen []byte) {
+	out, err := execIn(ctx, sup, id, "", stdin, started, func(seen []byte) {
 		if written == 0 && bytes.HasPrefix(seen, []byte("written\n")) {
 			written = tl.Since()
 		}
@@ -214,14 +214,14 @@ func execSteps(ctx context.Context, sup sandbox.Supervisor, id string, stdin []b
 // ErrNotFound as supervisorError maps it. Tests that drive boxes through
 // the api use it to look inside a box.
 func ExecIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, args ...string) (string, error) {
-	return execIn(ctx, sup, id, stdin, nil, nil, args...)
+	return execIn(ctx, sup, id, "", stdin, nil, nil, args...)
 }
 
-// execIn is ExecIn calling started (when not nil) once the command has
-// started, and seen (when not nil) with the stdout read so far after each
-// read.
-func execIn(ctx context.Context, sup sandbox.Supervisor, id string, stdin []byte, started func(), seen func([]byte), args ...string) (string, error) {
-	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args})
+// execIn is ExecIn as user ("" is root), calling started (when not nil)
+// once the command has started, and seen (when not nil) with the stdout
+// read so far after each read.
+func execIn(ctx context.Context, sup sandbox.Supervisor, id, user string, stdin []byte, started func(), seen func([]byte), args ...string) (string, error) {
+	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args, User: user})
 	if err != nil {
 		return "", supervisorError(err)
 	}

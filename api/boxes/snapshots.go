@@ -214,7 +214,7 @@ func (s *Service) RestorePaths(ctx context.Context, userID, box, snap string, pa
 		return m.Snapshot, stats, fmt.Errorf("box %s is on host %s, which this api does not reach: %w", b.Name, b.Host, ErrUnavailable)
 	}
 	if dir != "/" {
-		if _, err := execAs(ctx, sup, b.ID, "user", "mkdir", "-p", "--", dir); err != nil {
+		if _, err := execIn(ctx, sup, b.ID, "user", nil, nil, nil, "mkdir", "-p", "--", dir); err != nil {
 			return m.Snapshot, stats, fmt.Errorf("make %s in the box: %w", dir, err)
 		}
 	}
@@ -255,27 +255,4 @@ func slicesContainsPath(m *objects.Manifest, rel string) bool {
 		}
 	}
 	return false
-}
-
-// execAs runs args in the box as user, answering its stdout; a non-zero
-// exit is an error carrying its stderr.
-func execAs(ctx context.Context, sup sandbox.Supervisor, id, user string, args ...string) (string, error) {
-	p, err := sup.Exec(ctx, id, sandbox.ExecRequest{Args: args, User: user})
-	if err != nil {
-		return "", supervisorError(err)
-	}
-	p.Stdin().Close()
-	var stdout, stderr strings.Builder
-	done := make(chan struct{})
-	go func() { _, _ = io.Copy(&stderr, p.Stderr()); close(done) }()
-	_, _ = io.Copy(&stdout, p.Stdout())
-	<-done
-	st, err := p.Wait()
-	if err != nil {
-		return "", supervisorError(err)
-	}
-	if st.Code != 0 {
-		return "", fmt.Errorf("%s exited %d: %s", args[0], st.Code, strings.TrimSpace(stderr.String()))
-	}
-	return stdout.String(), nil
 }
