@@ -24,6 +24,8 @@ import (
 // address is permanent, and the firewall (filter.go) lets a box reach only
 // the gateway's allowed ports: the egress proxy and the contract's doors.
 //
+// The gateway's MAC never moves (gatewayMAC): a box learns it once.
+//
 // A box's port accepts only that box's own MAC and IP (issue 37, Deliver
 // 4: the egress proxy knows a box by its source address, so a box root
 // with raw sockets that moved another box's MAC to its own port held TCP
@@ -112,6 +114,11 @@ func (n Network) ensureBridge() error {
 		return fmt.Errorf("%s is a %s, not a bridge", n.Bridge, link.Type())
 	}
 	disableIPv6(n.Bridge)
+	// Set even when it is already this MAC: setting marks it chosen, and
+	// the kernel stops moving it.
+	if err := netlink.LinkSetHardwareAddr(link, n.gatewayMAC()); err != nil {
+		return fmt.Errorf("MAC address of bridge %s: %w", n.Bridge, err)
+	}
 	addr := &netlink.Addr{IPNet: prefixNet(n.Gateway)}
 	if err := netlink.AddrReplace(link, addr); err != nil {
 		return fmt.Errorf("address %s on %s: %w", n.Gateway, n.Bridge, err)
@@ -120,6 +127,21 @@ func (n Network) ensureBridge() error {
 		return fmt.Errorf("bridge %s up: %w", n.Bridge, err)
 	}
 	return n.installFirewall()
+}
+
+// gatewayMAC is the bridge's MAC address, derived from its name: the
+// same on every start, locally administered, unicast. A bridge whose MAC
+// nobody set takes its lowest port's, so without this the gateway's MAC
+// moved whenever a box started or stopped, and every other box kept
+// sending to the old one until its neighbour entry failed (tens of
+// seconds; the kernel sends no gratuitous ARP for the change unless
+// arp_notify is on). A box's TCP connect to the proxy timed out that way
+// under load (issue 40).
+func (n Network) gatewayMAC() net.HardwareAddr {
+	sum := sha256.Sum256([]byte("cocoonbox gateway/" + n.Bridge))
+	mac := net.HardwareAddr(sum[:6])
+	mac[0] = mac[0]&^1 | 2
+	return mac
 }
 
 // removeBridge deletes the firewall, and the bridge once no port is left
