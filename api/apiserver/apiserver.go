@@ -25,6 +25,7 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/shares"
 	"github.com/cocoonbox/cocoonbox/api/signup"
 	"github.com/cocoonbox/cocoonbox/api/state"
+	"github.com/cocoonbox/cocoonbox/api/state/objects"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
 	"github.com/cocoonbox/cocoonbox/api/tokens"
 	"github.com/cocoonbox/cocoonbox/api/usage"
@@ -85,8 +86,11 @@ type Server struct {
 	// Boxes is the Boxes service's handler: an Unavailable one without a
 	// supervisor.
 	Boxes *boxes.Handler
-	// State is the state store (state.store: embedded or s3).
-	State store.Store
+	// State is the state store (state.store: embedded or s3), and
+	// StateKeys a user's keys of it (the vault's state key), with which a
+	// test writes a snapshot the Boxes service reads.
+	State     store.Store
+	StateKeys func(ctx context.Context, userID string) (*objects.Keys, error)
 	// Usage is model usage (the users' gw keys, caps and figures); nil
 	// without gw.url.
 	Usage *usage.Service
@@ -183,10 +187,12 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, viewers, log)
 	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
-	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxState(s.State, keys), models, scheduleStore, schedules, log)
+	bst := boxState(s.State, keys)
+	s.StateKeys = bst.Keys
+	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, bst, models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	screens := mountSession(srv, bh, index, con, log)
-	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, cfg.Issuer(), opts.Now, log)
+	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, con, cfg.Issuer(), opts.Now, log)
 	if err != nil {
 		return nil, err
 	}

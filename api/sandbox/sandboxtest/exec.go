@@ -1,9 +1,12 @@
 package sandboxtest
 
 import (
+	"archive/tar"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
+	"path"
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
@@ -26,6 +29,11 @@ const identityWriter = "/usr/local/lib/cocoonbox/identity"
 //   - fails, as the hostname wait does, when HOST is not the record's
 //     hostname;
 //   - prints the machine id when the script reads /etc/machine-id.
+//
+// It also answers what a restore of a snapshot's paths runs (issue 42,
+// Deliver 4): `tar --extract ... -C DIR` writes each regular file of the
+// tar on stdin to the disk under DIR, as PutFile does (File reads it
+// back), and `mkdir -p -- DIR` exits 0.
 //
 // Any other command exits 127 saying so. Cancelling ctx kills the
 // command (exit 137, SIGKILL).
@@ -75,6 +83,12 @@ func (s *Supervisor) Exec(ctx context.Context, id string, req sandbox.ExecReques
 // run is what the box answers args with stdin: stdout, stderr and the
 // exit code (see Exec); s.mu held.
 func (m *machine) run(args []string, stdin []byte) (stdout, stderr string, code int) {
+	switch {
+	case len(args) > 2 && args[0] == "tar" && args[1] == "--extract":
+		return m.extract(args[len(args)-1], stdin)
+	case len(args) == 4 && args[0] == "mkdir" && args[1] == "-p" && args[2] == "--":
+		return "", "", 0
+	}
 	if len(args) < 5 || args[0] != "sh" || args[1] != "-c" {
 		return "", fmt.Sprintf("%s: %v", args[0], errNoProgram), 127
 	}
@@ -136,4 +150,28 @@ func (p *process) Resize(_ context.Context, size sandbox.WindowSize) error {
 func (p *process) Wait() (sandbox.ExitStatus, error) {
 	<-p.done
 	return p.status, nil
+}
+
+// extract writes the regular files of the tar in stdin to the disk
+// under dir, as GNU tar -C dir would; a tar it cannot read exits 2, as
+// tar does.
+func (m *machine) extract(dir string, stdin []byte) (stdout, stderr string, code int) {
+	r := tar.NewReader(bytes.NewReader(stdin))
+	for {
+		h, err := r.Next()
+		if err == io.EOF {
+			return "", "", 0
+		}
+		if err != nil {
+			return "", "tar: " + err.Error(), 2
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		data, err := io.ReadAll(r)
+		if err != nil {
+			return "", "tar: " + err.Error(), 2
+		}
+		m.disk[path.Join(dir, h.Name)] = data
+	}
 }

@@ -285,6 +285,19 @@ func (s *Supervisor) PutFile(_ context.Context, id string, f sandbox.File) error
 	return nil
 }
 
+// File answers the file at path on machine id's disk (what PutFile or
+// a restore's tar wrote) and whether it is there.
+func (s *Supervisor) File(id, path string) ([]byte, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.machines[id]
+	if !ok {
+		return nil, false
+	}
+	data, ok := m.disk[path]
+	return slices.Clone(data), ok
+}
+
 // SetClaimEnv replaces the machine's claim env entries.
 func (s *Supervisor) SetClaimEnv(_ context.Context, id string, entries []sandbox.ClaimEntry) error {
 	if err := sandbox.CheckClaimEnv(entries); err != nil {
