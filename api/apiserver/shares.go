@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
+	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
 	"github.com/cocoonbox/cocoonbox/api/screenpage"
@@ -23,12 +24,13 @@ import (
 // share's secret and relays through screens as the share's owner, each
 // viewer a client call of its box (bh.Call). viewers are the open viewers
 // a revoke and sign out everywhere end; origin is the links' (the api's
-// public origin).
+// public origin). The console's Boxes page lists, makes and revokes
+// shares and reads their logs through shares.Console on con's sessions.
 //
 // A revoke ends the share's viewers on every api: each follows the
 // revokes (shares.Follow); the returned func stops that when ctx has
 // ended.
-func mountShares(ctx context.Context, srv *server.Server, db *database.DB, viewers *shares.Viewers, screens *session.Service, bh *boxes.Handler, index *tokens.Index, origin string, now func() time.Time, log *slog.Logger) (func(), error) {
+func mountShares(ctx context.Context, srv *server.Server, db *database.DB, viewers *shares.Viewers, screens *session.Service, bh *boxes.Handler, index *tokens.Index, con *console.Console, origin string, now func() time.Time, log *slog.Logger) (func(), error) {
 	st := shares.NewStore(db.Pool, now)
 	followed, err := shares.Follow(ctx, db.URL, st, viewers, log)
 	if err != nil {
@@ -38,5 +40,6 @@ func mountShares(ctx context.Context, srv *server.Server, db *database.DB, viewe
 	srv.Handle(path, index.Guard(h))
 	srv.HandleStream(shares.SocketPath, shares.Socket(st, viewers, screens, bh.Call, log))
 	screenpage.MountShare(srv)
+	shares.NewConsole(st, viewers, con.UserID, origin, log).Mount(srv)
 	return followed, nil
 }

@@ -1,6 +1,8 @@
 // The Boxes page (/cb/boxes): the user's boxes, each with its screen,
 // made, woken, hibernated, saved, upgraded and deleted through the console's
-// calls to the Boxes service (docs/console.md, Boxes). While an operation
+// calls to the Boxes service (docs/console.md, Boxes); its snapshots
+// (snapshots.js) and the shares of its screen (shares.js), which load
+// before this script, beside. While an operation
 // is under way the page reads the list again every 2 s, so each box's
 // state follows it.
 "use strict";
@@ -31,6 +33,7 @@
     }
     table.hidden = answer.boxes.length === 0;
     $("make-section").hidden = !answer.available;
+    cb.shareBoxes(answer.boxes.map((b) => b.name), answer.available);
     $("state").textContent = answer.boxes.length ? (answer.boxes.length === 1 ? "1 box." : answer.boxes.length + " boxes.")
       : (answer.available ? "You have no boxes yet. Make one below." : "Boxes are not available on this api.");
     // Follow each operation under way: its box's state changes as it goes.
@@ -44,6 +47,7 @@
     if (b.state !== "running") div.append(button("Wake", "", () => act(b, "wake", "Waking"), label("Wake")));
     if (b.state === "running") div.append(button("Hibernate", "", () => act(b, "hibernate", "Hibernating"), label("Hibernate")));
     div.append(button("Save", "", () => act(b, "save", "Saving"), label("Save")));
+    div.append(button("Snapshots", "", () => { clearErrors(); return cb.snapshots(b.name); }, label("Snapshots of")));
     if (b.upgrade) div.append(button("Upgrade", "danger", () => upgrade(b), label("Upgrade")));
     div.append(button("Delete", "danger", () => remove(b), label("Delete")));
     return div;

@@ -1,11 +1,14 @@
 // Package boxpage is the console's Boxes section, /cb/boxes (issue 43,
-// Deliver 3; docs/console.md, Boxes): the user's boxes with their state,
+// Deliver 3 and 4; issue 42, Deliver 4; docs/console.md, Boxes): the
+// user's boxes with their state,
 // image, last save and an upgrade notice, each linking to its screen page
 // (package screenpage), a form making a box, and Wake, Hibernate, Save,
 // Upgrade and Delete, through JSON calls of the console to the same Boxes
 // service the CLI's calls reach (package boxes), owner only. Upgrade and Delete ask first,
 // as the CLI's --confirm does; the page follows each operation by reading
-// the list again until none is under way.
+// the list again until none is under way. Below, a box's snapshots,
+// browsed and restored into the running box (snapshots.go), and the
+// shares of the boxes' screens (package shares' calls).
 //
 // Contract: Boxes (api) ↔ sandboxd (the operations and their states).
 package boxpage
@@ -19,6 +22,7 @@ import (
 	"html/template"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
@@ -33,11 +37,19 @@ var (
 	boxesHTML string
 	//go:embed boxes.js
 	boxesJS []byte
+	//go:embed snapshots.js
+	snapshotsJS []byte
+	//go:embed shares.js
+	sharesJS []byte
 )
 
 // Page is the Boxes page, which the console serves at Path. It lists the
-// boxes through the console's GET /cb/api/boxes (console.BoxSummary).
-var Page = console.Page{Title: "Boxes", Main: template.HTML(boxesHTML), Script: console.Asset{Name: "boxes.js", Body: boxesJS}}
+// boxes through the console's GET /cb/api/boxes (console.BoxSummary), a
+// box's snapshots through the calls below (snapshots.go) and the shares
+// through package shares' (shares.Console). Its one script is the three
+// files in a row, the box list's last, as it calls the other two.
+var Page = console.Page{Title: "Boxes", Main: template.HTML(boxesHTML),
+	Script: console.Asset{Name: "boxes.js", Body: slices.Concat(snapshotsJS, []byte("\n"), sharesJS, []byte("\n"), boxesJS)}}
 
 // Path is the page's path.
 const Path = "/cb/boxes"
@@ -74,6 +86,7 @@ func NewConsole(svc Services, session console.SessionUser, log *slog.Logger) *Co
 func (c *Console) Mount(mux interface{ Handle(string, http.Handler) }) {
 	mux.Handle("POST /cb/api/boxes", c.session.Calls(c.create))
 	mux.Handle("POST /cb/api/boxes/{box}/{action}", c.session.Calls(c.act))
+	c.snapshotsMounted(mux)
 }
 
 // action is one of the page's buttons: the Boxes service's call, the

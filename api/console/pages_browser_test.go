@@ -69,6 +69,13 @@ func TestEveryPageInEveryState(t *testing.T) {
 	addBoxes(t, a, sup) // Home's list (TestHomeShowsTheBoxesAndTheCounts reads it)
 	a.AddUser("boss", true)
 	alice := a.SignIn("alice")
+	// The Boxes page's snapshots and shares (issue 42 and 43, Deliver 4):
+	// a snapshot of main, and a share of it.
+	addSnapshot(t, a, a.User.ID, "main", map[string]string{"home/user/notes.txt": "the notes\n", "home/user/docs/plan.txt": "the plan\n",
+		"workspace/app/main.go": "package main\n"})
+	if resp, body := alice.Send("POST", "/cb/api/shares", "application/json", `{"box":"main","view_only":true,"days":7}`); resp.StatusCode != 201 {
+		t.Fatalf("share main: %d %s", resp.StatusCode, body)
+	}
 	if resp, body := alice.Send("POST", "/cb/api/keys", "application/json",
 		`{"name":"OPENAI_API_KEY","hosts":["api.openai.com"],"value":"sk-test"}`); resp.StatusCode != 201 {
 		t.Fatalf("add a key: %d %s", resp.StatusCode, body)
@@ -124,6 +131,18 @@ func TestEveryPageInEveryState(t *testing.T) {
 			u.waitText("cannot be saved now")
 			u.plain("#error-summary li")
 		}},
+		// Issue 42, Deliver 4: main's snapshot listed and browsed, with
+		// the restore form; issue 43, Deliver 4: the shares, a days
+		// refused beside its field, then a link shown once and a log.
+		{name: "boxes-snapshots", path: "/cb/boxes", ready: "A newer image, cbdesk:v24-desk", act: snapshotsShown, shot: true},
+		{name: "boxes-shares-refused", path: "/cb/boxes", ready: "1 link works now", act: func(u *ui) {
+			u.typeIn("#share-days", "40")
+			u.click("#share-submit")
+			u.waitText("Days: give 1 to 30 days")
+			u.invalid("share-days")
+			u.plain("#error-summary li")
+		}},
+		{name: "boxes-shares", path: "/cb/boxes", ready: "1 link works now", act: sharesShown, shot: true},
 		{name: "token", path: "/cb/token", ready: "You have no personal token", act: func(u *ui) {
 			u.click("#token-generate")
 			u.waitText("Copy it now")
