@@ -53,6 +53,9 @@ type pageState struct {
 	act func(u *ui)
 	// shot: the state is one of the README's screenshots.
 	shot bool
+	// at is the element the screenshots start at, scrolled to the top of
+	// the viewport ("": the page's top), for a state below the fold.
+	at string
 }
 
 // Every page of the console, signed out, as a user and as an admin, empty
@@ -134,7 +137,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 		// Issue 42, Deliver 4: main's snapshot listed and browsed, with
 		// the restore form; issue 43, Deliver 4: the shares, a days
 		// refused beside its field, then a link shown once and a log.
-		{name: "boxes-snapshots", path: "/cb/boxes", ready: "A newer image, cbdesk:v24-desk", act: snapshotsShown, shot: true},
+		{name: "boxes-snapshots", path: "/cb/boxes", ready: "A newer image, cbdesk:v24-desk", act: snapshotsShown, shot: true, at: "#snapshots-section"},
 		{name: "boxes-shares-refused", path: "/cb/boxes", ready: "1 link works now", act: func(u *ui) {
 			u.typeIn("#share-days", "40")
 			u.click("#share-submit")
@@ -142,7 +145,7 @@ func TestEveryPageInEveryState(t *testing.T) {
 			u.invalid("share-days")
 			u.plain("#error-summary li")
 		}},
-		{name: "boxes-shares", path: "/cb/boxes", ready: "1 link works now", act: sharesShown, shot: true},
+		{name: "boxes-shares", path: "/cb/boxes", ready: "1 link works now", act: sharesShown, shot: true, at: "#shares-section"},
 		{name: "token", path: "/cb/token", ready: "You have no personal token", act: func(u *ui) {
 			u.click("#token-generate")
 			u.waitText("Copy it now")
@@ -341,7 +344,7 @@ func (u *ui) check(s pageState) {
 	if *shots != "" && s.shot {
 		for _, w := range []int{phone, desktop} {
 			for _, dark := range []bool{false, true} {
-				u.screenshot(s.name, w, dark)
+				u.screenshot(s.name, w, dark, s.at)
 			}
 		}
 	}
@@ -434,10 +437,10 @@ return window.__destructive.length;`, &n)
 
 // screenshot writes the page at width w, light or dark, into *shots,
 // recompressed (Chromium's PNGs are about a third larger).
-func (u *ui) screenshot(name string, w int, dark bool) {
+func (u *ui) screenshot(name string, w int, dark bool, at string) {
 	u.t.Helper()
 	u.emulate(w, dark)
-	u.js(`window.scrollTo(0, 0);`, nil)
+	u.js(`if (arguments[0]) document.querySelector(arguments[0]).scrollIntoView(); else window.scrollTo(0, 0);`, nil, at)
 	raw, err := u.b.Screenshot(u.ctx)
 	u.step("screenshot "+name, err)
 	img, err := png.Decode(bytes.NewReader(raw))
