@@ -1,9 +1,17 @@
 package console_test
 
 import (
+	"context"
+	"net/http"
 	"testing"
 
+	"connectrpc.com/connect"
+
 	"github.com/cocoonbox/cocoonbox/api/apitest"
+	"github.com/cocoonbox/cocoonbox/api/client"
+	controlv1 "github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1"
+	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/sandboxtest"
 )
 
 // Issue 41, Deliver 1: keyboard focus shows a ring (a field and a
@@ -42,12 +50,12 @@ func TestTheFocusRingAndDarkModeShow(t *testing.T) {
 
 // Issue 41, Deliver 2: every secret shown once has a Copy button that
 // copies it: the personal token, an invite's link and an invite-scoped
-// token. The page's clipboard call is watched (the text it is given);
+// token, and a screen share's link (issue 43). The page's clipboard call is watched (the text it is given);
 // where the browser gives no clipboard, the button selects the secret
 // for Ctrl+C instead, and says so.
 func TestEveryCopyButtonCopiesItsSecret(t *testing.T) {
 	t.Parallel()
-	a := apitest.New(t, apitest.WithoutSession())
+	a := apitest.New(t, apitest.WithoutSession(), apitest.WithSupervisor("host1", sandboxtest.New("cbdesk:v23-desk")))
 	a.AddUser("boss", true)
 	u := newUI(t, a.URL)
 	copies := func(secret string) {
@@ -70,6 +78,18 @@ if (navigator.clipboard) { const w = navigator.clipboard.writeText.bind(navigato
 	u.click("#token-generate")
 	u.waitText("Copy it now")
 	copies("token-value")
+	// A box to share, made with a personal token of the test's (the one
+	// the page made is replaced: its Copy is proven).
+	boxesAPI := controlv1connect.NewBoxesClient(http.DefaultClient, a.URL,
+		connect.WithInterceptors(client.BearerInterceptor(string(a.PersonalToken(a.User.ID)))))
+	if _, err := boxesAPI.Create(context.Background(), connect.NewRequest(&controlv1.CreateBoxRequest{RequestId: "copy-create", Name: "main", Image: "cbdesk:v23-desk"})); err != nil {
+		t.Fatalf("create main: %v", err)
+	}
+	u.open("/cb/boxes")
+	u.waitText("Running", "You have shared no screen yet")
+	u.click("#share-submit")
+	u.waitText("shown once")
+	copies("share-link")
 	u.signOut()
 	u.signIn("boss")
 	u.open("/cb/admin")
