@@ -17,8 +17,11 @@ import (
 // mountConnect mounts Connect when connect.public_url is set: the broker,
 // cocoonbox.control.v1.Connectors behind the token check, the mode B
 // door and the console's calls (Contract: Connect (design §16)), and
-// the sweep of connect_audit (every auditSweepEvery, by the api's clock). It answers the broker (nil with
-// Connect off) and what stops it; an error is the outbound dialer's.
+// the sweep of connect_audit (every auditSweepEvery, by the api's clock), and
+// the LISTEN that brings other apis' answers, disconnects and sign outs
+// everywhere here (connect.Channel). It answers the broker (nil with
+// Connect off) and what stops it; an error is the outbound dialer's or
+// the LISTEN's.
 func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConfig, db *database.DB, keys *vault.Store,
 	index *tokens.Index, con *console.Console, log *slog.Logger) (*connect.Broker, func(), error) {
 	if cfg.Connect.PublicURL == "" {
@@ -35,6 +38,12 @@ func mountConnect(srv *server.Server, cfg config.Config, up connect.UpstreamConf
 	con.AddSection(console.Section{Title: "Connect", Path: "/cb/connect", Page: &connect.Page,
 		Blurb: "MCP servers your own agents use through cocoonbox, with a policy per tool; the keys stay sealed here."})
 	ctx, stop := context.WithCancel(context.Background())
-	go b.RunSweeper(ctx, auditSweepEvery, func(err error) { log.Warn("connect: audit sweep", "err", err) })
-	return b, func() { stop(); b.Close() }, nil
+	followed, err := b.Follow(ctx, db.URL, log)
+	if err != nil {
+		stop()
+		b.Close()
+		return nil, nil, err
+	}
+	go b.RunSweeper(ctx, auditSweepEvery, func(err error) { log.Warn("connect: sweep", "err", err) })
+	return b, func() { stop(); followed(); b.Close() }, nil
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	useragents "github.com/cocoonbox/cocoonbox/api/agents"
+	"github.com/cocoonbox/cocoonbox/api/connect"
 	"github.com/cocoonbox/cocoonbox/api/console"
 	"github.com/cocoonbox/cocoonbox/api/devices"
 	"github.com/cocoonbox/cocoonbox/api/proto/cocoonbox/control/v1/controlv1connect"
@@ -61,7 +62,8 @@ type signIns struct {
 }
 
 // EndSessions ends the console sessions, the viewers open on the user's
-// shares (the shares stay) and the agents' grants (OAuth for agents: sign
+// shares (the shares stay), the Connect door calls open on every api
+// (the connected accounts stay) and the agents' grants (OAuth for agents: sign
 // out everywhere ends every grant too). Contract: Sign out everywhere, "A
 // named share's screen open in the console ends with its viewer too".
 func (s signIns) EndSessions(ctx context.Context, tx pgx.Tx, userID string) error {
@@ -69,6 +71,10 @@ func (s signIns) EndSessions(ctx context.Context, tx pgx.Tx, userID string) erro
 		return err
 	}
 	s.viewers.EndUser(userID)
+	// Every api ends the user's open Connect door calls on commit.
+	if err := connect.EndUser(ctx, tx, userID); err != nil {
+		return err
+	}
 	return useragents.EndAll(ctx, tx, userID)
 }
 

@@ -167,13 +167,16 @@ func (b *Broker) SweepAudit(ctx context.Context) (int64, error) {
 	return tag.RowsAffected(), nil
 }
 
-// RunSweeper sweeps now and every interval until ctx ends, handing
-// errors to logf.
+// RunSweeper sweeps the audit and the approvals no call waits on now and
+// every interval until ctx ends, handing errors to logf.
 func (b *Broker) RunSweeper(ctx context.Context, every time.Duration, logf func(err error)) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		if _, err := b.SweepAudit(ctx); err != nil && ctx.Err() == nil {
+			logf(err)
+		}
+		if err := b.sweepApprovals(ctx); err != nil && ctx.Err() == nil {
 			logf(err)
 		}
 		select {

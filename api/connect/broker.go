@@ -25,9 +25,11 @@ type Broker struct {
 	pool  *pgxpool.Pool
 	vault *vault.Store
 	up    *upstream
-	// pending are the calls of ask tools waiting for the user.
+	// pending are the calls of ask tools waiting on this api for the
+	// user's answer, given on any api (Follow).
 	pending approvals
-	// open are the door calls open on this api, ended by a disconnect.
+	// open are the door calls open on this api, ended by a disconnect or
+	// sign out everywhere on any api (Follow).
 	open openCalls
 	// flights are the refreshes under way in this api, one per grant.
 	flights singleflight.Group
@@ -196,17 +198,20 @@ func (b *Broker) SetPolicy(ctx context.Context, user, connector, tool string, p 
 
 // Disconnect deletes a grant with its secrets and policies, writes its
 // audit row (door DoorConsole or DoorApp, which is also the caller) and
-// ends every door call open on it in this api (ErrDisconnected); false
-// when there was none.
+// ends every door call open on it, on this api at once and on every api
+// through Channel when the delete commits (ErrDisconnected); false when
+// there was none.
 func (b *Broker) Disconnect(ctx context.Context, user, connector, door string) (bool, error) {
-	tag, err := b.pool.Exec(ctx, "DELETE FROM connect_grants WHERE user_id = $1 AND connector = $2", user, connector)
+	var grant string
+	err := b.pool.QueryRow(ctx, `WITH g AS (DELETE FROM connect_grants WHERE user_id = $1 AND connector = $2 RETURNING id)
+		SELECT id, pg_notify($3, 'grant:' || id) FROM g`, user, connector, Channel).Scan(&grant, nil)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return false, nil
+	}
 	if err != nil {
 		return false, err
 	}
-	b.open.end(user, connector)
-	if tag.RowsAffected() != 1 {
-		return false, nil
-	}
+	b.open.end(func(c *openCall) bool { return c.grant == grant }, ErrDisconnected)
 	return true, b.audit(ctx, user, Activity{Connector: connector, Door: door, Caller: door, Decision: AuditDisconnect, Outcome: OutcomeOK})
 }
 

@@ -86,7 +86,12 @@ func (c *Console) list(w http.ResponseWriter, r *http.Request, userID string) {
 		c.fail(w, r, err)
 		return
 	}
-	server.WriteJSON(w, http.StatusOK, map[string]any{"catalog": Catalog, "connectors": cs, "approvals": c.broker.Pending(userID)})
+	pending, err := c.broker.Pending(r.Context(), userID)
+	if err != nil {
+		c.fail(w, r, err)
+		return
+	}
+	server.WriteJSON(w, http.StatusOK, map[string]any{"catalog": Catalog, "connectors": cs, "approvals": pending})
 }
 
 // begin is step 1 and 2 of the console flow: with a key the grant is
@@ -232,7 +237,7 @@ func (c *Console) answer(w http.ResponseWriter, r *http.Request, userID string) 
 	if !console.ReadCall(w, r, 1<<10, &body) {
 		return
 	}
-	if err := c.broker.Answer(userID, r.PathValue("id"), body.Decision); err != nil {
+	if err := c.broker.Answer(r.Context(), userID, r.PathValue("id"), body.Decision); err != nil {
 		c.fail(w, r, err)
 		return
 	}

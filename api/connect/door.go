@@ -27,13 +27,21 @@ const MaxDoorBody = 4 << 20
 // no "_", so the first "__" splits them back.
 const toolSep = "__"
 
-// userKey is the context key of the door's caller.
-type userKey struct{}
+// callerKey is the context key of the door's caller: a doorCaller.
+type callerKey struct{}
+
+// doorCaller is a door request's user, and a context that ends when the
+// token it came with stops working (tokens.Bind).
+type doorCaller struct {
+	user  string
+	token context.Context
+}
 
 // Door is the mode B door's handler: a user's own token (personal or a
 // device token; an agent's cba_ or an invite-scoped cbit_ is refused
 // before any lookup by tokens.Index.Check) as a Bearer, else 401 with no
-// body. Every request ends when its token is revoked (tokens.Bind). Each
+// body. Every call ends when its token stops working (tokens.Bind), with
+// a tool error saying so (ErrTokenEnded). Each
 // POST is served by an MCP server (stateless, the official Go SDK's)
 // made of the user's connectors at that moment: tools named
 // <connector>__<tool>, those off (or of a connector that needs
@@ -41,8 +49,8 @@ type userKey struct{}
 // those ask waiting for the user's answer (Broker.Answer).
 func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 	mcpH := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		user, _ := r.Context().Value(userKey{}).(string)
-		return b.server(r.Context(), user, log)
+		dc, _ := r.Context().Value(callerKey{}).(doorCaller)
+		return b.server(r.Context(), dc, log)
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
 		MaxRequestBodyBytes: MaxDoorBody,
@@ -59,16 +67,19 @@ func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 			return
 		}
 		server.SetUser(r.Context(), p.UserID)
-		ctx, done := tokens.Bind(r.Context(), p)
+		// The token's end ends a call with ErrTokenEnded, which the call
+		// answers; the request goes on to carry that answer.
+		bound, done := tokens.Bind(r.Context(), p)
 		defer done()
-		ctx = context.WithValue(ctx, userKey{}, p.UserID)
+		ctx := context.WithValue(r.Context(), callerKey{}, doorCaller{p.UserID, bound})
 		mcpH.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
 
-// server is the MCP server of user's connectors now; one that cannot be
-// read leaves a server without tools and a log line.
-func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk.Server {
+// server is the MCP server of dc's user's connectors now; one that cannot
+// be read leaves a server without tools and a log line.
+func (b *Broker) server(ctx context.Context, dc doorCaller, log *slog.Logger) *sdk.Server {
+	user := dc.user
 	s := sdk.NewServer(&sdk.Implementation{Name: "cocoonbox-connect", Version: "1"}, &sdk.ServerOptions{
 		Capabilities: &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{}}})
 	cs, err := b.List(ctx, user)
@@ -95,30 +106,40 @@ func (b *Broker) server(ctx context.Context, user string, log *slog.Logger) *sdk
 			if tool.InputSchema == nil {
 				tool.InputSchema = map[string]any{"type": "object"}
 			}
-			s.AddTool(tool, b.callHandler(ctx, user, c, t.Name, p, log))
+			s.AddTool(tool, b.callHandler(ctx, dc, c, t.Name, p, log))
 		}
 	}
 	return s
 }
 
-// callHandler calls tool of c for user and writes the call's audit row
-// (Contract: Connect, Audit). reqCtx is the door request's context,
-// which ends with its token (tokens.Bind): the sdk runs a stateless
-// request's handler under a context of its own, so the call is tied to
-// reqCtx here.
-func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, tool string, p Policy, log *slog.Logger) sdk.ToolHandler {
+// callHandler calls tool of c for dc's user and writes the call's audit
+// row (Contract: Connect, Audit). reqCtx is the door request's context:
+// the sdk runs a stateless request's handler under a context of its own,
+// so the call is tied to reqCtx here, and to dc.token, whose end ends it
+// with ErrTokenEnded.
+func (b *Broker) callHandler(reqCtx context.Context, dc doorCaller, c Connector, tool string, p Policy, log *slog.Logger) sdk.ToolHandler {
+	user := dc.user
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		start := time.Now()
 		a := callActivity(req, c.ID, tool, AuditAllow)
 		var status atomic.Int32
 		defer func() { b.auditCall(ctx, user, &a, start, &status, res, log) }()
-		ctx, done := b.open.begin(ctx, user, c.ID)
+		ctx, done := b.open.begin(ctx, user, c.grantID)
 		defer done()
 		ctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
 		defer context.AfterFunc(reqCtx, func() { cancel(context.Cause(reqCtx)) })()
+		defer context.AfterFunc(dc.token, func() {
+			if reqCtx.Err() == nil { // else the client went away
+				cancel(ErrTokenEnded)
+			}
+		})()
 		if p == PolicyAsk {
-			switch d := b.pending.await(ctx, user, c.ID, tool); d {
+			d, err := b.await(ctx, user, c, tool)
+			if err != nil {
+				return nil, err
+			}
+			switch d {
 			case DecisionAlways:
 				a.Decision = AuditApproved
 				if err := b.SetPolicy(ctx, user, c.ID, tool, PolicyAllow); err != nil {
@@ -131,8 +152,8 @@ func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, t
 				if d == DecisionDeny {
 					a.Decision = AuditDenied
 				}
-				if errors.Is(context.Cause(ctx), ErrDisconnected) {
-					return toolError(ErrDisconnected.Error()), nil
+				if cause := ended(ctx); cause != nil {
+					return toolError(cause.Error()), nil
 				}
 				return toolError(fmt.Sprintf("%s%s%s needs your approval, and it was denied or not given within %s", c.ID, toolSep, tool, ApprovalTimeout)), nil
 			}
@@ -151,14 +172,25 @@ func (b *Broker) callHandler(reqCtx context.Context, user string, c Connector, t
 		if errors.Is(err, ErrNeedsReconnect) {
 			a.Decision = AuditNeedsReconnect
 		}
-		if errors.Is(context.Cause(ctx), ErrDisconnected) {
-			return toolError(ErrDisconnected.Error()), nil
+		if cause := ended(ctx); cause != nil {
+			return toolError(cause.Error()), nil
 		}
 		if errors.Is(err, ErrUpstream) {
 			return toolError(err.Error()), nil
 		}
 		return res, err
 	}
+}
+
+// ended is why ctx, a door call's, ended, when it ended with a
+// disconnect, sign out everywhere or its token's end; else nil.
+func ended(ctx context.Context) error {
+	for _, cause := range []error{ErrDisconnected, ErrSignedOut, ErrTokenEnded} {
+		if errors.Is(context.Cause(ctx), cause) {
+			return cause
+		}
+	}
+	return nil
 }
 
 // callActivity is the audit row of a door call of tool of connector, as

@@ -67,6 +67,9 @@ func toolNames(t *testing.T, cs *sdk.ClientSession) []string {
 }
 
 func text(r *sdk.CallToolResult) string {
+	if r == nil { // a call that ended in an error
+		return ""
+	}
 	var b strings.Builder
 	for _, c := range r.Content {
 		if tc, ok := c.(*sdk.TextContent); ok {
