@@ -136,7 +136,8 @@ func (b *Broker) callHandler(reqCtx context.Context, dc doorCaller, c Connector,
 		})()
 		if p == PolicyAsk {
 			d, err := b.await(ctx, user, c, tool)
-			if err != nil {
+			if err != nil { // never asked: audited as unanswered
+				a.Decision = AuditApprovalRequired
 				return nil, err
 			}
 			switch d {
