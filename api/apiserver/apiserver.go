@@ -91,6 +91,10 @@ type Server struct {
 	// test writes a snapshot the Boxes service reads.
 	State     store.Store
 	StateKeys func(ctx context.Context, userID string) (*objects.Keys, error)
+	// StateGC applies state.retention and deletes unreferenced chunks
+	// (running every state.gc_every and after each box save); a test
+	// reads its Totals.
+	StateGC *state.Collector
 	// Usage is model usage (the users' gw keys, caps and figures); nil
 	// without gw.url.
 	Usage *usage.Service
@@ -187,9 +191,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	mountSignIn(srv, db.Pool, cfg.Issuer(), index, tokenStore, con, agents, viewers, log)
 	scheduleStore := wake.NewStore(db.Pool, opts.Now)
 	schedules := wake.NewService(scheduleStore, tokens.UserID)
-	bst := boxState(s.State, keys)
-	s.StateKeys = bst.Keys
-	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, bst, models, scheduleStore, schedules, log)
+	boxSaves := boxState(s.State, keys)
+	s.StateKeys = boxSaves.Keys
+	s.StateGC = startStateGC(ctx, cfg, db, s.State, boxSaves, opts.Now, log)
+	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxSaves, models, scheduleStore, schedules, log)
 	s.closing(stopBoxes)
 	screens := mountSession(srv, bh, index, con, log)
 	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, con, cfg.Issuer(), opts.Now, log)

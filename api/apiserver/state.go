@@ -4,10 +4,13 @@ import (
 	"context"
 	"log/slog"
 	"path/filepath"
+	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/boxes"
 	"github.com/cocoonbox/cocoonbox/api/config"
+	"github.com/cocoonbox/cocoonbox/api/database"
 	"github.com/cocoonbox/cocoonbox/api/server"
+	"github.com/cocoonbox/cocoonbox/api/state"
 	"github.com/cocoonbox/cocoonbox/api/state/objects"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
 	"github.com/cocoonbox/cocoonbox/api/vault"
@@ -53,4 +56,17 @@ func boxState(st store.Store, v *vault.Store) *boxes.State {
 		}
 		return objects.NewKeys(userID, key)
 	}}
+}
+
+// startStateGC runs the state store's retention and GC (state.retention,
+// state.gc_every; docs/state.md, "Retention and the GC") until ctx ends,
+// and has every box save kick a pass of its user, whose new snapshot may
+// have pushed a box name past state.retention.keep.
+func startStateGC(ctx context.Context, cfg config.Config, db *database.DB, st store.Store, saves *boxes.State,
+	now func() time.Time, log *slog.Logger) *state.Collector {
+	gc := state.NewCollector(state.CollectorOptions{Pool: db.Pool, Store: st, Keys: saves.Keys,
+		Retention: state.Retention{Keep: cfg.State.Retention.Keep, MaxAge: cfg.State.Retention.MaxAge}, Log: log, Now: now})
+	saves.Saved = gc.Kick
+	go gc.Run(ctx, cfg.State.GCEvery)
+	return gc
 }

@@ -64,6 +64,15 @@ func (s *Service) Snapshots(ctx context.Context, userID, box string) ([]Snapshot
 	if err != nil {
 		return nil, err
 	}
+	var out []SnapshotInfo
+	err = s.lockedState(ctx, userID, func(ctx context.Context) error {
+		out, err = s.snapshots(ctx, userID, name, k)
+		return err
+	})
+	return out, err
+}
+
+func (s *Service) snapshots(ctx context.Context, userID, name string, k *objects.Keys) ([]SnapshotInfo, error) {
 	var names []string
 	if err := s.state.Store.List(ctx, objects.ManifestsPrefix(userID, name), func(key string) error {
 		names = append(names, path.Base(key))
@@ -138,8 +147,11 @@ func (s *Service) BrowseSnapshot(ctx context.Context, userID, box, snap, p strin
 	if err != nil {
 		return "", nil, err
 	}
-	m, err := s.loadSnapshot(ctx, userID, name, k, snap)
-	if err != nil {
+	var m *objects.Manifest
+	if err := s.lockedState(ctx, userID, func(ctx context.Context) error {
+		m, err = s.loadSnapshot(ctx, userID, name, k, snap)
+		return err
+	}); err != nil {
 		return "", nil, err
 	}
 	var out []objects.Entry
@@ -192,7 +204,19 @@ func (s *Service) RestorePaths(ctx context.Context, userID, box, snap string, pa
 	if err != nil {
 		return "", stats, err
 	}
-	m, err := s.loadSnapshot(ctx, userID, name, k, snap)
+	var got string
+	err = s.lockedState(ctx, userID, func(ctx context.Context) error {
+		got, stats, err = s.restorePaths(ctx, b, name, k, snap, rels, paths, dir)
+		return err
+	})
+	return got, stats, err
+}
+
+// restorePaths is RestorePaths under the user's state lock: the snapshot
+// and its chunks stay while they are read.
+func (s *Service) restorePaths(ctx context.Context, b *Box, name string, k *objects.Keys, snap string, rels, paths []string, dir string) (string, snapshot.Stats, error) {
+	var stats snapshot.Stats
+	m, err := s.loadSnapshot(ctx, b.UserID, name, k, snap)
 	if err != nil {
 		return "", stats, err
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/cocoonbox/cocoonbox/api/sandbox"
+	"github.com/cocoonbox/cocoonbox/api/state"
 	"github.com/cocoonbox/cocoonbox/api/state/objects"
 	"github.com/cocoonbox/cocoonbox/api/state/snapshot"
 	"github.com/cocoonbox/cocoonbox/api/state/store"
@@ -25,6 +26,17 @@ type State struct {
 	// Keys answers a user's state keys (the vault's state key; an error
 	// fails the save or restore).
 	Keys func(ctx context.Context, userID string) (*objects.Keys, error)
+	// Saved, when set, is told the user of each save into Store: the
+	// api's GC (state.Collector.Kick) sees to the box name's retention.
+	Saved func(userID string)
+}
+
+// lockedState runs fn holding the user's state lock shared (state.Shared;
+// docs/state.md, "Retention and the GC"): every save, restore and browse
+// of the store does, so the GC, which holds it exclusive, never deletes a
+// chunk or a snapshot one of them has counted on.
+func (s *Service) lockedState(ctx context.Context, userID string, fn func(ctx context.Context) error) error {
+	return state.Shared(ctx, s.pool, userID, fn)
 }
 
 // stateRestore prefixes an operation's restore_save that restores from
@@ -71,6 +83,17 @@ func (r *run) saveState(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("the user's state key: %w", err)
 	}
+	// From the parent's choice to the manifest's put, under the lock.
+	if err := r.s.lockedState(ctx, r.b.UserID, func(ctx context.Context) error { return r.saveStateLocked(ctx, st, trees, k) }); err != nil {
+		return err
+	}
+	if st.Saved != nil {
+		st.Saved(r.b.UserID)
+	}
+	return nil
+}
+
+func (r *run) saveStateLocked(ctx context.Context, st *State, trees sandbox.Trees, k *objects.Keys) error {
 	name := snapshotName(r.op)
 	var parent *objects.Manifest
 	depth := 0
@@ -117,14 +140,19 @@ func (r *run) restoreState(ctx context.Context, spec sandbox.Spec, name string) 
 	if err != nil {
 		return sandbox.Machine{}, fmt.Errorf("the user's state key: %w", err)
 	}
-	m, _, err := snapshot.Load(ctx, st.Store, k, r.b.Name, name)
-	if err != nil {
-		return sandbox.Machine{}, fmt.Errorf("restore from the state store: %w", err)
-	}
-	return trees.CreateFilled(ctx, spec, func(root string) error {
-		_, err := snapshot.Restore(ctx, st.Store, k, m, root, inTrees)
+	var mach sandbox.Machine
+	err = r.s.lockedState(ctx, r.b.UserID, func(ctx context.Context) error {
+		m, _, err := snapshot.Load(ctx, st.Store, k, r.b.Name, name)
+		if err != nil {
+			return fmt.Errorf("restore from the state store: %w", err)
+		}
+		mach, err = trees.CreateFilled(ctx, spec, func(root string) error {
+			_, err := snapshot.Restore(ctx, st.Store, k, m, root, inTrees)
+			return err
+		})
 		return err
 	})
+	return mach, err
 }
 
 // inTrees says whether a manifest's path is under sandbox.TreeDirs: a

@@ -104,6 +104,24 @@ type State struct {
 	// to 1h; default 5m).
 	PresignExpiry time.Duration `yaml:"presign_expiry"`
 	S3            StateS3       `yaml:"s3"`
+	// Retention is how many snapshots of each box name are kept, and
+	// how long (state.Retention).
+	Retention StateRetention `yaml:"retention"`
+	// GCEvery is how often every user's retention and unreferenced
+	// chunks are seen to (default 1h; a box save also starts a pass of
+	// its user).
+	GCEvery time.Duration `yaml:"gc_every"`
+}
+
+// StateRetention is state.retention (docs/state.md, "Retention and the
+// GC").
+type StateRetention struct {
+	// Keep is how many of a box name's newest snapshots are kept (1 to
+	// 1000; default 10).
+	Keep int `yaml:"keep"`
+	// MaxAge drops older snapshots but a box name's newest (0: none by
+	// age; default 720h, 30 days).
+	MaxAge time.Duration `yaml:"max_age"`
 }
 
 // StateS3 is the S3-compatible store of state.store s3 (store.S3Config).
@@ -394,8 +412,9 @@ func Default() Config {
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
 		Signup: Signup{GitHub: SignupGitHub{WebURL: "https://github.com", APIURL: "https://api.github.com"}},
 		OAuth:  OAuth{IdleHibernate: 30 * time.Minute, IdleCheckEvery: time.Minute},
-		State:  State{Store: "embedded", PresignExpiry: 5 * time.Minute, S3: StateS3{URLStyle: "path", Profile: "default"}},
-		GW:     GW{DefaultDailyCapMicros: 5_000_000},
+		State: State{Store: "embedded", PresignExpiry: 5 * time.Minute, S3: StateS3{URLStyle: "path", Profile: "default"},
+			Retention: StateRetention{Keep: 10, MaxAge: 30 * 24 * time.Hour}, GCEvery: time.Hour},
+		GW: GW{DefaultDailyCapMicros: 5_000_000},
 	}
 }
 
@@ -687,6 +706,15 @@ func (c *Config) Validate() error {
 func (s *State) validate() error {
 	if s.PresignExpiry < time.Second || s.PresignExpiry > time.Hour {
 		return fmt.Errorf("state.presign_expiry: %s is not 1s..1h", s.PresignExpiry)
+	}
+	if s.Retention.Keep < 1 || s.Retention.Keep > 1000 {
+		return fmt.Errorf("state.retention.keep: %d is not 1..1000", s.Retention.Keep)
+	}
+	if s.Retention.MaxAge < 0 {
+		return fmt.Errorf("state.retention.max_age: %s is negative", s.Retention.MaxAge)
+	}
+	if s.GCEvery < time.Second {
+		return fmt.Errorf("state.gc_every: %s is under 1s", s.GCEvery)
 	}
 	switch s.S3.URLStyle {
 	case "path", "virtual":

@@ -120,7 +120,11 @@ func ChunksPrefix(uid string) string { return uid + "/state/chunks/" }
 func (k *Keys) ChunkKey(id string) string { return ChunksPrefix(k.uid) + id[:2] + "/" + id }
 
 // ManifestsPrefix is the store prefix of the manifests of uid's box.
-func ManifestsPrefix(uid, box string) string { return uid + "/state/manifests/" + box + "/" }
+func ManifestsPrefix(uid, box string) string { return AllManifestsPrefix(uid) + box + "/" }
+
+// AllManifestsPrefix is the store prefix of the manifests of every box
+// name of uid: <uid>/state/manifests/.
+func AllManifestsPrefix(uid string) string { return uid + "/state/manifests/" }
 
 // ManifestKey is the store key of box's snapshot's manifest:
 // <uid>/state/manifests/<box>/<snapshot>.

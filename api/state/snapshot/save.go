@@ -46,6 +46,10 @@ type Options struct {
 	Skip func(rel string) bool
 	// Uploads is how many chunks are sealed and put at once (default 4).
 	Uploads int
+	// Listed, when set, is called once the save has listed the store's
+	// chunks, the moment it decided which exist and will not be put: a
+	// test holds the save there to run the GC beside it.
+	Listed func()
 }
 
 // Save writes the trees under root named by paths (relative, e.g.
@@ -56,6 +60,10 @@ type Options struct {
 // and the stored manifest is a delta of it while parentDepth+1 is at most
 // objects.MaxDepth. The manifest is put last, so a save cut short leaves
 // chunks no manifest names (the GC's) and the previous snapshot whole.
+//
+// The caller holds the user's state lock shared (state.Shared) from
+// before Save lists the chunks until it returns: the GC deletes a chunk
+// the save lists as stored only when no save holds it.
 //
 // The tree is read through an os.Root at root: a symlink is saved as a
 // link and never followed, so a tree that its box's root changes cannot
@@ -76,6 +84,9 @@ func Save(ctx context.Context, st store.Store, k *objects.Keys, root string, pat
 	have, err := listChunks(ctx, st, k.UID())
 	if err != nil {
 		return nil, Stats{}, fmt.Errorf("save %s: the store's chunks: %w", box, err)
+	}
+	if opts.Listed != nil {
+		opts.Listed()
 	}
 	s := &saver{ctx: ctx, st: st, k: k, root: r, have: have, opts: opts, prev: map[string]*objects.Entry{}}
 	if parent != nil {
