@@ -179,12 +179,14 @@ func write(t *testing.T, root string, files map[string]string) {
 	}
 }
 
-// gcWaiting says whether a session waits for an exclusive advisory lock:
-// the GC, held by the save's shared one.
+// gcWaiting says whether a session of a's database waits for an
+// exclusive advisory lock: the GC, held by the save's shared one (the
+// cluster is shared with other tests' databases).
 func gcWaiting(t *testing.T, a *apitest.API) (bool, string) {
 	var n int
 	if err := a.DB.Pool.QueryRow(context.Background(),
-		"SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted").Scan(&n); err != nil {
+		`SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND mode = 'ExclusiveLock' AND NOT granted
+ AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`).Scan(&n); err != nil {
 		t.Fatal(err)
 	}
 	return n > 0, fmt.Sprintf("%d sessions wait for an exclusive advisory lock", n)
