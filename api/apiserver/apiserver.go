@@ -83,6 +83,9 @@ type Server struct {
 	// Connect is Connect's broker; nil with Connect off
 	// (connect.public_url empty).
 	Connect *connect.Broker
+	// BoxDoorAddr is where the Connect box door listens (connect.box_listen;
+	// nil when it is off or could not listen).
+	BoxDoorAddr net.Addr
 	// Boxes is the Boxes service's handler: an Unavailable one without a
 	// supervisor.
 	Boxes *boxes.Handler
@@ -194,7 +197,9 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	boxSaves := boxState(s.State, keys)
 	s.StateKeys = boxSaves.Keys
 	s.StateGC = startStateGC(ctx, cfg, db, s.State, boxSaves, opts.Now, log)
-	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxSaves, models, scheduleStore, schedules, log)
+	boxDoor := &lateHandler{} // the Connect box door, once its broker is made
+	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxSaves, models, scheduleStore, schedules,
+		boxDoor.doors(cfg.Connect), log)
 	s.closing(stopBoxes)
 	screens := mountSession(srv, bh, index, con, log)
 	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, con, cfg.Issuer(), opts.Now, log)
@@ -220,6 +225,10 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	}
 	s.closing(stopConnect)
 	s.Connect = broker
+	if s.BoxDoorAddr, err = serveBoxDoor(broker, bh, cfg.Connect, boxDoor, log); err != nil {
+		return nil, err
+	}
+	s.closing(boxDoor.stop)
 	sg := mountSignup(ctx, srv, cfg, db.Pool, userStore, con, index, models, log)
 	revokeOnChange(ctx, models, index, pushKeys.push, log)
 	if err := mountGitHub(srv, cfg, getenv, db.Pool, con, sg, log); err != nil {

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"strings"
@@ -45,11 +46,13 @@ const bridgeWait = 5 * time.Second
 // place of the configured ones (Options.Supervisors). The handler is what
 // the rest of the api calls in process (its Service for Locate and
 // WaitOperation), the scheduler of wakes (nil without a supervisor); the
-// returned func stops the service and the local supervisor.
-func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, state *boxes.State, models *usage.Service, wakes *wake.Store, schedules *wake.Service, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func()) {
+// returned func stops the service and the local supervisor. doors are the
+// gateway's services the api serves itself, which the local supervisor's
+// egress proxy answers for the boxes (local.Config.Doors).
+func mountBoxes(ctx context.Context, srv *server.Server, cfg config.Config, sups supervisorsFunc, db *database.DB, index *tokens.Index, keys boxes.Keys, state *boxes.State, models *usage.Service, wakes *wake.Store, schedules *wake.Service, doors map[string]http.Handler, log *slog.Logger) (*boxes.Handler, *wake.Scheduler, func()) {
 	if sups == nil {
 		sups = func(ctx context.Context, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
-			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, log)
+			return supervisors(ctx, cfg.Sandbox, cfg.GW.URL, doors, log)
 		}
 	}
 	h, sc, stop, err := startBoxes(ctx, cfg, sups, db, keys, state, models, wakes, log)
@@ -81,7 +84,7 @@ func startBoxes(ctx context.Context, cfg config.Config, sups supervisorsFunc, db
 	}
 	gwKey, _ := usageHooks(models)
 	svc, err := boxes.New(ctx, boxes.Config{Pool: db.Pool, URL: db.URL, Hosts: hosts, RecoverEvery: cfg.Boxes.RecoverEvery,
-		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, KeepUp: schedules.KeepUp, State: state, Log: log,
+		MaxOperations: cfg.Boxes.MaxOperations, MaxQueued: cfg.Boxes.MaxQueued, Keys: keys, GW: gwKey, ConnectDoor: cfg.Connect.BoxDoor(), KeepUp: schedules.KeepUp, State: state, Log: log,
 		Idle: boxes.Idle{Agent: cfg.OAuth.IdleHibernate, User: cfg.OAuth.UserIdleHibernate, Every: cfg.OAuth.IdleCheckEvery}})
 	if err != nil {
 		closeHosts()
@@ -119,7 +122,7 @@ func mountBoxesConsole(srv *server.Server, bh *boxes.Handler, con *console.Conso
 const wakeEvery = time.Second
 
 // supervisors are sandbox.hosts' daemons, or the local supervisor.
-func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
+func supervisors(ctx context.Context, c config.Sandbox, gwURL string, doors map[string]http.Handler, log *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 	if len(c.Hosts) == 0 {
 		// Absolute (config.Local.Images): never the working directory's.
 		images := c.Local.Images
@@ -131,7 +134,7 @@ func supervisors(ctx context.Context, c config.Sandbox, gwURL string, log *slog.
 		wait, cancel := context.WithTimeout(ctx, bridgeWait)
 		defer cancel()
 		sup, err := local.New(wait, local.Config{StateDir: c.Local.StateDir, Images: images, Network: n, EgressAdmit: c.Local.AdmitPrefixes(), Log: log, Spares: c.Local.Spares,
-			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile, GWURL: gwURL})
+			EgressResolve: c.Local.Egress.ResolveAddrs(), EgressUpstreamCAFile: c.Local.Egress.UpstreamCAFile, GWURL: gwURL, Doors: doors})
 		if err != nil {
 			return nil, nil, fmt.Errorf("local supervisor: %w", err)
 		}

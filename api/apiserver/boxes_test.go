@@ -29,7 +29,7 @@ func TestAnHTTPSSandboxHostIsCalledOverTLSCheckedAgainstTheCAFile(t *testing.T) 
 		if err != nil {
 			t.Fatal(err)
 		}
-		hosts, done, err := supervisors(context.Background(), c.Sandbox, "", slog.New(slog.DiscardHandler))
+		hosts, done, err := supervisors(context.Background(), c.Sandbox, "", nil, slog.New(slog.DiscardHandler))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -66,7 +66,7 @@ func TestTheLocalImagesFolderIsTheConfigsFromAnyWorkingDirectory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, _, err = supervisors(context.Background(), c.Sandbox, "", slog.New(slog.DiscardHandler))
+		_, _, err = supervisors(context.Background(), c.Sandbox, "", nil, slog.New(slog.DiscardHandler))
 		want := "sandbox.local.images (sandbox.local.images of " + path + "): stat " + filepath.Join(etc, "no-images-here") + ": no such file"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("from %s: %v, want %q", cwd, err, want)

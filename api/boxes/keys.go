@@ -55,13 +55,15 @@ func (s *Service) ownerLock(owner string) *sync.Mutex {
 // entry, for good (Contract: OAuth for agents, "No owner credentials in
 // agent boxes": no CBV_ entries, no COCOONBOX_VAULT records, at
 // provisioning, every wake and every push). The caller holds
-// ownerLock(b.UserID).
-func (s *Service) claimEntries(ctx context.Context, b *Box) ([]sandbox.ClaimEntry, error) {
+// ownerLock(b.UserID). wakeID is the incarnation's, which the door key
+// (doorkey.go) is of.
+func (s *Service) claimEntries(ctx context.Context, b *Box, wakeID string) ([]sandbox.ClaimEntry, error) {
 	entries := make([]sandbox.ClaimEntry, 0, len(vault.Sources))
 	for _, src := range vault.Sources {
 		entries = append(entries, sandbox.ClaimEntry{Name: string(src), Guest: true})
 	}
 	entries = s.gwEntry(ctx, b, entries)
+	entries = s.doorEntry(b, wakeID, entries)
 	if s.keys == nil || !s.intercepts(b.Image) || b.Agent {
 		return entries, nil
 	}
@@ -91,12 +93,20 @@ func (s *Service) gwEntry(ctx context.Context, b *Box, entries []sandbox.ClaimEn
 	return append(entries, e)
 }
 
-// setClaims gives b's machine the owner's current entries.
-func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box) error {
+// setClaims gives b's machine the owner's current entries, with the door
+// key of incarnation wakeID: a boot or wake passes the wake id it is about
+// to write (and this api remembers it for the pushes meanwhile), a push
+// "" for the incarnation this api knows (incarnations.of).
+func (s *Service) setClaims(ctx context.Context, sup sandbox.Supervisor, b *Box, wakeID string) error {
 	mu := s.ownerLock(b.UserID)
 	mu.Lock()
 	defer mu.Unlock()
-	entries, err := s.claimEntries(ctx, b)
+	if wakeID != "" {
+		s.wakes.set(b.ID, wakeID)
+	} else {
+		wakeID = s.wakes.of(b)
+	}
+	entries, err := s.claimEntries(ctx, b, wakeID)
 	if err != nil {
 		return err
 	}
@@ -141,7 +151,7 @@ func (s *Service) pushTo(id, owner string, attempt int) {
 	if err == nil {
 		var sup sandbox.Supervisor
 		if sup, err = s.supervisor(b.Host); err == nil {
-			err = s.setClaims(s.ctx, sup, b)
+			err = s.setClaims(s.ctx, sup, b, "")
 		}
 	}
 	if err == nil || errors.Is(err, ErrNotFound) || errors.Is(err, sandbox.ErrNotFound) || s.ctx.Err() != nil {

@@ -118,10 +118,11 @@ func (b *Box) Record() *identity.Identity {
 // journald under it) and the claim env entries again (a boot had them
 // before it), and the identity through the guest's `identity write`; then
 // it waits for the hostname to follow its name and reads back
-// /etc/machine-id; then the box is running. On a wake the claim env goes
-// beside the one exec that writes the machine id and the identity
-// (newMachineID, writeIdentity): each exec into the box is a few
-// processes, and a wake is mostly them.
+// /etc/machine-id; then the box is running. Unless Boot wrote the
+// identity (booted), the claim env goes beside the one exec that writes
+// the identity (and on a wake the machine id: newMachineID,
+// writeIdentity), since its door key is the new wake id's: each exec into
+// the box is a few processes, and a wake is mostly them.
 func (r *run) provision(ctx context.Context, wake bool) error {
 	return r.provisionWith(ctx, wake, nil, sandbox.Machine{})
 }
@@ -145,6 +146,17 @@ func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Ide
 		return fmt.Errorf("identity: %w", err)
 	}
 	var out string
+	var claims chan error
+	// The claim env, with the door key of this incarnation (rec's wake
+	// id), once the exec has started: the local supervisor holds the
+	// machine while it renders, so the exec's start would wait for it.
+	started := func() {
+		claims = make(chan error, 1)
+		go func() {
+			defer steps.Begin(ctx, "claims")()
+			claims <- r.s.setClaims(ctx, r.sup, r.b, rec.WakeID)
+		}()
+	}
 	switch {
 	case booted != nil:
 		followed := steps.Begin(ctx, "identity.hostname")
@@ -153,26 +165,15 @@ func (r *run) provisionWith(ctx context.Context, wake bool, booted *identity.Ide
 	case wake:
 		var id [16]byte
 		rand.Read(id[:])
-		var claims chan error
-		// The claim env once the exec has started: the local supervisor
-		// holds the machine while it renders, so the exec's start would
-		// wait for it.
-		started := func() {
-			claims = make(chan error, 1)
-			go func() {
-				defer steps.Begin(ctx, "claims")()
-				claims <- r.s.setClaims(ctx, r.sup, r.b)
-			}()
-		}
 		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", started,
 			[]string{"sh", "-c", newMachineID + writeIdentity, "sh", host, hostsMark(host), hex.EncodeToString(id[:])})
-		if claims != nil {
-			if cerr := <-claims; cerr != nil {
-				return fmt.Errorf("claim env: %w", cerr)
-			}
-		}
 	default:
-		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", nil, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
+		out, err = execSteps(ctx, r.sup, r.b.ID, rec.Marshal(), "identity", started, []string{"sh", "-c", writeIdentity, "sh", host, hostsMark(host)})
+	}
+	if claims != nil {
+		if cerr := <-claims; cerr != nil {
+			return fmt.Errorf("claim env: %w", cerr)
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("identity write: %w", err)

@@ -61,6 +61,10 @@ type Config struct {
 	// every box of the owner gets, an agent box and an image that does
 	// not intercept too (api/usage's Entry; nil: no gw, no key).
 	GW GWKey
+	// ConnectDoor gives every box but an agent box the door key of its
+	// incarnation, a new one at every boot and wake (DoorKeyEntry;
+	// CheckDoorKey checks it; api.yaml's connect.box_listen set).
+	ConnectDoor bool
 	// MaxOperations bounds the operations this api runs at once (api.yaml's
 	// boxes.max_operations; 0 is DefaultMaxOperations): each holds one
 	// connection of a pool of that size, opened beside Pool, so calls and
@@ -103,6 +107,10 @@ type Service struct {
 	gw            GWKey
 	keepUp        func(ctx context.Context, boxID string) (bool, error)
 	keyLocks      sync.Map
+	// door says boxes get a Connect box door key (Config.ConnectDoor);
+	// wakes are the incarnations this api provisions (doorkey.go).
+	door  bool
+	wakes incarnations
 	// idle and calls: idle.go.
 	idle  Idle
 	calls calls
@@ -153,7 +161,7 @@ func New(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.Idle.Every = DefaultIdleEvery
 	}
 	s := &Service{pool: cfg.Pool, hosts: cfg.Hosts, names: slices.Sorted(maps.Keys(cfg.Hosts)),
-		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW, keepUp: cfg.KeepUp,
+		instance: newID("api-"), log: cfg.Log, every: cfg.RecoverEvery, keys: cfg.Keys, interceptFrom: cfg.InterceptFrom, gw: cfg.GW, door: cfg.ConnectDoor, keepUp: cfg.KeepUp,
 		slots: make(chan struct{}, cfg.MaxOperations), maxPending: int64(cfg.MaxOperations + cfg.MaxQueued), idle: cfg.Idle, state: cfg.State,
 		calls: calls{open: map[string]int{}, moved: map[string]bool{}, written: map[string]time.Time{}}}
 	pc := cfg.Pool.Config() // a copy: the same database, tracer and settings

@@ -76,13 +76,13 @@ func (r *run) boot(ctx context.Context) error {
 	if err := r.phase(ctx, PhaseCreating); err != nil {
 		return err
 	}
+	rec := r.b.Record()
 	claims := steps.Begin(ctx, "claims")
-	if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
+	if err := r.s.setClaims(ctx, r.sup, r.b, rec.WakeID); err != nil {
 		return fmt.Errorf("claim env: %w", err)
 	}
 	claims()
 	booted := steps.Begin(ctx, "boot")
-	rec := r.b.Record()
 	first, err := bootCommands(rec)
 	if err != nil {
 		return err
@@ -101,6 +101,7 @@ func (r *run) remove(ctx context.Context) error {
 	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return fmt.Errorf("delete machine: %w", supervisorError(err))
 	}
+	r.s.wakes.forget(r.b.ID)
 	err := pgx.BeginFunc(ctx, r.db, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, "DELETE FROM boxes WHERE id = $1", r.b.ID); err != nil {
 			return err
@@ -197,11 +198,9 @@ func (r *run) upgrade(ctx context.Context) error {
 		r.b.Incarnation++
 	}
 	r.b.Image = m.Image
-	// The claim env again, for the new image: one older than v23 had no
-	// keys, one that intercepts gets them.
-	if err := r.s.setClaims(ctx, r.sup, r.b); err != nil {
-		return fmt.Errorf("claim env: %w", err)
-	}
+	// provision sets the claim env again, for the new image (one older
+	// than v23 had no keys, one that intercepts gets them) and the new
+	// incarnation's door key.
 	if err := r.phase(ctx, PhaseRestoringFiles); err != nil {
 		return err
 	}
@@ -214,6 +213,7 @@ func (r *run) delete(ctx context.Context) error {
 	if err := r.sup.Delete(ctx, r.b.ID); err != nil && !errors.Is(err, sandbox.ErrNotFound) {
 		return fmt.Errorf("delete machine: %w", supervisorError(err))
 	}
+	r.s.wakes.forget(r.b.ID)
 	var older string
 	err := r.tx(ctx, func(tx pgx.Tx) error {
 		if r.b.SaveID != "" {

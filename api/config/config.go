@@ -58,14 +58,22 @@ type Config struct {
 
 // Connect configures Connect, the broker of the user's connected accounts
 // and MCP servers (api/connect; docs/connect.md). Contract: Connect
-// (design §16), Configuration. connect.box_listen (the box door) is not
-// built yet.
+// (design §16), Configuration.
 type Connect struct {
 	// PublicURL is the origin of the mode B door
 	// <PublicURL>/cocoonbox.mcp/connect: an https origin, or http on a
 	// loopback host (tests). Empty turns Connect off.
 	PublicURL string `yaml:"public_url"`
+	// BoxListen is the box door's ip:port on the host bridge (default
+	// 10.203.0.1:18091, the boxes' CONNECT_URL), which the api listens on
+	// once the local supervisor has the bridge up; boxes get a door key
+	// only while it is set (and Connect is on). Empty turns the box door
+	// off.
+	BoxListen string `yaml:"box_listen"`
 }
+
+// BoxDoor says whether the box door is on: Connect on and box_listen set.
+func (c Connect) BoxDoor() bool { return c.PublicURL != "" && c.BoxListen != "" }
 
 // tokenOrigin checks an origin bearer tokens are sent to: an origin
 // alone, https or http on a loopback host; the error names key.
@@ -82,6 +90,11 @@ func tokenOrigin(key, s string) error {
 }
 
 func (c *Connect) validate() error {
+	if c.BoxListen != "" {
+		if ap, err := netip.ParseAddrPort(c.BoxListen); err != nil || !ap.Addr().Is4() {
+			return fmt.Errorf("connect.box_listen: %q is not an IPv4 address and port (the host bridge's, 10.203.0.1:18091)", c.BoxListen)
+		}
+	}
 	if c.PublicURL == "" {
 		return nil
 	}
@@ -402,6 +415,7 @@ func Default() Config {
 		StateDir: "/var/lib/cocoonbox-api",
 		Log:      Log{Level: "info", Format: "text"},
 		Database: Database{SystemUser: "postgres", MaxConns: 10},
+		Connect:  Connect{BoxListen: "10.203.0.1:18091"},
 		// Caddy on this host, the deployment the contract describes.
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},

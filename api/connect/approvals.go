@@ -51,11 +51,11 @@ type approvals struct {
 // ApprovalTimeout by the database's clock, which every api shares.
 var pendingAge = fmt.Sprintf("created_at > now() - make_interval(secs => %d)", int(ApprovalTimeout/time.Second))
 
-// await stores an approval of user's call of tool of c and waits for its
-// answer; ctx's end or ApprovalTimeout answer "" (unanswered, refused as
+// await stores an approval of user's call of tool of c through door
+// (DoorMCP, DoorBox) and waits for its answer; ctx's end or ApprovalTimeout answer "" (unanswered, refused as
 // a deny is, audited as approval_required). The row goes when it ends.
 // An error is the database's, before any wait.
-func (b *Broker) await(ctx context.Context, user string, c Connector, tool string) (Decision, error) {
+func (b *Broker) await(ctx context.Context, user, door string, c Connector, tool string) (Decision, error) {
 	var raw [16]byte
 	rand.Read(raw[:])
 	id := hex.EncodeToString(raw[:])
@@ -75,7 +75,7 @@ func (b *Broker) await(ctx context.Context, user string, c Connector, tool strin
 		b.pool.Exec(context.WithoutCancel(ctx), "DELETE FROM connect_approvals WHERE id = $1", id)
 	}()
 	if _, err := b.pool.Exec(ctx, "INSERT INTO connect_approvals (id, user_id, connector, tool, door) VALUES ($1, $2, $3, $4, $5)",
-		id, user, c.ID, tool, DoorMCP); err != nil {
+		id, user, c.ID, tool, door); err != nil {
 		return "", fmt.Errorf("store the approval: %w", err)
 	}
 	t := time.NewTimer(ApprovalTimeout)

@@ -49,10 +49,12 @@ const (
 	OutcomeUnknown = "outcome_unknown"
 )
 
-// The doors of an audit row: DoorMCP is the mode B door; a disconnect's
-// is where it came from, DoorConsole or DoorApp (Connectors over gRPC).
+// The doors of an audit row: DoorMCP is the mode B door, DoorBox the box
+// door; a disconnect's is where it came from, DoorConsole or DoorApp
+// (Connectors over gRPC).
 const (
 	DoorMCP     = "mcp"
+	DoorBox     = "box"
 	DoorConsole = "console"
 	DoorApp     = "app"
 )

@@ -30,11 +30,14 @@ const toolSep = "__"
 // callerKey is the context key of the door's caller: a doorCaller.
 type callerKey struct{}
 
-// doorCaller is a door request's user, and a context that ends when the
-// token it came with stops working (tokens.Bind).
+// doorCaller is who calls through a door: the user whose connectors it
+// serves, the door (DoorMCP, DoorBox), for the box door the audit caller
+// (box:<box id>; the mode B door's is the client's name), and a context
+// that ends when the token it came with stops working (tokens.Bind; the
+// box door's key has no token, and its context never ends).
 type doorCaller struct {
-	user  string
-	token context.Context
+	user, door, caller string
+	token              context.Context
 }
 
 // Door is the mode B door's handler: a user's own token (personal or a
@@ -48,17 +51,7 @@ type doorCaller struct {
 // reconnecting) left out, a call of them by name refused and audited,
 // those ask waiting for the user's answer (Broker.Answer).
 func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
-	mcpH := sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
-		dc, _ := r.Context().Value(callerKey{}).(doorCaller)
-		return b.server(r.Context(), dc, log)
-	}, &sdk.StreamableHTTPOptions{
-		Stateless:           true,
-		MaxRequestBodyBytes: MaxDoorBody,
-		Logger:              log,
-		// The door serves behind the edge's proxy on loopback with the
-		// public Host; a DNS-rebound page has no bearer to send.
-		DisableLocalhostProtection: true,
-	})
+	mcpH := b.mcpHandler(log)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		p, err := index.Check(token)
@@ -71,8 +64,28 @@ func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 		// answers; the request goes on to carry that answer.
 		bound, done := tokens.Bind(r.Context(), p)
 		defer done()
-		ctx := context.WithValue(r.Context(), callerKey{}, doorCaller{p.UserID, bound})
+		ctx := context.WithValue(r.Context(), callerKey{}, doorCaller{user: p.UserID, door: DoorMCP, token: bound})
 		mcpH.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+// mcpHandler is the doors' MCP server (the official Go SDK's streamable
+// HTTP handler, stateless) for the doorCaller in each request's context.
+func (b *Broker) mcpHandler(log *slog.Logger) http.Handler {
+	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
+		dc, _ := r.Context().Value(callerKey{}).(doorCaller)
+		if dc.token == nil {
+			dc.token = context.Background()
+		}
+		return b.server(r.Context(), dc, log)
+	}, &sdk.StreamableHTTPOptions{
+		Stateless:           true,
+		MaxRequestBodyBytes: MaxDoorBody,
+		Logger:              log,
+		// The mode B door serves behind the edge's proxy on loopback with
+		// the public Host, the box door on the bridge under the gateway's
+		// address; a DNS-rebound page has no key to send.
+		DisableLocalhostProtection: true,
 	})
 }
 
@@ -88,7 +101,7 @@ func (b *Broker) server(ctx context.Context, dc doorCaller, log *slog.Logger) *s
 		return s
 	}
 	hidden := map[string]hiddenTool{}
-	s.AddReceivingMiddleware(b.refuseHidden(user, hidden, log))
+	s.AddReceivingMiddleware(b.refuseHidden(dc, hidden, log))
 	for _, c := range cs {
 		for i, t := range c.Tools {
 			p := t.Policy.effective()
@@ -121,7 +134,7 @@ func (b *Broker) callHandler(reqCtx context.Context, dc doorCaller, c Connector,
 	user := dc.user
 	return func(ctx context.Context, req *sdk.CallToolRequest) (res *sdk.CallToolResult, err error) {
 		start := time.Now()
-		a := callActivity(req, c.ID, tool, AuditAllow)
+		a := callActivity(req, dc, c.ID, tool, AuditAllow)
 		var status atomic.Int32
 		defer func() { b.auditCall(ctx, user, &a, start, &status, res, log) }()
 		ctx, done := b.open.begin(ctx, user, c.grantID)
@@ -135,7 +148,7 @@ func (b *Broker) callHandler(reqCtx context.Context, dc doorCaller, c Connector,
 			}
 		})()
 		if p == PolicyAsk {
-			d, err := b.await(ctx, user, c, tool)
+			d, err := b.await(ctx, user, dc.door, c, tool)
 			if err != nil { // never asked: audited as unanswered
 				a.Decision = AuditApprovalRequired
 				return nil, err
@@ -194,14 +207,18 @@ func ended(ctx context.Context) error {
 	return nil
 }
 
-// callActivity is the audit row of a door call of tool of connector, as
-// it begins: an error until it is known to be ok.
-func callActivity(req *sdk.CallToolRequest, connector, tool, decision string) Activity {
-	name := ""
-	if ci := req.ClientInfo(); ci != nil {
-		name = ci.Name
+// callActivity is the audit row of dc's door call of tool of connector,
+// as it begins: an error until it is known to be ok.
+func callActivity(req *sdk.CallToolRequest, dc doorCaller, connector, tool, decision string) Activity {
+	who := dc.caller
+	if who == "" {
+		name := ""
+		if ci := req.ClientInfo(); ci != nil {
+			name = ci.Name
+		}
+		who = caller(name)
 	}
-	return Activity{Connector: connector, Tool: tool, Door: DoorMCP, Caller: caller(name), Decision: decision, Outcome: OutcomeError,
+	return Activity{Connector: connector, Tool: tool, Door: dc.door, Caller: who, Decision: decision, Outcome: OutcomeError,
 		RequestBytes: int64(len(req.Params.Arguments)), args: append([]byte{}, req.Params.Arguments...)}
 }
 
@@ -234,7 +251,7 @@ type hiddenTool struct{ connector, tool, decision string }
 // hidden tool answers a tool error saying why and writes its audit row
 // (Contract: Connect, Audit: off, needs_reconnect), where the sdk would
 // answer an unknown tool and nothing would be written.
-func (b *Broker) refuseHidden(user string, hidden map[string]hiddenTool, log *slog.Logger) sdk.Middleware {
+func (b *Broker) refuseHidden(dc doorCaller, hidden map[string]hiddenTool, log *slog.Logger) sdk.Middleware {
 	return func(next sdk.MethodHandler) sdk.MethodHandler {
 		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
 			call, ok := req.(*sdk.CallToolRequest)
@@ -246,12 +263,12 @@ func (b *Broker) refuseHidden(user string, hidden map[string]hiddenTool, log *sl
 				return next(ctx, method, req)
 			}
 			start := time.Now()
-			a := callActivity(call, h.connector, h.tool, h.decision)
+			a := callActivity(call, dc, h.connector, h.tool, h.decision)
 			res := toolError(fmt.Sprintf("%s is off in your Connect policies", call.Params.Name))
 			if h.decision == AuditNeedsReconnect {
 				res = toolError(fmt.Sprintf("%s: %s needs reconnecting in the console", call.Params.Name, h.connector))
 			}
-			b.auditCall(ctx, user, &a, start, nil, res, log)
+			b.auditCall(ctx, dc.user, &a, start, nil, res, log)
 			return res, nil
 		}
 	}

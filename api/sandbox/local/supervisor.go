@@ -25,6 +25,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -63,6 +64,13 @@ type Config struct {
 	// forwards the boxes' model calls there with their owner's key
 	// (api/sandbox/gwdoor; api.yaml gw.url). Empty: no door.
 	GWURL string
+	// Doors are more of the gateway's services, by host:port, that the
+	// caller serves on its own listener there (the api's Connect box
+	// door on connect.box_listen, 10.203.0.1:18091): the egress proxy
+	// answers a box's plain-HTTP request to one with its handler, with the
+	// box's address as RemoteAddr (egress.Config.Doors), where it would
+	// refuse the host's own address.
+	Doors map[string]http.Handler
 	// DefaultMaxClaims is a tenant's cap until SetTenantCap (default
 	// sandbox.DefaultMaxClaims).
 	DefaultMaxClaims int
@@ -231,14 +239,18 @@ func (s *Supervisor) serveProxy() error {
 		return err
 	}
 	s.caPEM = caPEM
-	cfg := egress.Config{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log, CA: ca, Injections: s.injections, Resolve: s.cfg.EgressResolve, Admit: s.cfg.EgressAdmit}
+	cfg := egress.Config{Hosts: s.cfg.EgressHosts, Log: s.cfg.Log, CA: ca, Injections: s.injections, Resolve: s.cfg.EgressResolve, Admit: s.cfg.EgressAdmit,
+		Doors: map[string]http.Handler{}}
+	for addr, h := range s.cfg.Doors {
+		cfg.Doors[strings.ToLower(addr)] = h
+	}
 	if s.cfg.GWURL != "" {
 		door, err := s.serveGWDoor()
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		cfg.Doors = map[string]http.Handler{net.JoinHostPort(s.cfg.Network.Gateway.Addr().String(), fmt.Sprint(GWPort)): door}
+		cfg.Doors[net.JoinHostPort(s.cfg.Network.Gateway.Addr().String(), fmt.Sprint(GWPort))] = door
 	}
 	if f := s.cfg.EgressUpstreamCAFile; f != "" {
 		data, err := os.ReadFile(f)

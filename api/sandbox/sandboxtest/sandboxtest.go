@@ -298,6 +298,18 @@ func (s *Supervisor) File(id, path string) ([]byte, bool) {
 	return slices.Clone(data), ok
 }
 
+// Claims answers machine id's claim env entries as last set (nil for an
+// unknown machine): a test reads what a box was given.
+func (s *Supervisor) Claims(id string) []sandbox.ClaimEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, err := s.get(id)
+	if err != nil {
+		return nil
+	}
+	return slices.Clone(m.claims)
+}
+
 // SetClaimEnv replaces the machine's claim env entries.
 func (s *Supervisor) SetClaimEnv(_ context.Context, id string, entries []sandbox.ClaimEntry) error {
 	if err := sandbox.CheckClaimEnv(entries); err != nil {
