@@ -95,7 +95,7 @@ func New(t testing.TB, opts ...Option) *API {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	if o.supervisors == nil {
+	if o.supervisors == nil && !o.configured {
 		o.supervisors = func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error) {
 			return nil, nil, ErrNoSupervisor
 		}

@@ -28,6 +28,7 @@ type settings struct {
 	now         func() time.Time
 	getenv      func(string) string
 	supervisors func(context.Context, *slog.Logger) (map[string]sandbox.Supervisor, func(), error)
+	configured  bool // WithConfiguredSupervisor
 	middleware  func(http.Handler) http.Handler
 	connect     *connect.UpstreamConfig
 	databaseURL string
@@ -91,6 +92,12 @@ func WithSupervisor(host string, sup sandbox.Supervisor) Option {
 		}
 	}
 }
+
+// WithConfiguredSupervisor has the api start the supervisors its
+// configuration names (sandbox.local, set with WithConfig: the local
+// supervisor in process, as the binary starts it, with what apiserver
+// wires into it), in place of none. The api closes it.
+func WithConfiguredSupervisor() Option { return func(s *settings) { s.configured = true } }
 
 // WithDatabaseOf serves other's database, as a replica of the api does
 // (several apis on one PostgreSQL): no database of its own and no user

@@ -4,6 +4,7 @@ package connect
 
 import (
 	"context"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -15,13 +16,22 @@ import (
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
 )
 
-// initialize is a shell line run as root in a box: an MCP initialize
-// POSTed by curl straight to the box door on this package's gateway with
-// the key in $KEY, printing the body and then the status. The door is on
-// the host bridge, so --noproxy: the box reaches the gateway's 18091.
-const initialize = `curl -sS --noproxy '*' --max-time 30 -w '\n%{http_code}\n' -X POST http://` + gateway + `:18091/mcp \
+// post is the end of curl's command line of an MCP initialize POSTed to
+// the box door on this package's gateway with the key in $KEY, printing
+// the body and then the status.
+const post = ` --max-time 30 -w '\n%{http_code}\n' -X POST http://` + gateway + `:18091/mcp \
  -H "Authorization: Bearer $KEY" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream' \
  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"curl","version":"1"}}}'`
+
+// initialize is a shell line run as root in a box: the initialize
+// straight to the gateway's 18091 (--noproxy), which the firewall lets
+// boxes reach.
+const initialize = `curl -sS --noproxy '*'` + post
+
+// throughProxy is the initialize sent the way the box's programs send it:
+// through the egress proxy (HTTP_PROXY from the image's profile), which
+// answers the door's address with the api's handler (local.Config.Doors).
+const throughProxy = `. /etc/profile.d/cocoonbox-egress.sh; curl -sS` + post
 
 // withKey is a line that sets KEY to the box's own door key, read from its
 // claim env as root does (/run/silkd.env, root 0600), before line.
@@ -44,12 +54,17 @@ func status(t *testing.T, out string) (string, string) {
 // authenticated by the machine's door key ... a request without a current
 // key gets 401 with no body"): root in a booted box made through the api
 // reads its door key from /run/silkd.env and an MCP initialize with it on
-// the box door (curl) answers the door's server; the key with one digit
+// the box door (curl, straight to the gateway and through the egress
+// proxy) answers the door's server; the key with one digit
 // changed is 401 with no body; after the box hibernates and wakes, the
 // key it held before is 401 with no body and the one it holds now opens.
 func TestABoxReachesTheBoxDoorWithItsKeyAndAStaleOrForgedKeyIsRefused(t *testing.T) {
-	a := apitest.New(t, apitest.WithConnect(connect.UpstreamConfig{}), apitest.WithSupervisor("local", sup),
-		apitest.WithConfig(func(c *config.Config) { c.Connect.BoxListen = gateway + ":18091" }))
+	a := apitest.New(t, apitest.WithConnect(connect.UpstreamConfig{}), apitest.WithConfiguredSupervisor(),
+		apitest.WithConfig(func(c *config.Config) {
+			c.Sandbox.Local.Images, c.Sandbox.Local.StateDir = images, filepath.Join(testRoot, "state")
+			c.Sandbox.Local.Bridge, c.Sandbox.Local.Gateway, c.Sandbox.Local.Spares = bridge, gateway+"/16", 0
+			c.Connect.BoxListen = gateway + ":18091"
+		}))
 	if a.BoxDoorAddr == nil {
 		t.Fatalf("the api has no box door on %s:18091", gateway)
 	}
@@ -75,6 +90,10 @@ func TestABoxReachesTheBoxDoorWithItsKeyAndAStaleOrForgedKeyIsRefused(t *testing
 	out, err := harness.InBox(bridge, b.ID, nil, withKey(initialize))
 	if body, st := status(t, out); err != nil || st != "200" || !strings.Contains(body, "cocoonbox-connect") {
 		t.Fatalf("initialize with the box's key: %v, status %s, body %q", err, st, body)
+	}
+	out, err = harness.InBox(bridge, b.ID, nil, withKey(throughProxy))
+	if body, st := status(t, out); err != nil || st != "200" || !strings.Contains(body, "cocoonbox-connect") {
+		t.Fatalf("initialize with the box's key through the egress proxy: %v, status %s, body %q", err, st, body)
 	}
 	stale, err := harness.InBox(bridge, b.ID, nil, withKey(`printf %s "$KEY"`))
 	if err != nil || !strings.HasPrefix(stale, "cbd_"+b.ID+"_") {

@@ -3,19 +3,22 @@
 // Package connect shows Connect's box door from inside booted boxes
 // (issue 44, Deliver 3; Contract: Connect, "Box door (mode A)"; agent.env
 // CONNECT_URL; docs/connect.md): an api built as the binary builds it
-// (apitest.New) with its box door on the package's own bridge (cbconnect0,
-// 10.221.0.1), the local supervisor in process, the boxes made through the
-// api, and the door called by curl inside them as root.
+// (apitest.New) starting the local supervisor in process from its
+// configuration as the binary does (WithConfiguredSupervisor), with its
+// box door on the package's own bridge (cbconnect0, 10.221.0.1), the
+// boxes made through the api, and the door called by curl inside them as
+// root.
 package connect
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/cocoonbox/cocoonbox/api/database/dbtest"
 	"github.com/cocoonbox/cocoonbox/api/e2e/harness"
-	"github.com/cocoonbox/cocoonbox/api/e2e/harness/localsup"
-	"github.com/cocoonbox/cocoonbox/api/sandbox/local"
+	"github.com/cocoonbox/cocoonbox/api/sandbox/local/localtest"
 )
 
 const (
@@ -27,11 +30,13 @@ const (
 	gateway = "10.221.0.1"
 )
 
-var sup *local.Supervisor
+// images is the catalog the tests' apis boot from (localtest.Catalog: the
+// base image as cbdesk:v1-base and cbdesk:v2-base).
+var images = filepath.Join(testRoot, "images")
 
 func TestMain(m *testing.M) {
-	harness.Main(m, harness.Booted{Pkg: "api/e2e/connect", SetUp: func(ctx context.Context, image string) (err error) {
-		sup, err = localsup.Start(ctx, localsup.Config{Root: testRoot, Image: image, Bridge: bridge, Gateway: gateway + "/16"})
+	harness.Main(m, harness.Booted{Pkg: "api/e2e/connect", SetUp: func(ctx context.Context, image string) error {
+		_, err := localtest.Catalog(images, image, "")
 		return err
-	}, Run: dbtest.Run, TearDown: func() error { return localsup.Stop(sup, testRoot) }})
+	}, Run: dbtest.Run, TearDown: func() error { return os.RemoveAll(testRoot) }})
 }
