@@ -201,7 +201,7 @@ func New(ctx context.Context, cfg config.Config, opts Options) (_ *Server, err e
 	bh, scheduler, stopBoxes := mountBoxes(ctx, srv, cfg, opts.Supervisors, db, index, keys.Entries, boxSaves, models, scheduleStore, schedules,
 		boxDoor.doors(cfg.Connect), log)
 	s.closing(stopBoxes)
-	screens := mountSession(srv, bh, index, con, log)
+	screens := mountSession(srv, bh, index, con, cfg.HTTP.ScreenStall, log)
 	followed, err := mountShares(ctx, srv, db, viewers, screens, bh, index, con, cfg.Issuer(), opts.Now, log)
 	if err != nil {
 		return nil, err

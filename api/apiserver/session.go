@@ -2,6 +2,7 @@ package apiserver
 
 import (
 	"log/slog"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -23,8 +24,9 @@ import (
 // session instead of a token, and ends with it (console.BindSession); the
 // console's screen page (package screenpage) is its browser client. It
 // answers the service, which the shares' socket relays through.
-func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, con *console.Console, log *slog.Logger) *session.Service {
+func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, con *console.Console, stall time.Duration, log *slog.Logger) *session.Service {
 	svc := session.New(bh, tokens.UserID, log)
+	svc.SetStall(stall)
 	// A stream: its messages are bounded by the service, not its total.
 	path, h := svc.Handler(connect.WithInterceptors(index.Interceptor(), bh.CallInterceptor()))
 	srv.HandleStream(path, index.Guard(h))

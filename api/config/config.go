@@ -393,6 +393,9 @@ type HTTP struct {
 	// MaxConnsPerAddress is how many connections one client address may
 	// hold open (trusted_proxies not counted), 1..100000.
 	MaxConnsPerAddress int `yaml:"max_conns_per_address"`
+	// ScreenStall is how long a screen's viewer may take none of its
+	// bytes before it is cut (session.SetStall; docs/screen.md, Faults).
+	ScreenStall time.Duration `yaml:"screen_stall"`
 }
 
 // Log says how the api logs (log/slog, on standard error).
@@ -420,7 +423,8 @@ func Default() Config {
 		TrustedProxies: []string{"127.0.0.1/32", "::1/128"},
 		Console:        Console{SignIn: SignIn{PerUser: 10, PerAddress: 30, Window: 15 * time.Minute}},
 		HTTP: HTTP{ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, IdleTimeout: 2 * time.Minute,
-			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256},
+			PingAfter: 15 * time.Second, PingTimeout: 15 * time.Second, MaxConnsPerAddress: 256,
+			ScreenStall: 30 * time.Second},
 		Sandbox: Sandbox{PingAfter: 15 * time.Second, Local: Local{Images: DefaultImages, ImagesFrom: "the default", StateDir: "/var/lib/cocoonbox-sandboxd",
 			Bridge: "cocoonbox0", Gateway: "10.203.0.1/16", Spares: 1, Egress: LocalEgress{Admit: []string{}}}},
 		Boxes:  Boxes{RecoverEvery: 15 * time.Second, MaxOperations: 4, MaxQueued: 256},
@@ -692,7 +696,7 @@ func (c *Config) Validate() error {
 		key string
 		v   time.Duration
 	}{{"http.read_header_timeout", c.HTTP.ReadHeaderTimeout}, {"http.read_timeout", c.HTTP.ReadTimeout}, {"http.idle_timeout", c.HTTP.IdleTimeout},
-		{"http.ping_after", c.HTTP.PingAfter}, {"http.ping_timeout", c.HTTP.PingTimeout}} {
+		{"http.ping_after", c.HTTP.PingAfter}, {"http.ping_timeout", c.HTTP.PingTimeout}, {"http.screen_stall", c.HTTP.ScreenStall}} {
 		if d.v < MinTimeout || d.v > MaxTimeout {
 			return fmt.Errorf("%s: %s is not 100ms..24h", d.key, d.v)
 		}

@@ -3,8 +3,10 @@ package session
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"time"
 
 	"connectrpc.com/connect"
@@ -28,17 +30,21 @@ type screenStream = connect.BidiStream[controlv1.SessionScreenRequest, controlv1
 // Screen carries the RFB bytes of the caller's box's VNC server both ways
 // through the supervisor's port relay (Supervisor.Dial to VNCPort),
 // untouched: the viewer and the box's server speak RFB end to end, so
-// ContinuousUpdates, Fence and ExtendedClipboard pass as they are. Nothing
-// is buffered beyond a chunk per direction: a viewer that stops reading
-// holds the box's server (TigerVNC then drops frames for it, as it does
-// for a slow client), never the api's memory.
+// ContinuousUpdates, Fence and ExtendedClipboard pass as they are. Each
+// viewer has a relay connection of its own to the box's server. Nothing
+// is buffered beyond a chunk per direction, and a viewer that takes no
+// bytes for the stall bound (SetStall) has its relay connection closed,
+// so it holds neither the api's memory nor the box's server, and no
+// other viewer of the box (docs/screen.md, "Faults").
 //
 // Errors before connected: UNAUTHENTICATED without a caller,
 // INVALID_ARGUMENT for a first message that is not start, NOT_FOUND for a
 // box that is not the caller's, FAILED_PRECONDITION for one that is not
 // running (docs/screen.md: the screen does not wake a box), UNAVAILABLE
 // when the box's VNC does not answer. After connected it ends OK when the
-// box's server closes, CANCELED when the viewer goes or the api stops,
+// box's server closes, FAILED_PRECONDITION when the box stops running
+// (hibernated, deleted) under it, DEADLINE_EXCEEDED when the viewer took
+// no bytes for the stall bound, CANCELED when the viewer goes or the api stops,
 // UNAUTHENTICATED when the call's token is revoked (the token check's
 // interceptor says so).
 //
@@ -65,7 +71,9 @@ func (s *Service) Screen(ctx context.Context, st *screenStream) error {
 		conn.Close()
 		return err
 	}
-	return s.splice(ctx, conn, name, grpcViewer{st})
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	return s.splice(ctx, cancel, conn, name, grpcViewer{st})
 }
 
 // DialScreen locates userID's box (its id, name, or "" for the first) and
@@ -86,7 +94,54 @@ func (s *Service) DialScreen(ctx context.Context, userID, box string) (net.Conn,
 		}
 		return nil, "", s.status(ctx, "reach the screen of box "+b.Name, err)
 	}
-	return conn, b.BoxID, nil
+	return s.watch(ctx, userID, b.BoxID, b.Name, conn), b.BoxID, nil
+}
+
+// screenConn is a screen's relay connection that DialScreen closes when
+// its box stops running: a hibernated box is frozen, and its kernel keeps
+// the connection open and silent, so without this the viewer would show
+// a still screen until the box woke.
+type screenConn struct {
+	net.Conn
+	name string
+	left atomic.Pointer[string] // the box's state once it left running
+}
+
+// watch answers conn closed, its box's new state kept, when box id of
+// userID leaves running before ctx ends (Locator.Left).
+func (s *Service) watch(ctx context.Context, userID, id, name string, conn net.Conn) net.Conn {
+	c := &screenConn{Conn: conn, name: name}
+	left := s.boxes.Left(ctx, userID, id)
+	go func() {
+		select {
+		case st := <-left:
+			c.left.Store(&st)
+			conn.Close()
+		case <-ctx.Done():
+		}
+	}()
+	return c
+}
+
+// ErrStalled is the end of a screen whose viewer took no bytes for the
+// stall bound (SetStall): its relay connection was closed so the box's
+// server drops that client.
+var ErrStalled = errors.New("the viewer took none of the screen's bytes for too long (a stalled client): closed")
+
+// DefaultStall is the stall bound of a Service before SetStall: long
+// enough for a browser tab the system slowed, short enough that the box's
+// server is not left holding a client nobody reads.
+const DefaultStall = 30 * time.Second
+
+// SetStall sets the stall bound: a screen whose viewer has not taken one
+// chunk (ScreenChunk) in d ends with ErrStalled (config screen_stall).
+func (s *Service) SetStall(d time.Duration) { s.stall = d }
+
+func (s *Service) stallBound() time.Duration {
+	if s.stall > 0 {
+		return s.stall
+	}
+	return DefaultStall
 }
 
 // viewer is the client's side of a screen: a gRPC stream or a WebSocket.
@@ -98,18 +153,19 @@ type viewer interface {
 }
 
 // splice copies between conn and v until the box's server closes (nil),
-// the viewer goes or ctx ends (CANCELED, which the token check turns into
-// UNAUTHENTICATED for a revoked token); conn is closed when it returns.
-func (s *Service) splice(ctx context.Context, conn net.Conn, box string, v viewer) error {
+// the box stops running (FAILED_PRECONDITION), the viewer stalls
+// (DEADLINE_EXCEEDED wrapping ErrStalled: cancel is called with it, which
+// closes conn at once), the viewer goes or ctx ends (CANCELED, which the
+// token check turns into UNAUTHENTICATED for a revoked token); conn is
+// closed when it returns. cancel cancels ctx.
+func (s *Service) splice(ctx context.Context, cancel context.CancelCauseFunc, conn net.Conn, box string, v viewer) error {
 	began := time.Now()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	// A revoke or a gone viewer ends ctx: closing conn unblocks its Read.
+	// A revoke, a gone or stalled viewer ends ctx: closing conn unblocks its Read.
 	stop := context.AfterFunc(ctx, func() { conn.Close() })
 	defer stop()
 	defer conn.Close()
 	go func() {
-		defer cancel()
+		defer cancel(nil)
 		for {
 			b, err := v.receive(ctx)
 			if err != nil {
@@ -120,13 +176,22 @@ func (s *Service) splice(ctx context.Context, conn net.Conn, box string, v viewe
 			}
 		}
 	}()
+	// One chunk at a time: a viewer that does not take it within the
+	// bound is cut, and the box's server sees its connection close.
+	stall := time.AfterFunc(time.Hour, func() { cancel(ErrStalled) })
+	stall.Stop()
+	defer stall.Stop()
+	bound := s.stallBound()
 	var sent int64
 	buf := make([]byte, ScreenChunk)
 	var readErr error
 	for {
 		n, err := conn.Read(buf)
 		if n > 0 {
-			if v.send(ctx, buf[:n]) != nil {
+			stall.Reset(bound)
+			serr := v.send(ctx, buf[:n])
+			stall.Stop()
+			if serr != nil {
 				break
 			}
 			sent += int64(n)
@@ -137,6 +202,15 @@ func (s *Service) splice(ctx context.Context, conn net.Conn, box string, v viewe
 		}
 	}
 	s.log.InfoContext(ctx, "screen", "box", box, "bytes_to_viewer", sent, "duration", time.Since(began).Round(time.Millisecond))
+	if c, ok := conn.(*screenConn); ok {
+		if st := c.left.Load(); st != nil {
+			return connect.NewError(connect.CodeFailedPrecondition, fmt.Errorf("box %s is %s: the screen closed; wake it, then open the screen again", c.name, *st))
+		}
+	}
+	if errors.Is(context.Cause(ctx), ErrStalled) {
+		s.log.WarnContext(ctx, "screen: a stalled viewer was cut", "box", box, "bound", bound)
+		return connect.NewError(connect.CodeDeadlineExceeded, fmt.Errorf("%w after %s", ErrStalled, bound))
+	}
 	if ctx.Err() == nil && errors.Is(readErr, io.EOF) {
 		return nil // the box's server closed the connection
 	}

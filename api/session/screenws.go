@@ -25,6 +25,7 @@ const (
 	CloseNotRunning websocket.StatusCode = 4409 // the box is not running: wake it
 	CloseEnded      websocket.StatusCode = 4401 // the session ended (signed out)
 	CloseUnavail    websocket.StatusCode = 4503 // the box's VNC did not answer
+	CloseStalled    websocket.StatusCode = 4408 // the viewer took no bytes for the stall bound
 )
 
 // SessionBinder answers the user of r's console session and a context
@@ -39,7 +40,9 @@ type SessionBinder func(r *http.Request) (ctx context.Context, userID string, do
 // both before the upgrade. After it, a box that cannot be reached closes
 // with CloseNotFound, CloseNotRunning or CloseUnavail and the reason; a
 // session that ends (sign out, sign out everywhere) closes it with
-// CloseEnded. call opens the client call the box counts for idle hibernate
+// CloseEnded, the api stopping with 1001 (going away: the page opens it
+// again), a box that stops running under it with CloseNotRunning, a
+// viewer that stalls with CloseStalled. call opens the client call the box counts for idle hibernate
 // (boxes.Handler.Call).
 //
 // Contract: Sign out everywhere ("every call open on any of them");
@@ -73,8 +76,16 @@ func (s *Service) ScreenSocket(bind SessionBinder, call func(context.Context) (c
 			switch {
 			case err == nil:
 				return websocket.StatusNormalClosure, "the box's screen closed"
+			case errors.Is(err, ErrStalled):
+				return CloseStalled, reason(err)
+			case connect.CodeOf(err) == connect.CodeFailedPrecondition:
+				return CloseNotRunning, reason(err)
+			case r.Context().Err() != nil:
+				// The api stops (its calls end with it): not the
+				// session, which the next api still has.
+				return websocket.StatusGoingAway, "the api stops: the page opens the screen again when it is back"
 			case ctx.Err() != nil:
-				return CloseEnded, "the console session ended (sign in again) or the api stops"
+				return CloseEnded, "the console session ended: sign in again"
 			}
 			return websocket.StatusGoingAway, "the screen was closed"
 		})
@@ -83,7 +94,9 @@ func (s *Service) ScreenSocket(bind SessionBinder, call func(context.Context) (c
 
 // RelaySocket carries the RFB bytes of conn (DialScreen's) to ws as
 // binary messages and ws's binary messages to conn until the box's server
-// closes (nil), the viewer goes or ctx ends (an error), then closes ws
+// closes (nil), the box stops running, the viewer stalls (ErrStalled:
+// no bytes taken for the stall bound), the viewer goes or ctx ends (an
+// error), then closes ws
 // with the code and reason end answers for that error (while ws's reads
 // still run: the close frame goes first) and answers the error; conn is
 // closed when it returns. With
@@ -96,6 +109,10 @@ func (s *Service) RelaySocket(ctx context.Context, ws *websocket.Conn, conn net.
 	// coder/websocket closes the connection at once when their
 	// context ends, and the close frame saying why must go first. A
 	// viewer that does not read is cut after closeGrace all the same.
+	// A stalled viewer's write is blocked: it gets closeGrace to take it
+	// and the close frame that says why.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
 	wsCtx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	cut := context.AfterFunc(ctx, func() { time.AfterFunc(closeGrace, stop) })
@@ -104,7 +121,7 @@ func (s *Service) RelaySocket(ctx context.Context, ws *websocket.Conn, conn net.
 	if filter != nil {
 		v = filtered{v, filter}
 	}
-	err := s.splice(ctx, conn, box, v)
+	err := s.splice(ctx, cancel, conn, box, v)
 	ws.Close(end(err))
 	return err
 }

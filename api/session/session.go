@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"connectrpc.com/connect"
 
@@ -32,6 +33,9 @@ import (
 // boxes.ErrNotRunning, and the machine's id on the supervisor is BoxID.
 type Locator interface {
 	Locate(ctx context.Context, userID, box string) (boxes.Located, error)
+	// Left answers a channel that gets the box's state once it leaves
+	// running (boxes.Service.Left): what closes an open screen.
+	Left(ctx context.Context, userID, boxID string) <-chan string
 }
 
 // BoxUser is the box user every command runs as (Contract: Guest (image)
@@ -44,6 +48,7 @@ type Service struct {
 	boxes  Locator
 	caller func(context.Context) (string, bool)
 	log    *slog.Logger
+	stall  time.Duration // SetStall's; 0 is DefaultStall
 }
 
 var _ controlv1connect.SessionHandler = (*Service)(nil)

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"time"
 
+	"connectrpc.com/connect"
 	"github.com/coder/websocket"
 
 	"github.com/cocoonbox/cocoonbox/api/session"
@@ -54,7 +55,9 @@ type Screen interface {
 // its input; a message it cannot frame closes with CloseViewOnly. A viewer ends with CloseShareEnded when the
 // share is revoked (Viewers.Revoke), expires, or its owner signs out
 // everywhere (Viewers.EndUser). Each open and close is in the audit log
-// (Store.Record). call opens the client call the box counts for idle
+// (Store.Record). A box that stops running under the viewer closes it
+// with session.CloseNotRunning, a viewer that stalls with
+// session.CloseStalled. call opens the client call the box counts for idle
 // hibernate (boxes.Handler.Call).
 func Socket(st *Store, live *Viewers, screen Screen, call func(context.Context) (context.Context, func()), log *slog.Logger) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -134,6 +137,12 @@ func Socket(st *Store, live *Viewers, screen Screen, call func(context.Context) 
 			case errors.Is(cause, ErrRevoked), errors.Is(cause, ErrExpired), errors.Is(cause, ErrSignedOut):
 				record("close", cause.Error())
 				return CloseShareEnded, "this share ended: " + cause.Error()
+			case errors.Is(err, session.ErrStalled):
+				record("close", "the viewer stalled")
+				return session.CloseStalled, "this viewer took none of the screen for too long: reload"
+			case connect.CodeOf(err) == connect.CodeFailedPrecondition:
+				record("close", "the box stopped running")
+				return session.CloseNotRunning, "the shared box went to sleep: ask its owner to wake it"
 			case refused != nil:
 				record("close", refused.Error())
 				return CloseViewOnly, "this share is view-only: the viewer sent an RFB message it does not take"

@@ -44,6 +44,22 @@ type vncHost struct {
 	// rfb, when set, serves each Dial's box side in place of the banner
 	// and the recording (a real RFB server's handshake: rfbServer).
 	rfb func(box net.Conn)
+	// asleep is set by Hibernate: the machine is hibernated from then on.
+	asleep atomic.Bool
+}
+
+func (h *vncHost) state() sandbox.State {
+	if h.asleep.Load() {
+		return sandbox.Hibernated
+	}
+	return sandbox.Running
+}
+
+// Hibernate freezes the box: as the local supervisor's cgroup freezer,
+// it leaves every relay connection open (and silent).
+func (h *vncHost) Hibernate(_ context.Context, id string) (sandbox.Machine, error) {
+	h.asleep.Store(true)
+	return sandbox.Machine{ID: id, Tenant: h.user, State: sandbox.Hibernated}, nil
 }
 
 func (h *vncHost) Images(context.Context) ([]sandbox.Image, error) {
@@ -51,11 +67,11 @@ func (h *vncHost) Images(context.Context) ([]sandbox.Image, error) {
 }
 
 func (h *vncHost) List(context.Context, string) ([]sandbox.Machine, error) {
-	return []sandbox.Machine{{ID: boxID, Tenant: h.user, State: sandbox.Running}}, nil
+	return []sandbox.Machine{{ID: boxID, Tenant: h.user, State: h.state()}}, nil
 }
 
 func (h *vncHost) Get(_ context.Context, id string) (sandbox.Machine, error) {
-	return sandbox.Machine{ID: id, Tenant: h.user, State: sandbox.Running}, nil
+	return sandbox.Machine{ID: id, Tenant: h.user, State: h.state()}, nil
 }
 
 func (h *vncHost) SetClaimEnv(context.Context, string, []sandbox.ClaimEntry) error { return nil }
@@ -115,11 +131,11 @@ type world struct {
 	ctx    context.Context
 }
 
-func newWorld(t *testing.T) *world {
+func newWorld(t *testing.T, opts ...apitest.Option) *world {
 	t.Helper()
 	w := &world{host: &vncHost{}, now: &atomic.Int64{}}
 	clock := func() time.Time { return time.Now().Add(time.Duration(w.now.Load())) }
-	w.a = apitest.New(t, apitest.WithSupervisor("host1", w.host), apitest.WithClock(clock))
+	w.a = apitest.New(t, append([]apitest.Option{apitest.WithSupervisor("host1", w.host), apitest.WithClock(clock)}, opts...)...)
 	w.host.user = w.a.User.ID
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
