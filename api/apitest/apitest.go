@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -53,7 +54,13 @@ type API struct {
 	// (see SignIn), nil with WithoutSession or WithoutUser.
 	User    users.User
 	Session *Browser
+	stop    func()
 }
+
+// Stop stops the api as its process would stop (its open calls end, its
+// listener closes) before the test ends; the database stays, for an api
+// of WithDatabaseOf and WithAddress to take over (a restart).
+func (a *API) Stop() { a.stop() }
 
 // New builds and serves an api for t. By default: OAuth for agents on
 // (oauth.public_url is URL), GitHub sign-in off, no box supervisor (every
@@ -70,7 +77,11 @@ func New(t testing.TB, opts ...Option) *API {
 	if dbURL == "" {
 		dbURL = dbtest.New(t, apiserver.Schemas...).URL
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := o.address
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +125,8 @@ func New(t testing.TB, opts ...Option) *API {
 	}
 	served := make(chan struct{})
 	go func() { a.Server.Serve(ctx, ln); close(served) }()
-	t.Cleanup(func() { stop(); <-served; a.Server.Close() })
+	a.stop = sync.OnceFunc(func() { stop(); <-served; a.Server.Close() })
+	t.Cleanup(a.stop)
 
 	if !o.noUser {
 		a.User = a.AddUser("alice", false)

@@ -32,6 +32,7 @@ type settings struct {
 	middleware  func(http.Handler) http.Handler
 	connect     *connect.UpstreamConfig
 	databaseURL string
+	address     string
 }
 
 // ErrNoSupervisor is why an api of New without WithSupervisor has no boxes.
@@ -109,6 +110,11 @@ func WithDatabaseOf(other *API) Option {
 		s.databaseURL, s.noUser, s.noSession = other.Config.Database.URL, true, true
 	}
 }
+
+// WithAddress serves the api on addr (host:port) rather than a free
+// port: with WithDatabaseOf, the api that comes back after another's
+// Stop, as a restart, at the origin its pages were loaded from.
+func WithAddress(addr string) Option { return func(s *settings) { s.address = addr } }
 
 // WithGW points the api at the gw stand-in g (gw.url, and its master key
 // in a file under the state directory).

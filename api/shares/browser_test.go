@@ -1,7 +1,6 @@
 package shares_test
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/shares"
-	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
@@ -105,16 +103,7 @@ func (s *rfbServer) serve(c net.Conn) {
 // closes its screen while its tab is hidden and opens it again when
 // shown (Contract: Idle user boxes); a guessed link says it does not work.
 func TestTheSharePageInChromium(t *testing.T) {
-	w := newWorld(t)
-	box := &rfbServer{}
-	w.host.rfb = box.serve
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	b, err := webdriver.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer b.Close()
+	w, box, ctx, b := chromiumWorld(t)
 	connected := func(what string) {
 		t.Helper()
 		if err := b.WaitFor(ctx, what, func(_, text string) bool { return strings.Contains(text, "A shared screen.") }); err != nil {

@@ -253,11 +253,7 @@ func TestAViewerOfABoxHibernatedUnderItIsClosed(t *testing.T) {
 		}
 	}
 
-	boxes := controlv1connect.NewBoxesClient(http.DefaultClient, w.a.URL,
-		connect.WithInterceptors(client.BearerInterceptor(token)))
-	if _, err := boxes.Hibernate(w.ctx, connect.NewRequest(&controlv1.BoxOperationRequest{Box: "desk", RequestId: "hibernate-1"})); err != nil {
-		t.Fatalf("hibernate: %v", err)
-	}
+	w.hibernate(t, token)
 	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
 	defer cancel()
 	if code, why := closed(t, ctx, owner); code != session.CloseNotRunning || !strings.Contains(why, "wake") {
@@ -273,5 +269,17 @@ func TestAViewerOfABoxHibernatedUnderItIsClosed(t *testing.T) {
 			}
 			break
 		}
+	}
+}
+
+// hibernate hibernates the box desk through Boxes.Hibernate, as
+// cocoonbox box hibernate does, with alice's personal token (New makes
+// one; a second would revoke the first).
+func (w *world) hibernate(t *testing.T, token string) {
+	t.Helper()
+	boxes := controlv1connect.NewBoxesClient(http.DefaultClient, w.a.URL,
+		connect.WithInterceptors(client.BearerInterceptor(token)))
+	if _, err := boxes.Hibernate(w.ctx, connect.NewRequest(&controlv1.BoxOperationRequest{Box: "desk", RequestId: "hibernate-1"})); err != nil {
+		t.Fatalf("hibernate: %v", err)
 	}
 }
