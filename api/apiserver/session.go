@@ -29,7 +29,7 @@ func mountSession(srv *server.Server, bh *boxes.Handler, index *tokens.Index, co
 	svc.SetStall(stall)
 	// A stream: its messages are bounded by the service, not its total.
 	path, h := svc.Handler(connect.WithInterceptors(index.Interceptor(), bh.CallInterceptor()))
-	srv.HandleStream(path, index.Guard(h))
+	srv.HandleStream(path, session.WithWriteDeadlines(index.Guard(h)))
 	srv.HandleStream(session.ScreenSocketPath, svc.ScreenSocket(con.BindSession, bh.Call))
 	screenpage.Mount(srv, con.UserID)
 	return svc

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"sync/atomic"
 	"time"
 
@@ -73,7 +74,21 @@ func (s *Service) Screen(ctx context.Context, st *screenStream) error {
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	return s.splice(ctx, cancel, conn, name, grpcViewer{st})
+	rc, _ := ctx.Value(writerKey{}).(*http.ResponseController)
+	return s.splice(ctx, cancel, conn, name, grpcViewer{st, rc, s.stallBound()})
+}
+
+type writerKey struct{}
+
+// WithWriteDeadlines is h (the Session handler) with each call's
+// http.ResponseController in its context, so a Screen's send to a viewer
+// that stopped reading fails at the stall bound (an HTTP/2 stream's write
+// deadline resets the stream) instead of holding the call open until the
+// client reads or goes. Mount it outside the token check.
+func WithWriteDeadlines(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), writerKey{}, http.NewResponseController(w))))
+	})
 }
 
 // DialScreen locates userID's box (its id, name, or "" for the first) and
@@ -217,7 +232,13 @@ func (s *Service) splice(ctx context.Context, cancel context.CancelCauseFunc, co
 	return connect.NewError(connect.CodeCanceled, errors.New("the screen was closed: the viewer went, the api stops, or the call's token was revoked"))
 }
 
-type grpcViewer struct{ st *screenStream }
+// grpcViewer is a Session.Screen stream; with rc, each send has bound as
+// its write deadline.
+type grpcViewer struct {
+	st    *screenStream
+	rc    *http.ResponseController
+	bound time.Duration
+}
 
 func (g grpcViewer) receive(context.Context) ([]byte, error) {
 	for {
@@ -237,5 +258,8 @@ func (g grpcViewer) receive(context.Context) ([]byte, error) {
 }
 
 func (g grpcViewer) send(_ context.Context, b []byte) error {
+	if g.rc != nil && g.rc.SetWriteDeadline(time.Now().Add(g.bound)) == nil {
+		defer g.rc.SetWriteDeadline(time.Time{})
+	}
 	return g.st.Send(&controlv1.SessionScreenResponse{Msg: &controlv1.SessionScreenResponse_Data{Data: b}})
 }

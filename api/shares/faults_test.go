@@ -283,3 +283,36 @@ func (w *world) hibernate(t *testing.T, token string) {
 		t.Fatalf("hibernate: %v", err)
 	}
 }
+
+// A Session.Screen client (cocoonbox screen's side) that stops reading is
+// cut at the stall bound too: its relay connection closes, and its call
+// ends on the api (the HTTP/2 stream's write deadline), which no longer
+// counts it as a client call of the box. Seen failing without the write
+// deadline: the call stayed open, its send blocked on flow control.
+func TestAStalledSessionScreenClientIsCut(t *testing.T) {
+	w := newWorld(t, apitest.WithConfig(func(c *config.Config) { c.HTTP.ScreenStall = time.Second }))
+	box := &flood{}
+	w.host.rfb = box.serve
+	svc, err := w.a.Boxes.Service()
+	if err != nil {
+		t.Fatal(err)
+	}
+	token := string(w.a.PersonalToken(w.a.User.ID))
+	screen := controlv1connect.NewSessionClient(wire.H2CClient("", token, 0), w.a.URL, connect.WithGRPC()).Screen(w.ctx)
+	defer screen.CloseRequest()
+	if err := screen.Send(&controlv1.SessionScreenRequest{Msg: &controlv1.SessionScreenRequest_Start{Start: &controlv1.SessionScreenStart{Box: "desk"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := screen.Receive(); err != nil {
+		t.Fatalf("Session.Screen: %v", err)
+	}
+	// The client reads no more.
+	wait.Eventually(t, time.Minute, "the stalled client's relay connection closed", func() (bool, string) {
+		wrote, ended := box.conn(0)
+		return ended, fmt.Sprintf("the box wrote %d bytes", wrote)
+	})
+	wait.Eventually(t, time.Minute, "the stalled client's call ended", func() (bool, string) {
+		n := svc.OpenCalls(boxID)
+		return n == 0, fmt.Sprintf("%d calls open on the box", n)
+	})
+}
