@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -348,15 +349,34 @@ func TestScreenWebSocketChecksOriginAndEndsWithTheSession(t *testing.T) {
 	}
 }
 
-// Docs/screen.md: the screen does not wake a box. A hibernated box's
-// screen is FAILED_PRECONDITION naming the state; once it is woken, the
-// screen opens again.
+// Docs/screen.md: the screen does not wake a box. A screen open when the
+// box is hibernated closes (issue 43, Deliver 5: the frozen box keeps its
+// relay connection open and silent, so the api follows the box's state),
+// Session.Screen FAILED_PRECONDITION and the WebSocket 4409. A hibernated
+// box's screen is FAILED_PRECONDITION naming the state; once it is woken,
+// the screen opens again.
 func TestScreenOfAHibernatedBoxIsRefusedUntilItWakes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
+	open := openScreen(t, ctx, aliceToken)
+	_, c := newDevice(t, "alice", "hibernate")
+	nc := openWS(t, ctx, c)
+	wsEnded := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, nc); wsEnded <- err }()
 	bx := harness.Boxes(api.URL, aliceToken)
 	if _, err := bx.Hibernate(ctx, connect.NewRequest(&controlv1.BoxOperationRequest{RequestId: "screen-hibernate", Box: "desk"})); err != nil {
 		t.Fatal(err)
+	}
+	if err := ended(t, open); connect.CodeOf(err) != connect.CodeFailedPrecondition {
+		t.Errorf("the screen open when the box was hibernated ended with %v, want FAILED_PRECONDITION", err)
+	}
+	select {
+	case err := <-wsEnded:
+		if websocket.CloseStatus(err) != session.CloseNotRunning {
+			t.Errorf("the WebSocket open when the box was hibernated ended with %v, want close %d", err, session.CloseNotRunning)
+		}
+	case <-time.After(time.Minute):
+		t.Error("the WebSocket was still open a minute after its box was hibernated")
 	}
 	if err := api.WaitBox(ctx, aliceToken, "desk", controlv1.BoxState_BOX_STATE_HIBERNATED); err != nil {
 		t.Fatal(err)
