@@ -1,6 +1,7 @@
 package shares_test
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -11,17 +12,22 @@ import (
 	"time"
 
 	"github.com/cocoonbox/cocoonbox/api/shares"
+	"github.com/cocoonbox/cocoonbox/api/webdriver"
 	"github.com/cocoonbox/cocoonbox/internal/wait"
 )
 
 // rfbServer is a box's VNC as far as noVNC needs one (RFC 6143, 3.8,
-// security None, a 64×48 desktop sent once as Raw): it counts the
-// viewers it served, the KeyEvents and PointerEvents that reached it,
-// and the viewers that went.
+// security None, a 64×48 desktop, or width×height, sent once as Raw):
+// it counts the viewers it served, the KeyEvents and PointerEvents that
+// reached it, and the viewers that went; it keeps the ClientCutTexts'
+// texts, and sends each viewer cut as a ServerCutText after ServerInit.
 type rfbServer struct {
 	mu                    sync.Mutex
 	opened, ended         int
 	keys, pointers, other int
+	cuts                  []string
+	width, height         uint16
+	cut                   string
 }
 
 func (s *rfbServer) count(f func()) {
@@ -41,7 +47,15 @@ const rfbW, rfbH = 64, 48
 func (s *rfbServer) serve(c net.Conn) {
 	defer c.Close()
 	defer s.count(func() { s.ended++ })
-	s.count(func() { s.opened++ })
+	var w, h uint16 = rfbW, rfbH
+	var cut string
+	s.count(func() {
+		s.opened++
+		if s.width > 0 {
+			w, h = s.width, s.height
+		}
+		cut = s.cut
+	})
 	buf := make([]byte, 12)
 	read := func(n int) []byte {
 		if _, err := io.ReadFull(c, buf[:n]); err != nil {
@@ -57,11 +71,16 @@ func (s *rfbServer) serve(c net.Conn) {
 	c.Write([]byte{0, 0, 0, 0}) // SecurityResult OK
 	read(1)                     // ClientInit
 	init := make([]byte, 24, 24+4)
-	binary.BigEndian.PutUint16(init[0:], rfbW)
-	binary.BigEndian.PutUint16(init[2:], rfbH)
+	binary.BigEndian.PutUint16(init[0:], w)
+	binary.BigEndian.PutUint16(init[2:], h)
 	copy(init[4:], []byte{32, 24, 0, 1, 0, 255, 0, 255, 0, 255, 16, 8, 0})
 	binary.BigEndian.PutUint32(init[20:], 4)
 	c.Write(append(init, "desk"...))
+	if cut != "" {
+		m := []byte{3, 0, 0, 0, 0, 0, 0, 0}
+		binary.BigEndian.PutUint32(m[4:], uint32(len(cut)))
+		c.Write(append(m, cut...))
+	}
 	for {
 		t := read(1)[0]
 		switch t {
@@ -76,9 +95,9 @@ func (s *rfbServer) serve(c net.Conn) {
 		case 3: // FramebufferUpdateRequest: a full Raw frame for a full request
 			if read(9)[0] == 0 {
 				u := []byte{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}
-				binary.BigEndian.PutUint16(u[8:], rfbW)
-				binary.BigEndian.PutUint16(u[10:], rfbH)
-				c.Write(append(u, make([]byte, rfbW*rfbH*4)...))
+				binary.BigEndian.PutUint16(u[8:], w)
+				binary.BigEndian.PutUint16(u[10:], h)
+				c.Write(append(u, make([]byte, int(w)*int(h)*4)...))
 			}
 		case 4:
 			read(7)
@@ -86,14 +105,33 @@ func (s *rfbServer) serve(c net.Conn) {
 		case 5:
 			read(5)
 			s.count(func() { s.pointers++ })
-		case 6:
+		case 6: // ClientCutText; a negative length is the extended clipboard's
 			n := int(int32(binary.BigEndian.Uint32(read(7)[3:7])))
-			io.CopyN(io.Discard, c, int64(max(n, -n)))
+			text := make([]byte, max(n, -n))
+			if _, err := io.ReadFull(c, text); err != nil {
+				return
+			}
+			s.count(func() { s.cuts = append(s.cuts, string(text)) })
 		default:
 			s.count(func() { s.other++ })
 			return
 		}
 	}
+}
+
+// chromium starts Chromium for a test of w's pages, its box served by
+// box, both ending with the test (4 minutes at most).
+func chromium(t *testing.T, w *world, box *rfbServer) (context.Context, *webdriver.Browser) {
+	t.Helper()
+	w.host.rfb = box.serve
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	b, err := webdriver.Start(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return ctx, b
 }
 
 // Issue 43, Must show: real Chromium, a profile of its own with nothing

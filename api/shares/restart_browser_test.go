@@ -120,13 +120,6 @@ func chromiumWorld(t *testing.T) (*world, *rfbServer, context.Context, *webdrive
 	t.Helper()
 	w := newWorld(t)
 	box := &rfbServer{}
-	w.host.rfb = box.serve
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	t.Cleanup(cancel)
-	b, err := webdriver.Start(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(b.Close)
+	ctx, b := chromium(t, w, box)
 	return w, box, ctx, b
 }

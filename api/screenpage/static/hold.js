@@ -19,7 +19,8 @@ const lastRetry = 10000;
 //   url: the socket's address; first: a message sent on open (the share's
 //   secret), or ''; connected: what the state says while open;
 //   closed: code → what it says; final: the codes after which the page
-//   waits for a reload; say(text): shows the state.
+//   waits for a reload; say(text): shows the state; opened(rfb), when
+//   given: called with each new noVNC connection.
 export function hold(target, o) {
     let rfb = null;
     let ended = false;
@@ -39,6 +40,9 @@ export function hold(target, o) {
         ws.addEventListener('close', (e) => { code = e.code; });
         const r = new RFB(target, ws, { shared: true });
         r.scaleViewport = true;
+        if (o.opened) {
+            o.opened(r);
+        }
         r.addEventListener('connect', () => {
             tries = 0;
             document.body.dataset.reconnecting = 'no';

@@ -4,6 +4,7 @@
 // hold.js: only while the tab is visible (Contract: Idle user boxes), and
 // reconnecting by itself after the api restarts.
 import { hold } from './hold.js';
+import { follow } from './clipboard.js';
 
 const box = decodeURIComponent(location.pathname.split('/')[3] || '');
 const state = document.getElementById('screen-state');
@@ -29,4 +30,6 @@ hold(document.getElementById('screen'), {
     },
     final: new Set([4404, 4409, 4401]),
     say: say,
+    // The box's clipboard in the page's area (clipboard.js).
+    opened: follow,
 });

@@ -8,6 +8,7 @@
 // "The share page does the same while its tab is hidden, a tab hidden from
 // the start included") and reconnects after the api restarts.
 import { hold } from './hold.js';
+import { follow } from './clipboard.js';
 
 const secret = location.hash.slice(1);
 const state = document.getElementById('screen-state');
@@ -45,5 +46,7 @@ if (!/^cbs_[0-9a-f]{64}$/.test(secret)) {
         closed: closed,
         final: new Set([4404, 4410, 4403, 4409]),
         say: say,
+    // The box's clipboard in the page's area (clipboard.js).
+    opened: follow,
     });
 }
