@@ -48,12 +48,7 @@ func TestTheSnapshotAndShareCallsRefuseInPlainSentences(t *testing.T) {
 	}
 	bare := apitest.New(t, apitest.WithoutSession()) // no supervisor
 	snap := "/cb/api/boxes/main/snapshots/" + snapshotName
-	cases := []struct {
-		name, method, path, body string
-		as                       *apitest.Browser
-		status                   int
-		code, field              string
-	}{
+	cases := []refusal{
 		{"snapshots, signed out", "GET", "/cb/api/boxes/main/snapshots", "", nobody, 401, "signed_out", ""},
 		{"snapshots, a bad name", "GET", "/cb/api/boxes/Not%20OK/snapshots", "", alice, 404, "not_found", ""},
 		{"snapshots, no supervisor", "GET", "/cb/api/boxes/main/snapshots", "", bare.SignIn("alice"), 503, "unavailable", ""},
@@ -81,25 +76,7 @@ func TestTheSnapshotAndShareCallsRefuseInPlainSentences(t *testing.T) {
 		{"revoke, signed out", "DELETE", "/cb/api/shares/" + made.Share.ID, "", nobody, 401, "signed_out", ""},
 		{"log, bob's share", "GET", "/cb/api/shares/" + made.Share.ID + "/log", "", alice, 404, "not_found", ""},
 	}
-	for _, c := range cases {
-		ctype := "application/json"
-		if c.body == "" {
-			ctype = "text/plain"
-		}
-		resp, body := c.as.Send(c.method, c.path, ctype, c.body)
-		var got struct{ Error, Field, Message string }
-		if err := json.Unmarshal([]byte(body), &got); err != nil || resp.StatusCode != c.status {
-			t.Errorf("%s: %s %s answered %d %s; want %d JSON", c.name, c.method, c.path, resp.StatusCode, body, c.status)
-			continue
-		}
-		if got.Error != c.code || got.Field != c.field {
-			t.Errorf("%s: error %q, field %q; want %q, %q", c.name, got.Error, got.Field, c.code, c.field)
-		}
-		if got.Message == "" || codeLike.MatchString(got.Message) {
-			t.Errorf("%s: message %q is not a plain sentence (answer %s)", c.name, got.Message, body)
-		}
-		t.Logf("%s: %s", c.name, got.Message)
-	}
+	checkRefusals(t, cases, "text/plain")
 	// Bob's share still works: alice's refused revoke touched nothing.
 	if resp, body := bobs.Send("GET", "/cb/api/shares", "", ""); resp.StatusCode != 200 || !json.Valid([]byte(body)) || !strings.Contains(body, `"live":true`) {
 		t.Fatalf("bob's shares after alice's revoke: %d %s", resp.StatusCode, body)

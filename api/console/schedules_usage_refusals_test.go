@@ -21,12 +21,7 @@ func TestTheSchedulesAndUsageRefusalsArePlainSentences(t *testing.T) {
 	addBox(t, a, bob.ID, "cb-00000000000000b1", "bobs")
 	alice, nobody := a.SignIn("alice"), a.Browser()
 	g.Close() // the Usage call's gw does not answer
-	cases := []struct {
-		name, method, path, body string
-		as                       *apitest.Browser
-		status                   int
-		code, field              string
-	}{
+	cases := []refusal{
 		{"list, signed out", "GET", "/cb/api/schedules", "", nobody, 401, "signed_out", ""},
 		{"set, signed out", "POST", "/cb/api/schedules", `{"box":"main","cron":"@daily"}`, nobody, 401, "signed_out", ""},
 		{"set, bob's box", "POST", "/cb/api/schedules", `{"box":"bobs","cron":"@daily"}`, alice, 404, "not_found", ""},
@@ -44,8 +39,25 @@ func TestTheSchedulesAndUsageRefusalsArePlainSentences(t *testing.T) {
 		{"usage, signed out", "GET", "/cb/api/usage", "", nobody, 401, "signed_out", ""},
 		{"usage, gw down", "GET", "/cb/api/usage", "", alice, 503, "unavailable", ""},
 	}
+	checkRefusals(t, cases, "")
+}
+
+// refusal is a console call and the refusal it must answer: status, the
+// machine code in "error", the field's name ("" for none).
+type refusal struct {
+	name, method, path, body string
+	as                       *apitest.Browser
+	status                   int
+	code, field              string
+}
+
+// checkRefusals sends each case as its browser, a body as JSON and none
+// with bare's content type, and checks its status, code and field, and
+// that its "message" is a plain sentence.
+func checkRefusals(t *testing.T, cases []refusal, bare string) {
+	t.Helper()
 	for _, c := range cases {
-		ctype := ""
+		ctype := bare
 		if c.body != "" {
 			ctype = "application/json"
 		}
@@ -56,7 +68,7 @@ func TestTheSchedulesAndUsageRefusalsArePlainSentences(t *testing.T) {
 			continue
 		}
 		if got.Error != c.code || got.Field != c.field {
-			t.Errorf("%s: error %q field %q; want %q %q", c.name, got.Error, got.Field, c.code, c.field)
+			t.Errorf("%s: error %q, field %q; want %q, %q", c.name, got.Error, got.Field, c.code, c.field)
 		}
 		if got.Message == "" || codeLike.MatchString(got.Message) {
 			t.Errorf("%s: message %q is not a plain sentence (answer %s)", c.name, got.Message, body)
