@@ -56,7 +56,7 @@ func (b *Broker) BoxDoor(check DoorKeyCheck, log *slog.Logger) http.Handler {
 			return
 		}
 		server.SetUser(r.Context(), owner)
-		ctx := context.WithValue(r.Context(), callerKey{}, doorCaller{user: owner, door: DoorBox, caller: "box:" + box})
+		ctx := context.WithValue(r.Context(), callerKey{}, doorCaller{user: owner, door: DoorBox, caller: "box:" + box, token: context.Background()})
 		mcpH.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

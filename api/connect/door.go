@@ -74,9 +74,6 @@ func (b *Broker) Door(index *tokens.Index, log *slog.Logger) http.Handler {
 func (b *Broker) mcpHandler(log *slog.Logger) http.Handler {
 	return sdk.NewStreamableHTTPHandler(func(r *http.Request) *sdk.Server {
 		dc, _ := r.Context().Value(callerKey{}).(doorCaller)
-		if dc.token == nil {
-			dc.token = context.Background()
-		}
 		return b.server(r.Context(), dc, log)
 	}, &sdk.StreamableHTTPOptions{
 		Stateless:           true,
